@@ -1,0 +1,3 @@
+from adaexplore.cli import main
+
+main()

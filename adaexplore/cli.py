@@ -1,0 +1,123 @@
+"""The `adaexplore` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+
+from adaexplore import __version__
+from adaexplore.config import Settings
+from adaexplore.errors import AdaexploreError
+from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
+from adaexplore.executor._render import render_evaluation
+
+__all__ = ["main"]
+
+# Exit codes: 0 the kernel is ok; 1 the kernel failed (a normal verdict); 2 the call was wrong (bad task,
+# bad option, missing file); 3 the evaluator itself failed (infra_error).
+EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="adaexplore", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"adaexplore {__version__}")
+    parser.add_argument("--config", type=Path, help="settings file (TOML)")
+    parser.add_argument(
+        "--home", type=Path, help="state and cache directory (default: $ADAEXPLORE_HOME or ~/.adaexplore)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    profile = commands.add_parser(
+        "profile",
+        help="evaluate one kernel against a task: correctness, timing, audit",
+        description="Evaluate KERNEL (a module defining ModelNew) against TASK (a KernelBench-format module). "
+        "Exit code 0: the kernel is ok; 1: it failed (the verdict says how); 2: the call was wrong; "
+        "3: the evaluator failed.",
+    )
+    profile.add_argument("task", type=Path, help="task module (Model, get_inputs, get_init_inputs)")
+    profile.add_argument("kernel", type=Path, help="candidate module defining ModelNew")
+    profile.add_argument(
+        "--backend",
+        choices=["auto", "cuda", "compile", "interpret"],
+        default=None,
+        help="where to run: auto picks cuda on a GPU, else compile + interpret (default: auto)",
+    )
+    profile.add_argument(
+        "--mode", choices=["strict", "kernelbench", "paper"], default=None, help="evaluation protocol (default: strict)"
+    )
+    profile.add_argument("--compile", action="store_true", help="also time torch.compile of the reference")
+    profile.add_argument("--fresh-reference", action="store_true", help="time the reference again, ignoring the cache")
+    profile.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.load(args.config)
+        if args.home is not None:
+            settings = settings.model_copy(update={"home": args.home})
+        if args.command == "profile":
+            code = anyio.run(_profile, args, settings)
+        else:  # pragma: no cover - argparse rejects unknown commands
+            code = EXIT_USAGE
+    except AdaexploreError as exc:
+        print(f"adaexplore: error: {exc}", file=sys.stderr)
+        code = EXIT_USAGE
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+async def _profile(args: argparse.Namespace, settings: Settings) -> int:
+    task = load_task(args.task)
+    if not args.kernel.is_file():
+        raise AdaexploreError(f"kernel file {args.kernel} does not exist")
+    code = args.kernel.read_text()
+    show = _Progress(enabled=sys.stderr.isatty() and not args.json)
+    async with Evaluator(settings) as evaluator:
+        result = await evaluator.evaluate(
+            task,
+            code,
+            mode=args.mode,
+            backend=args.backend,
+            with_compile=args.compile,
+            fresh_reference=args.fresh_reference,
+            progress=show,
+        )
+    show.clear()
+    _print(result, args)
+    if result.status is Status.ok:
+        return EXIT_OK
+    return EXIT_INFRA if result.status is Status.infra_error else EXIT_KERNEL_FAILED
+
+
+def _print(result: Evaluation, args: argparse.Namespace) -> None:
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(render_evaluation(result, title=f"{args.kernel} against task {args.task.stem}"))
+
+
+class _Progress:
+    """One status line on stderr, rewritten in place, while an evaluation runs in a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.width = 0
+
+    async def __call__(self, update: ProgressUpdate) -> None:
+        if not self.enabled:
+            return
+        text = f"[{update.elapsed_s:6.1f}s] {update.stage}: {update.message}"[:100]
+        sys.stderr.write("\r" + text.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()

@@ -1,0 +1,51 @@
+"""The executor: tasks, isolated candidate workers, correctness, timing and audits (DESIGN §5)."""
+
+from adaexplore.executor._environment import Environment
+from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
+from adaexplore.executor._models import (
+    Audit,
+    AuditFlag,
+    Backend,
+    Correctness,
+    ErrorDetail,
+    Evaluation,
+    Mode,
+    Provenance,
+    Seeds,
+    Stats,
+    Status,
+    Timing,
+    Tolerance,
+    TrialResult,
+)
+from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
+from adaexplore.executor._task import Task, code_hash, load_task, task_from_source
+
+__all__ = [
+    "Audit",
+    "AuditFlag",
+    "Backend",
+    "Correctness",
+    "Environment",
+    "ErrorDetail",
+    "Evaluation",
+    "Evaluator",
+    "Mode",
+    "ModeSpec",
+    "Progress",
+    "ProgressUpdate",
+    "Provenance",
+    "Seeds",
+    "Stats",
+    "Status",
+    "Task",
+    "Timing",
+    "TimingSpec",
+    "Tolerance",
+    "TrialResult",
+    "code_hash",
+    "load_task",
+    "mode_spec",
+    "task_from_source",
+    "tolerance_for",
+]

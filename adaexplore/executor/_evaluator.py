@@ -1,0 +1,818 @@
+"""The evaluator: one `evaluate(task, code)` call, from static checks to a verdict with provenance.
+
+It never imports candidate code. Candidates run in pre-started worker processes, one fresh process per
+candidate, killed by process group when done or late. References run in a judge process per device that
+never imports a candidate, which also compares outputs. On a GPU the device is held by one evaluation
+at a time for correctness and timing, while other candidates compile beside it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic import BaseModel, ConfigDict
+
+import adaexplore
+from adaexplore.config import Settings
+from adaexplore.errors import ConfigError, EvaluatorError, TaskError
+from adaexplore.executor._environment import Environment, probe_environment
+from adaexplore.executor._models import (
+    Audit,
+    AuditFlag,
+    Backend,
+    Correctness,
+    ErrorDetail,
+    Evaluation,
+    Mode,
+    Provenance,
+    Seeds,
+    Stats,
+    Status,
+    Timing,
+)
+from adaexplore.executor._modes import ModeSpec, mode_spec
+from adaexplore.executor._policy import check_policy, defines_model_new
+from adaexplore.executor._pool import JudgeClient, WorkerPool
+from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
+from adaexplore.executor._protocol import (
+    Compare,
+    Compared,
+    Compiled,
+    Done,
+    Event,
+    Failed,
+    JobSpec,
+    Phase,
+    Prepare,
+    Prepared,
+    Proceed,
+    Ready,
+    ReferenceTimed,
+    Release,
+    RunCandidate,
+    Stop,
+    TaskFailed,
+    TimeCandidate,
+    Timed,
+    TimeReference,
+    TrialsDone,
+)
+from adaexplore.executor._task import Task, code_hash
+
+__all__ = ["Evaluator", "Progress", "ProgressUpdate"]
+
+_HEARTBEAT_S = 2.0
+_SIGNALS = {
+    -11: "SIGSEGV (segmentation fault)",
+    -6: "SIGABRT (abort)",
+    -9: "SIGKILL",
+    -7: "SIGBUS",
+    -8: "SIGFPE",
+    -4: "SIGILL",
+    -15: "SIGTERM",
+}
+
+
+class ProgressUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    message: str
+    elapsed_s: float
+    done: int | None = None
+    total: int | None = None
+
+
+Progress = Callable[[ProgressUpdate], Awaitable[None]]
+
+
+class _Verdict(Exception):
+    """Ends an evaluation early with this status."""
+
+    def __init__(self, status: Status, message: str, error: ErrorDetail | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error = error
+
+
+class _Run:
+    """The state of one evaluation while it runs."""
+
+    def __init__(self, task: Task, code: str, mode: Mode, progress: Progress | None) -> None:
+        self.task = task
+        self.code = code
+        self.mode = mode
+        self.spec: ModeSpec = mode_spec(mode)
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.phases: dict[str, float] = {}
+        self.audit = Audit()
+        self.output: list[str] = []
+        self.correctness: Correctness | None = None
+        self.timing: Timing | None = None
+        self.seeds: Seeds | None = None
+        self.backends: list[Backend] = []
+        self.planned: list[Backend] = []
+        self.versions: dict[str, str | None] = {}
+        self.compile_target: str | None = None
+        self.sizes: str = "full"
+        self.fingerprint = ""
+        self.notes: list[str] = []
+        self.exchange: Path | None = None
+
+    async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
+        if self.progress is not None:
+            await self.progress(
+                ProgressUpdate(
+                    stage=stage,
+                    message=message,
+                    done=done,
+                    total=total,
+                    elapsed_s=round(time.perf_counter() - self.started, 3),
+                )
+            )
+
+    def add_flags(self, flags: list[AuditFlag]) -> None:
+        for flag in flags:
+            if flag not in self.audit.flags:
+                self.audit.flags.append(flag)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Any:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = round(self.phases.get(name, 0.0) + time.perf_counter() - start, 4)
+
+    def scrub(self, text: str) -> str:
+        if self.exchange is not None:
+            text = text.replace(str(self.exchange / "candidate.py"), "candidate.py").replace(str(self.exchange), ".")
+        return text
+
+
+class Evaluator:
+    """Evaluates candidates for tasks. Use as `async with Evaluator(settings) as evaluator:`."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.config = self.settings.executor
+        self._tg: TaskGroup | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self.environment: Environment | None = None
+        self._pools: dict[tuple[Backend, int], WorkerPool] = {}
+        self._judges: dict[str, JudgeClient] = {}
+        self._slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
+        self._device_locks: dict[int, anyio.Lock] = {}
+        self._next_device = 0
+        self._worker_env = self._make_worker_env()
+
+    # lifecycle ---------------------------------------------------------------------------------
+    async def __aenter__(self) -> Evaluator:
+        self._stack = contextlib.AsyncExitStack()
+        await self._stack.__aenter__()
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self._shutdown)
+        self.environment = await probe_environment(self._worker_env)
+        for backend in self._default_backends():
+            for device in self._devices(backend):
+                self._pool(backend, device).fill()
+                if backend is not Backend.compile:
+                    self._tg.start_soon(self._start_judge, self._judge(backend, device))
+        return self
+
+    @staticmethod
+    async def _start_judge(judge: JudgeClient) -> None:
+        # A judge that fails here fails again, with its output, on the first request that needs it.
+        with contextlib.suppress(EvaluatorError):
+            await judge.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._stack is not None and self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._stack.__aexit__(*exc_info)
+
+    async def _shutdown(self) -> None:
+        with anyio.CancelScope(shield=True):
+            for pool in self._pools.values():
+                await pool.aclose()
+            for judge in self._judges.values():
+                await judge.aclose()
+
+    def _make_worker_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("TRITON_INTERPRET", None)
+        package_root = str(Path(adaexplore.__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env["TRITON_CACHE_DIR"] = str(self.settings.cache_dir / "triton")
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def _default_backends(self) -> list[Backend]:
+        assert self.environment is not None
+        choice = self.config.backend
+        if choice == "auto":
+            return [Backend.cuda] if self.environment.has_gpu else [Backend.compile, Backend.interpret]
+        backend = Backend(choice)
+        if backend is Backend.cuda and not self.environment.has_gpu:
+            raise ConfigError("backend 'cuda' needs a CUDA GPU, and none is visible; use 'compile' or 'interpret'")
+        return [backend]
+
+    def _devices(self, backend: Backend) -> list[int]:
+        assert self.environment is not None
+        return list(range(len(self.environment.gpus))) if backend is Backend.cuda else [0]
+
+    def _spawner(self, role: str, backend: Backend, device: int) -> Callable[[], Awaitable[WorkerProcess]]:
+        env = dict(self._worker_env)
+        if backend is Backend.interpret and role == "candidate":
+            env["TRITON_INTERPRET"] = "1"
+
+        async def spawn() -> WorkerProcess:
+            assert self._tg is not None
+            return await WorkerProcess.start(
+                self._tg,
+                role=role,
+                backend=backend.value,
+                device=device,  # type: ignore[arg-type]
+                env=env,
+                output_limit=self.config.output_limit_bytes,
+            )
+
+        return spawn
+
+    def _pool(self, backend: Backend, device: int) -> WorkerPool:
+        key = (backend, device)
+        if key not in self._pools:
+            assert self._tg is not None
+            self._pools[key] = WorkerPool(
+                self._tg,
+                self._spawner("candidate", backend, device),
+                warm=self.config.warm_workers,
+                ready_timeout=self.config.load_timeout_s,
+            )
+            self._slots[key] = anyio.Semaphore(self.config.max_concurrent)
+        return self._pools[key]
+
+    def _judge(self, backend: Backend, device: int) -> JudgeClient:
+        key = f"cuda:{device}" if backend is Backend.cuda else "cpu"
+        if key not in self._judges:
+            judge_backend = Backend.cuda if backend is Backend.cuda else Backend.interpret
+            self._judges[key] = JudgeClient(
+                self._spawner("judge", judge_backend, device), ready_timeout=self.config.load_timeout_s
+            )
+        return self._judges[key]
+
+    # evaluation --------------------------------------------------------------------------------
+    async def evaluate(
+        self,
+        task: Task,
+        code: str,
+        *,
+        mode: Mode | str | None = None,
+        backend: str | None = None,
+        with_compile: bool = False,
+        fresh_reference: bool = False,
+        progress: Progress | None = None,
+    ) -> Evaluation:
+        """Evaluate `code` (a module defining ModelNew) against `task`.
+
+        A failing candidate is a result with a status, never an exception.
+
+        Raises:
+            TaskError: the task's own code failed (its reference cannot be computed).
+            ConfigError: a backend was asked for that this machine lacks.
+        """
+        if self._tg is None or self.environment is None:
+            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        run = _Run(task, code, Mode(mode or self.config.mode), progress)
+        status, message, error = Status.ok, "", None
+        try:
+            await run.report("queued", "checking the source")
+            with run.phase("static"):
+                self._static_checks(run)
+            backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
+            await self._run_backends(run, backends, with_compile=with_compile, fresh_reference=fresh_reference)
+            message = self._ok_message(run)
+        except _Verdict as verdict:
+            status, message, error = verdict.status, verdict.message, verdict.error
+        finally:
+            if run.exchange is not None:
+                shutil.rmtree(run.exchange, ignore_errors=True)
+        await run.report("done", status.value)
+        return self._result(run, status, message, error)
+
+    def _explicit(self, backend: str) -> list[Backend]:
+        assert self.environment is not None
+        chosen = Backend(backend)
+        if chosen is Backend.cuda and not self.environment.has_gpu:
+            raise ConfigError("backend 'cuda' needs a CUDA GPU, and none is visible; use 'compile' or 'interpret'")
+        return [chosen]
+
+    def _static_checks(self, run: _Run) -> None:
+        size = len(run.code.encode())
+        if size > self.config.max_source_bytes:
+            raise _Verdict(
+                Status.rejected,
+                f"the source is {size / 1e6:.1f} MB; the limit is "
+                f"{self.config.max_source_bytes / 1e6:.1f} MB. Send only the module that defines ModelNew.",
+            )
+        if not run.code.strip():
+            raise _Verdict(Status.compile_error, "the source is empty; send a module that defines class ModelNew")
+        try:
+            tree = ast.parse(run.code, filename="candidate.py")
+        except SyntaxError as exc:
+            where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+            detail = ErrorDetail(
+                type="SyntaxError",
+                message=f"{exc.msg} ({where})",
+                phase="parse",
+                traceback=f"candidate.py, {where}: {exc.msg}\n{(exc.text or '').rstrip()}",
+            )
+            raise _Verdict(Status.syntax_error, f"SyntaxError: {exc.msg} ({where})", detail) from exc
+        violations = check_policy(tree) if self.config.enforce_policy else []
+        if violations:
+            run.add_flags(
+                [AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations]
+            )
+            raise _Verdict(Status.rejected, f"line {violations[0].line}: {violations[0].message}")
+        if not defines_model_new(tree):
+            raise _Verdict(
+                Status.compile_error,
+                "the module defines no ModelNew; define `class ModelNew(nn.Module)` "
+                "with the same constructor arguments as Model",
+            )
+
+    async def _run_backends(
+        self, run: _Run, backends: list[Backend], *, with_compile: bool, fresh_reference: bool
+    ) -> None:
+        assert self.environment is not None
+        task_path = self._task_file(run.task)
+        run.planned = backends
+        run.exchange = Path(tempfile.mkdtemp(prefix="adaexplore-", dir=_exchange_root()))
+        (run.exchange / "candidate.py").write_text(run.code)
+        for backend in backends:
+            run.backends.append(backend)
+            if backend is Backend.compile:
+                run.compile_target = "cuda:90"
+                await self._compile_stage(run, task_path)
+            else:
+                timed = backend is Backend.cuda or self.config.time_on_cpu
+                await self._numeric_stage(
+                    run, backend, task_path, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
+                )
+
+    def _task_file(self, task: Task) -> Path:
+        directory = self.settings.cache_dir / "tasks"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{task.hash}.py"
+        if not path.exists() or path.read_text() != task.source:
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(task.source)
+            temporary.replace(path)
+        return path
+
+    def _job(self, run: _Run, backend: Backend, task_path: Path) -> JobSpec:
+        small = backend is not Backend.cuda
+        run.sizes = "small" if small else "full"
+        spec = run.spec
+        seeds: dict[str, Any] = {}
+        if spec.fresh_seeds:
+            draw = secrets.SystemRandom()
+            seeds = {
+                "init_seed": draw.randrange(2**31),
+                "trial_seeds": [draw.randrange(2**31) for _ in range(spec.trials)],
+                "timing_seed": draw.randrange(2**31),
+            }
+        return JobSpec(
+            job_id=secrets.token_hex(8),
+            task_path=str(task_path),
+            exchange_dir=str(run.exchange),
+            sizes=run.sizes,
+            small_sizes=run.task.small_sizes if small else None,
+            mode=run.mode,
+            trials=spec.trials,
+            cast_floats_to=spec.cast_floats_to,
+            allow_tf32_matmul=spec.allow_tf32_matmul,
+            allow_tf32_cudnn=spec.allow_tf32_cudnn,
+            allowed_precision=run.task.allowed_precision,
+            **seeds,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _candidate(self, run: _Run, backend: Backend, device: int) -> AsyncIterator[tuple[WorkerProcess, Ready]]:
+        pool = self._pool(backend, device)
+        async with self._slots[(backend, device)]:
+            await run.report("handover", f"starting a {backend.value} worker")
+            with run.phase("handover"):
+                worker, ready = await pool.acquire()
+            run.versions = dict(ready.versions)
+            try:
+                yield worker, ready
+            finally:
+                await worker.aclose()
+                text = run.scrub(worker.output.text()).strip()
+                if text:
+                    run.output.append(text if len(run.planned) == 1 else f"[{backend.value}]\n{text}")
+
+    async def _await(
+        self, run: _Run, worker: WorkerProcess, *, timeout: float, until: tuple[type, ...], what: str
+    ) -> Event:
+        """Events from the worker until one of `until` (or a failure); reports progress meanwhile."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                event = await worker.receive(min(_HEARTBEAT_S, max(remaining, 0.0)))
+            except WorkerTimeout:
+                if time.monotonic() >= deadline:
+                    raise _Verdict(
+                        Status.timeout,
+                        f"{what} did not finish within {timeout:.0f} s and was killed; "
+                        "look for a loop that never ends or a wait on another program",
+                    ) from None
+                await run.report("working", f"{what} ({time.perf_counter() - run.started:.0f} s)")
+                continue
+            except WorkerDied as exc:
+                raise self._died(run, worker, exc, what) from None
+            if isinstance(event, Phase):
+                if event.phase == "trial":
+                    deadline = time.monotonic() + self.config.trial_timeout_s
+                    what = f"trial {(event.done or 0) + 1} of {event.total}"
+                elif event.phase == "timing":
+                    deadline = time.monotonic() + self.config.timing_timeout_s
+                    what = "timing"
+                await run.report(event.phase, event.detail or what, event.done, event.total)
+                continue
+            if isinstance(event, Failed):
+                run.add_flags(event.flags)
+                run.audit.shared_memory.update(event.shared_memory)
+                raise _Verdict(event.status, run.scrub(event.message), event.error)
+            if isinstance(event, TaskFailed):
+                raise TaskError(f"task {run.task.name!r}: {event.message}")
+            if isinstance(event, until):
+                return event
+            raise _Verdict(Status.infra_error, f"unexpected {event.kind} message from the worker during {what}")
+
+    def _died(self, run: _Run, worker: WorkerProcess, exc: WorkerDied, what: str) -> _Verdict:
+        code = worker.returncode
+        if code is not None and code < 0:
+            name = _SIGNALS.get(code, f"signal {-code}")
+            return _Verdict(
+                Status.crashed,
+                f"the process running the candidate was killed by {name} during {what}; "
+                "look for out-of-bounds memory access",
+            )
+        tail = run.scrub(worker.output.text())[-1500:]
+        return _Verdict(
+            Status.crashed,
+            f"the process running the candidate exited (code {code}) during {what}. {exc.detail} {tail}".strip(),
+        )
+
+    async def _compile_stage(self, run: _Run, task_path: Path) -> None:
+        job = self._job(run, Backend.compile, task_path)
+        await run.report("compiling", "compiling every kernel for sm_90")
+        async with self._candidate(run, Backend.compile, 0) as (worker, _):
+            with run.phase("compile"):
+                await worker.send(
+                    RunCandidate(
+                        job=job,
+                        candidate_path="candidate.py",
+                        shared_memory_limit=self.config.shared_memory_limit,
+                        require_triton=run.spec.require_triton,
+                    )
+                )
+                compiled = await self._await(
+                    run, worker, timeout=self.config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+                )
+                assert isinstance(compiled, Compiled)
+                await self._await(run, worker, timeout=30, until=(Done,), what="finishing the compile check")
+        run.add_flags(compiled.flags)
+        run.audit.shared_memory.update(compiled.shared_memory)
+        run.audit.triton_kernels = sorted(set(run.audit.triton_kernels) | set(compiled.kernels))
+
+    async def _numeric_stage(
+        self, run: _Run, backend: Backend, task_path: Path, *, timed: bool, with_compile: bool, fresh_reference: bool
+    ) -> None:
+        device = self._pick_device(backend)
+        job = self._job(run, backend, task_path)
+        judge = self._judge(backend, device)
+        lock = self._device_locks.setdefault(device, anyio.Lock()) if backend is Backend.cuda else None
+        async with self._candidate(run, backend, device) as (worker, _):
+            await worker.send(
+                RunCandidate(
+                    job=job,
+                    candidate_path="candidate.py",
+                    compile_pass=backend is Backend.cuda,
+                    shared_memory_limit=self.config.shared_memory_limit,
+                    require_triton=run.spec.require_triton,
+                )
+            )
+            with run.phase("load_and_compile"):
+                compiled = await self._await(
+                    run, worker, timeout=self.config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+                )
+            assert isinstance(compiled, Compiled)
+            run.add_flags(compiled.flags)
+            await run.report("waiting", "waiting for the device" if lock else "preparing the reference")
+            async with lock if lock is not None else contextlib.nullcontext():
+                try:
+                    await self._judged(
+                        run,
+                        worker,
+                        judge,
+                        job,
+                        timed=timed,
+                        with_compile=with_compile,
+                        fresh_reference=fresh_reference,
+                        device=device,
+                    )
+                finally:
+                    with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                        await judge.request(Release(job_id=job.job_id), timeout=30)
+
+    def _pick_device(self, backend: Backend) -> int:
+        devices = self._devices(backend)
+        self._next_device = (self._next_device + 1) % len(devices)
+        return devices[self._next_device]
+
+    async def _ask_judge(self, judge: JudgeClient, command: object, timeout: float, run: _Run) -> Event:
+        try:
+            event = await judge.request(command, timeout)
+        except EvaluatorError as exc:
+            raise _Verdict(Status.infra_error, str(exc)) from exc
+        if isinstance(event, TaskFailed):
+            raise TaskError(f"task {run.task.name!r}: {event.message}")
+        return event
+
+    async def _judged(
+        self,
+        run: _Run,
+        worker: WorkerProcess,
+        judge: JudgeClient,
+        job: JobSpec,
+        *,
+        timed: bool,
+        with_compile: bool,
+        fresh_reference: bool,
+        device: int,
+    ) -> None:
+        cfg = self.config
+        await run.report("reference", "computing reference outputs")
+        with run.phase("reference"):
+            prepared = await self._ask_judge(judge, Prepare(job=job), cfg.trial_timeout_s * (job.trials + 3), run)
+        assert isinstance(prepared, Prepared)
+        run.seeds = Seeds(init=prepared.init_seed, trials=prepared.trial_seeds, timing=prepared.timing_seed)
+        run.add_flags(prepared.task_flags)
+        judge_ready = judge.ready
+        if judge_ready is not None and not run.versions.get("gpu"):
+            run.versions.update({k: v for k, v in judge_ready.versions.items() if v and not run.versions.get(k)})
+        await worker.send(
+            Proceed(
+                allow_input_mutation=prepared.reference_mutates_inputs, allow_aliasing=prepared.reference_aliases_inputs
+            )
+        )
+        with run.phase("trials"):
+            done = await self._await(run, worker, timeout=cfg.trial_timeout_s, until=(TrialsDone,), what="trial 1")
+        assert isinstance(done, TrialsDone)
+        run.add_flags(done.flags)
+        run.audit.triton_launches = done.triton_launches
+        run.audit.triton_kernels = sorted(set(run.audit.triton_kernels) | set(done.triton_kernels))
+        await run.report("judging", "comparing outputs with the reference")
+        with run.phase("judge"):
+            compared = await self._ask_judge(
+                judge, Compare(job_id=job.job_id, outputs=done.outputs), cfg.trial_timeout_s * job.trials, run
+            )
+        assert isinstance(compared, Compared)
+        run.correctness = Correctness(
+            passed=all(r.passed for r in compared.results), trials=compared.results, tolerance=prepared.tolerances[0]
+        )
+        if not run.correctness.passed:
+            failed = next(r for r in compared.results if not r.passed)
+            await worker.send(Stop())
+            raise _Verdict(
+                Status.mismatch,
+                f"wrong result in trial {failed.index + 1} of {len(compared.results)}: {failed.message}",
+            )
+        if not timed:
+            await worker.send(Stop())
+            return
+        await self._time(
+            run, worker, judge, job, with_compile=with_compile, fresh_reference=fresh_reference, device=device
+        )
+
+    async def _time(
+        self,
+        run: _Run,
+        worker: WorkerProcess,
+        judge: JudgeClient,
+        job: JobSpec,
+        *,
+        with_compile: bool,
+        fresh_reference: bool,
+        device: int,
+    ) -> None:
+        cfg, timing = self.config, run.spec.timing
+        assert self.environment is not None and run.correctness is not None
+        recheck_at = (
+            [secrets.SystemRandom().uniform(0.3, 0.999) for _ in range(cfg.recheck_reps)] if timing.fresh_inputs else []
+        )
+        await worker.send(
+            TimeCandidate(
+                timing=timing,
+                budget_ms=cfg.timing_budget_ms,
+                min_reps=cfg.min_reps,
+                max_reps=cfg.max_reps,
+                recheck_at=recheck_at,
+            )
+        )
+        with run.phase("timing"):
+            timed = await self._await(run, worker, timeout=cfg.timing_timeout_s, until=(Timed,), what="timing")
+        assert isinstance(timed, Timed)
+        run.add_flags(timed.flags)
+        run.audit.triton_time_share = timed.triton_time_share
+        if timed.rechecks:
+            with run.phase("judge"):
+                rechecked = await self._ask_judge(
+                    judge,
+                    Compare(job_id=job.job_id, outputs=timed.rechecks, scales=timed.recheck_scales),
+                    cfg.trial_timeout_s * len(timed.rechecks),
+                    run,
+                )
+            assert isinstance(rechecked, Compared)
+            run.correctness.rechecks = rechecked.results
+            bad = next((r for r in rechecked.results if not r.passed), None)
+            if bad is not None:
+                run.correctness.passed = False
+                raise _Verdict(
+                    Status.mismatch,
+                    "the output of a timed call is wrong although the trials passed: "
+                    f"{bad.message}. Results must not be cached or reused across calls; every call must "
+                    "compute its output from its own inputs",
+                )
+        with run.phase("reference_timing"):
+            reference, compiled, cached = await self._reference_timing(
+                run, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
+            )
+        statistic = timing.statistic
+        run.fingerprint = self.environment.fingerprint(device)
+        speedup = reference.value(statistic) / max(timed.stats.value(statistic), 1e-9)
+        run.timing = Timing(
+            method=timed.method,
+            statistic=statistic,
+            candidate=timed.stats,
+            reference=reference,
+            speedup=speedup,
+            reference_compile=compiled,
+            speedup_vs_compile=(
+                compiled.value(statistic) / max(timed.stats.value(statistic), 1e-9) if compiled else None
+            ),
+            reference_cached=cached,
+            host_bound_calls=timed.host_bound_calls,
+        )
+        if timed.host_bound_calls > timed.stats.n // 2:
+            run.add_flags(
+                [
+                    AuditFlag(
+                        code="host_time_exceeds_device_time",
+                        severity="warn",
+                        message="most timed calls took longer on the host than on the device (work on "
+                        "other streams or on the CPU after the last launch); host time was "
+                        "counted",
+                    )
+                ]
+            )
+
+    async def _reference_timing(
+        self, run: _Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
+    ) -> tuple[Stats, Stats | None, bool]:
+        assert self.environment is not None
+        cfg, timing = self.config, run.spec.timing
+        key_text = json.dumps(
+            {
+                "task": run.task.hash,
+                "env": self.environment.fingerprint(device),
+                "sizes": job.sizes,
+                "mode": run.mode.value,
+                "timing": timing.model_dump(),
+                "budget": cfg.timing_budget_ms,
+                "reps": [cfg.min_reps, cfg.max_reps],
+                "cast": job.cast_floats_to,
+                "tf32": [job.allow_tf32_matmul, job.allow_tf32_cudnn],
+            },
+            sort_keys=True,
+        )
+        key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
+        path = self.settings.cache_dir / "reference-timing" / f"{key}.json"
+        cached: dict[str, Any] = {}
+        if path.exists() and not fresh:
+            cached = json.loads(path.read_text())
+        if "eager" in cached and (not with_compile or "compile" in cached):
+            compiled = Stats.model_validate(cached["compile"]) if with_compile else None
+            return Stats.model_validate(cached["eager"]), compiled, True
+        await run.report(
+            "reference_timing", "timing the PyTorch reference" + (" and torch.compile" if with_compile else "")
+        )
+        answer = await self._ask_judge(
+            judge,
+            TimeReference(
+                job_id=job.job_id,
+                timing=timing,
+                budget_ms=cfg.timing_budget_ms,
+                min_reps=cfg.min_reps,
+                max_reps=cfg.max_reps,
+                with_compile=with_compile,
+            ),
+            cfg.timing_timeout_s + (cfg.load_timeout_s * 3 if with_compile else 0),
+            run,
+        )
+        assert isinstance(answer, ReferenceTimed)
+        cached["eager"] = answer.stats.model_dump()
+        if answer.compile_stats is not None:
+            cached["compile"] = answer.compile_stats.model_dump()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(cached))
+        temporary.replace(path)
+        return answer.stats, answer.compile_stats, False
+
+    # result ------------------------------------------------------------------------------------
+    def _ok_message(self, run: _Run) -> str:
+        parts = []
+        if run.correctness is not None:
+            n = len(run.correctness.trials)
+            where = "on the GPU" if Backend.cuda in run.backends else "in the interpreter at small sizes"
+            parts.append(f"correct in {n}/{n} trials {where}")
+        if Backend.compile in run.backends:
+            parts.append("compiles for sm_90" + (" (not executed)" if run.correctness is None else ""))
+        if run.timing is not None:
+            t = run.timing
+            parts.append(
+                f"{t.speedup:.2f}x the speed of eager PyTorch ({t.statistic} {t.candidate.value(t.statistic):.4g} ms "
+                f"vs {t.reference.value(t.statistic):.4g} ms)"
+            )
+            if t.speedup_vs_compile is not None:
+                parts.append(f"{t.speedup_vs_compile:.2f}x the speed of torch.compile")
+        elif Backend.cuda not in run.backends:
+            parts.append("no timing was taken: there is no GPU here, so speed was not measured")
+        warnings = [f.message for f in run.audit.flags if f.severity == "warn"]
+        if warnings:
+            parts.append("warning: " + "; ".join(warnings))
+        return "; ".join(parts)
+
+    def _result(self, run: _Run, status: Status, message: str, error: ErrorDetail | None) -> Evaluation:
+        versions = run.versions
+        environment = self.environment
+        provenance = Provenance(
+            adaexplore=adaexplore.__version__,
+            python=versions.get("python") or (environment.python if environment else ""),
+            torch=versions.get("torch") or (environment.torch if environment else None),
+            triton=versions.get("triton") or (environment.triton if environment else None),
+            numpy=versions.get("numpy") or (environment.numpy if environment else None),
+            gpu=versions.get("gpu"),
+            driver=versions.get("driver"),
+            cuda=versions.get("cuda"),
+            compile_target=run.compile_target,
+            environment=run.fingerprint
+            or (environment.fingerprint(0 if environment.has_gpu else None) if environment else ""),
+            task_hash=run.task.hash,
+            code_hash=code_hash(run.code),
+            sizes=run.sizes,  # type: ignore[arg-type]
+            seeds=run.seeds,
+            timing_method=run.timing.method if run.timing else None,
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        run.phases["total"] = round(time.perf_counter() - run.started, 4)
+        return Evaluation(
+            status=status,
+            message=message,
+            mode=run.mode,
+            backends=run.backends,
+            timed=run.timing is not None,
+            correctness=run.correctness,
+            timing=run.timing,
+            audit=run.audit,
+            error=error,
+            output="\n".join(run.output)[-2 * self.config.output_limit_bytes :],
+            phases=run.phases,
+            provenance=provenance,
+        )
+
+
+def _exchange_root() -> str | None:
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None

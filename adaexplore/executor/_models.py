@@ -1,0 +1,200 @@
+"""The evaluation result and its parts: plain pydantic data, the same on both sides of a worker."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Audit",
+    "AuditFlag",
+    "Backend",
+    "Correctness",
+    "ErrorDetail",
+    "Evaluation",
+    "Mode",
+    "Provenance",
+    "Seeds",
+    "Stats",
+    "Status",
+    "Timing",
+    "Tolerance",
+    "TrialResult",
+]
+
+
+class Status(StrEnum):
+    """The verdict of one evaluation (DESIGN §5)."""
+
+    ok = "ok"
+    syntax_error = "syntax_error"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    mismatch = "mismatch"
+    timeout = "timeout"
+    crashed = "crashed"
+    rejected = "rejected"
+    infra_error = "infra_error"
+
+
+class Mode(StrEnum):
+    """The protocol a verdict follows."""
+
+    strict = "strict"
+    kernelbench = "kernelbench"
+    paper = "paper"
+
+
+class Backend(StrEnum):
+    """Where a candidate runs."""
+
+    cuda = "cuda"
+    compile = "compile"
+    interpret = "interpret"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tolerance(_Model):
+    """What counts as equal. `allclose`: |out-ref| <= atol + rtol*|ref| per element.
+    `scaled`: per element |out-ref| <= atol*rms(ref) + rtol*|ref|, and ||out-ref|| <= norm_rtol*||ref||."""
+
+    kind: Literal["allclose", "scaled"]
+    atol: float
+    rtol: float
+    norm_rtol: float | None = None
+    dtype: str
+    reference_dtype: str
+
+
+class TrialResult(_Model):
+    index: int
+    seed: int
+    passed: bool
+    max_abs_error: float | None = None
+    max_scaled_error: float | None = None
+    norm_rel_error: float | None = None
+    reference_norm_rel_error: float | None = None
+    message: str | None = None
+
+
+class Correctness(_Model):
+    passed: bool
+    trials: list[TrialResult]
+    tolerance: Tolerance
+    # Outputs of timed calls, checked again after timing (strict mode).
+    rechecks: list[TrialResult] = Field(default_factory=list)
+
+
+class Stats(_Model):
+    """Per-call times of one model, in milliseconds."""
+
+    n: int
+    median_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    p10_ms: float
+    p90_ms: float
+    trimmed_mean_ms: float | None = None
+
+    def value(self, statistic: str) -> float:
+        """The number a speedup is computed from under `statistic`."""
+        if statistic == "median":
+            return self.median_ms
+        if statistic == "trimmed_mean" and self.trimmed_mean_ms is not None:
+            return self.trimmed_mean_ms
+        return self.mean_ms
+
+
+class Timing(_Model):
+    method: str
+    statistic: Literal["median", "mean", "trimmed_mean"]
+    candidate: Stats
+    reference: Stats
+    speedup: float
+    reference_compile: Stats | None = None
+    speedup_vs_compile: float | None = None
+    reference_cached: bool = False
+    # Calls whose host-side time exceeded their device-side time (work outside the current stream, or
+    # CPU work after the last launch); the larger of the two is what was counted.
+    host_bound_calls: int = 0
+
+
+class AuditFlag(_Model):
+    code: str
+    severity: Literal["reject", "warn", "info"]
+    message: str
+
+
+class Audit(_Model):
+    flags: list[AuditFlag] = Field(default_factory=list)
+    # Triton launches from the candidate's own kernels in one forward call, and their names.
+    triton_launches: int | None = None
+    triton_kernels: list[str] = Field(default_factory=list)
+    # Share of the GPU time of one forward spent in the candidate's Triton kernels.
+    triton_time_share: float | None = None
+    # Shared memory per compiled kernel in bytes (compile backend).
+    shared_memory: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def rejected(self) -> bool:
+        return any(f.severity == "reject" for f in self.flags)
+
+
+class ErrorDetail(_Model):
+    type: str
+    message: str
+    phase: str
+    traceback: str = ""
+
+
+class Seeds(_Model):
+    init: int
+    trials: list[int]
+    timing: int | None = None
+
+
+class Provenance(_Model):
+    adaexplore: str
+    python: str
+    torch: str | None = None
+    triton: str | None = None
+    numpy: str | None = None
+    gpu: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    compile_target: str | None = None
+    environment: str = ""
+    task_hash: str
+    code_hash: str
+    sizes: Literal["full", "small"]
+    seeds: Seeds | None = None
+    timing_method: str | None = None
+    finished_at: str
+
+
+class Evaluation(_Model):
+    """The verdict on one candidate: what happened, how it was measured, and where."""
+
+    status: Status
+    message: str
+    mode: Mode
+    backends: list[Backend]
+    timed: bool
+    correctness: Correctness | None = None
+    timing: Timing | None = None
+    audit: Audit = Field(default_factory=Audit)
+    error: ErrorDetail | None = None
+    output: str = ""
+    phases: dict[str, float] = Field(default_factory=dict)
+    provenance: Provenance
+
+    @property
+    def speedup(self) -> float | None:
+        return self.timing.speedup if self.timing else None

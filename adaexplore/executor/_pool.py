@@ -1,0 +1,130 @@
+"""Pre-started workers: candidate pools (one process per candidate) and the long-lived judge."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+from anyio.abc import TaskGroup
+
+from adaexplore.errors import EvaluatorError
+from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
+from adaexplore.executor._protocol import Event, Phase, Ready
+
+__all__ = ["JudgeClient", "WorkerPool"]
+
+Spawn = Callable[[], Awaitable[WorkerProcess]]
+
+
+class WorkerPool:
+    """Keeps `warm` workers started and ready (torch and triton imported, device context made)."""
+
+    def __init__(self, task_group: TaskGroup, spawn: Spawn, *, warm: int, ready_timeout: float) -> None:
+        self._tg = task_group
+        self._spawn = spawn
+        self._warm = warm
+        self._ready_timeout = ready_timeout
+        self._spares: list[WorkerProcess] = []
+        self._closed = False
+
+    def fill(self) -> None:
+        for _ in range(self._warm - len(self._spares)):
+            self._tg.start_soon(self._add_spare)
+
+    async def _add_spare(self) -> None:
+        if self._closed:
+            return
+        worker = await self._spawn()
+        self._spares.append(worker)
+        try:
+            await worker.ready(self._ready_timeout)
+        except (WorkerDied, WorkerTimeout):
+            if worker in self._spares:
+                self._spares.remove(worker)
+            await worker.aclose()
+
+    async def acquire(self) -> tuple[WorkerProcess, Ready]:
+        """A ready worker, used for exactly one candidate; the pool starts a replacement.
+
+        Raises:
+            EvaluatorError: a new worker could not start (its output says why).
+        """
+        try:
+            while self._spares:
+                worker = self._spares.pop(0)
+                try:
+                    return worker, await worker.ready(self._ready_timeout)
+                except (WorkerDied, WorkerTimeout):
+                    await worker.aclose()
+            worker = await self._spawn()
+            try:
+                return worker, await worker.ready(self._ready_timeout)
+            except (WorkerDied, WorkerTimeout) as exc:
+                await worker.aclose()
+                raise EvaluatorError(
+                    f"a {worker.backend} worker failed to start: {worker.output.text()[-3000:]}"
+                ) from exc
+        finally:
+            self.fill()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        spares, self._spares = self._spares, []
+        for worker in spares:
+            await worker.aclose()
+
+
+class JudgeClient:
+    """The judge process of one device: one request at a time, restarted if it dies."""
+
+    def __init__(self, spawn: Spawn, *, ready_timeout: float) -> None:
+        self._spawn = spawn
+        self._ready_timeout = ready_timeout
+        self._worker: WorkerProcess | None = None
+        self._lock = anyio.Lock()
+        self.ready: Ready | None = None
+
+    async def start(self) -> Ready:
+        async with self._lock:
+            return await self._ensure()
+
+    async def _ensure(self) -> Ready:
+        if self._worker is None:
+            self._worker = await self._spawn()
+            try:
+                self.ready = await self._worker.ready(self._ready_timeout)
+            except (WorkerDied, WorkerTimeout) as exc:
+                output = self._worker.output.text()[-3000:]
+                await self._worker.aclose()
+                self._worker = None
+                raise EvaluatorError(f"the judge process failed to start: {output}") from exc
+        assert self.ready is not None
+        return self.ready
+
+    async def request(self, command: object, timeout: float) -> Event:
+        """Send one command and return its answer.
+
+        Raises:
+            EvaluatorError: the judge died or did not answer in time (it is restarted on the next request).
+        """
+        async with self._lock:
+            await self._ensure()
+            assert self._worker is not None
+            worker = self._worker
+            try:
+                await worker.send(command)
+                while True:
+                    event = await worker.receive(timeout)
+                    if not isinstance(event, Phase):
+                        return event
+            except (WorkerDied, WorkerTimeout) as exc:
+                output = worker.output.text()[-3000:]
+                await worker.aclose()
+                self._worker = None
+                what = "timed out" if isinstance(exc, WorkerTimeout) else "died"
+                raise EvaluatorError(f"the judge process {what}: {output}") from exc
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            await self._worker.aclose()
+            self._worker = None

@@ -1,0 +1,195 @@
+"""A worker process seen from the evaluator: start, talk, capture its output, kill its whole group."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Literal
+
+import anyio
+from anyio.abc import Process, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from adaexplore.executor._protocol import Event, Ready, decode_event, encode
+
+__all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
+
+_MAX_LINE = 64 * 1024 * 1024
+
+
+class WorkerDied(Exception):
+    """The worker exited (or broke the protocol) while we waited for it."""
+
+    def __init__(self, returncode: int | None, detail: str = "") -> None:
+        super().__init__(detail or f"worker exited with code {returncode}")
+        self.returncode = returncode
+        self.detail = detail
+
+
+class WorkerTimeout(Exception):
+    """The worker sent nothing before the deadline."""
+
+
+class OutputCapture:
+    """Keeps the first and last `limit` bytes a process writes, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            excess = len(self.tail) - self.limit
+            if excess > 0:
+                del self.tail[:excess]
+                self.dropped += excess
+
+    def text(self) -> str:
+        body = self.head.decode(errors="replace")
+        if self.dropped:
+            body += f"\n… [{self.dropped} bytes not kept] …\n"
+        return body + self.tail.decode(errors="replace")
+
+
+class WorkerProcess:
+    """One spawned `python -m adaexplore.executor.worker` process in its own session (process group)."""
+
+    def __init__(self, process: Process, role: str, backend: str, capture: OutputCapture) -> None:
+        self.process = process
+        self.role = role
+        self.backend = backend
+        self.output = capture
+        self._events = BufferedByteReceiveStream(process.stdout)  # type: ignore[arg-type]
+        self._ready: Ready | None = None
+        self._ready_lock = anyio.Lock()
+        self._killed = False
+
+    @classmethod
+    async def start(
+        cls,
+        task_group: TaskGroup,
+        *,
+        role: Literal["candidate", "judge"],
+        backend: str,
+        device: int,
+        env: Mapping[str, str],
+        output_limit: int,
+        compile_target: str = "cuda:90",
+    ) -> WorkerProcess:
+        command = [
+            sys.executable,
+            "-m",
+            "adaexplore.executor.worker",
+            "--role",
+            role,
+            "--backend",
+            backend,
+            "--device",
+            str(device),
+            "--compile-target",
+            compile_target,
+        ]
+        process = await anyio.open_process(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+        )
+        worker = cls(process, role, backend, OutputCapture(output_limit))
+        task_group.start_soon(worker._drain)
+        return worker
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def _drain(self) -> None:
+        assert self.process.stderr is not None
+        try:
+            async for chunk in self.process.stderr:
+                self.output.feed(chunk)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return
+
+    async def ready(self, timeout: float) -> Ready:
+        """Wait for the worker's Ready message (once)."""
+        async with self._ready_lock:
+            if self._ready is None:
+                event = await self.receive(timeout)
+                if not isinstance(event, Ready):
+                    raise WorkerDied(self.process.returncode, f"expected ready, got {event.kind}")
+                self._ready = event
+            return self._ready
+
+    async def send(self, message: object) -> None:
+        assert self.process.stdin is not None
+        try:
+            await self.process.stdin.send(encode(message))  # type: ignore[arg-type]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise WorkerDied(self.process.returncode, "the worker stopped reading commands") from exc
+
+    async def receive(self, timeout: float) -> Event:
+        """The next event.
+
+        Raises:
+            WorkerTimeout: nothing arrived within `timeout` seconds.
+            WorkerDied: the worker exited or wrote something that is not a message.
+        """
+        line = b""
+        with anyio.move_on_after(timeout if math.isfinite(timeout) else None) as scope:
+            try:
+                line = await self._events.receive_until(b"\n", _MAX_LINE)
+            except (
+                anyio.EndOfStream,
+                anyio.IncompleteRead,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+            ) as exc:
+                await self._reap()
+                raise WorkerDied(self.process.returncode) from exc
+            except anyio.DelimiterNotFound as exc:
+                raise WorkerDied(self.process.returncode, "the worker wrote an oversized message") from exc
+        if scope.cancelled_caught:
+            raise WorkerTimeout
+        try:
+            return decode_event(line)
+        except ValueError as exc:
+            raise WorkerDied(self.process.returncode, f"the worker broke the protocol: {line[:200]!r}") from exc
+
+    async def _reap(self) -> None:
+        with anyio.move_on_after(5):
+            await self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (anything it started dies with it)."""
+        if self._killed:
+            return
+        self._killed = True
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def aclose(self) -> None:
+        """Kill, reap and close; safe to call more than once, and under cancellation."""
+        with anyio.CancelScope(shield=True):
+            self.kill()
+            await self._reap()
+            await self.process.aclose()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode

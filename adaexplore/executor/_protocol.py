@@ -1,0 +1,236 @@
+"""Messages between the evaluator and its worker processes: one JSON object per line.
+
+Only plain data crosses a process boundary. Tensors travel as raw files in the job's exchange
+directory and are named here by `TensorFile`; nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from adaexplore.executor._models import AuditFlag, ErrorDetail, Mode, Stats, Status, Tolerance, TrialResult
+from adaexplore.executor._modes import TimingSpec
+
+__all__ = [
+    "Command",
+    "Event",
+    "JobSpec",
+    "TensorFile",
+    "decode_command",
+    "decode_event",
+    "encode",
+]
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TensorFile(_Msg):
+    """A tensor written as raw contiguous bytes to `path` (relative to the exchange directory)."""
+
+    path: str
+    shape: list[int]
+    dtype: str
+    device: str
+
+
+class JobSpec(_Msg):
+    """What both the judge and a candidate worker need to know about one evaluation."""
+
+    job_id: str
+    task_path: str
+    exchange_dir: str
+    sizes: Literal["full", "small"]
+    small_sizes: dict[str, int | float] | None = None
+    mode: Mode
+    init_seed: int | None = None  # None: the mode's fixed seed and derived trial seeds
+    trial_seeds: list[int] | None = None
+    timing_seed: int | None = None
+    trials: int
+    cast_floats_to: str | None = None
+    allow_tf32_matmul: bool = False
+    allow_tf32_cudnn: bool = False
+    allowed_precision: str | None = None
+
+
+# ---- commands: evaluator -> worker ---------------------------------------------------------------
+
+
+class RunCandidate(_Msg):
+    kind: Literal["run"] = "run"
+    job: JobSpec
+    candidate_path: str
+    # cuda: compile every kernel once before the GPU is taken, so compiling overlaps other timing.
+    compile_pass: bool = False
+    shared_memory_limit: int = 232448
+    require_triton: bool = True
+
+
+class Proceed(_Msg):
+    kind: Literal["proceed"] = "proceed"
+    # Set when the task's own reference does the same, so the candidate may too.
+    allow_input_mutation: bool = False
+    allow_aliasing: bool = False
+
+
+class TimeCandidate(_Msg):
+    kind: Literal["time"] = "time"
+    timing: TimingSpec
+    budget_ms: float
+    min_reps: int
+    max_reps: int
+    # Positions in (0, 1) of the timed calls whose outputs are checked again.
+    recheck_at: list[float] = Field(default_factory=list)
+
+
+class Stop(_Msg):
+    kind: Literal["stop"] = "stop"
+
+
+class Prepare(_Msg):
+    kind: Literal["prepare"] = "prepare"
+    job: JobSpec
+
+
+class Compare(_Msg):
+    kind: Literal["compare"] = "compare"
+    job_id: str
+    outputs: list[list[TensorFile]]
+    # For outputs of timed calls: the input scale of each call (None for correctness trials).
+    scales: list[float] | None = None
+
+
+class TimeReference(_Msg):
+    kind: Literal["time_reference"] = "time_reference"
+    job_id: str
+    timing: TimingSpec
+    budget_ms: float
+    min_reps: int
+    max_reps: int
+    with_compile: bool = False
+
+
+class Release(_Msg):
+    kind: Literal["release"] = "release"
+    job_id: str
+
+
+Command = Annotated[
+    RunCandidate | Proceed | TimeCandidate | Stop | Prepare | Compare | TimeReference | Release,
+    Field(discriminator="kind"),
+]
+
+# ---- events: worker -> evaluator -----------------------------------------------------------------
+
+
+class Ready(_Msg):
+    kind: Literal["ready"] = "ready"
+    pid: int
+    startup_s: float
+    versions: dict[str, str | None]
+
+
+class Phase(_Msg):
+    kind: Literal["phase"] = "phase"
+    phase: str
+    detail: str = ""
+    done: int | None = None
+    total: int | None = None
+
+
+class Failed(_Msg):
+    """The candidate's evaluation ended early with a verdict (never `ok`)."""
+
+    kind: Literal["failed"] = "failed"
+    status: Status
+    message: str
+    error: ErrorDetail | None = None
+    flags: list[AuditFlag] = Field(default_factory=list)
+    shared_memory: dict[str, int] = Field(default_factory=dict)
+
+
+class Compiled(_Msg):
+    kind: Literal["compiled"] = "compiled"
+    kernels: list[str]
+    shared_memory: dict[str, int] = Field(default_factory=dict)
+    flags: list[AuditFlag] = Field(default_factory=list)
+    load_s: float
+    compile_s: float
+
+
+class TrialsDone(_Msg):
+    kind: Literal["trials_done"] = "trials_done"
+    outputs: list[list[TensorFile]]
+    triton_launches: int
+    triton_kernels: list[str]
+    flags: list[AuditFlag] = Field(default_factory=list)
+    trial_s: float
+
+
+class Timed(_Msg):
+    kind: Literal["timed"] = "timed"
+    stats: Stats
+    method: str
+    host_bound_calls: int
+    rechecks: list[list[TensorFile]] = Field(default_factory=list)
+    recheck_scales: list[float] = Field(default_factory=list)
+    triton_time_share: float | None = None
+    flags: list[AuditFlag] = Field(default_factory=list)
+
+
+class Prepared(_Msg):
+    kind: Literal["prepared"] = "prepared"
+    init_seed: int
+    trial_seeds: list[int]
+    timing_seed: int
+    tolerances: list[Tolerance]
+    task_flags: list[AuditFlag] = Field(default_factory=list)
+    reference_mutates_inputs: bool = False
+    reference_aliases_inputs: bool = False
+
+
+class Compared(_Msg):
+    kind: Literal["compared"] = "compared"
+    results: list[TrialResult]
+
+
+class ReferenceTimed(_Msg):
+    kind: Literal["reference_timed"] = "reference_timed"
+    stats: Stats
+    compile_stats: Stats | None = None
+
+
+class TaskFailed(_Msg):
+    """The task itself could not be used (its code raised); the caller's fault, not the candidate's."""
+
+    kind: Literal["task_failed"] = "task_failed"
+    message: str
+    traceback: str = ""
+
+
+class Done(_Msg):
+    kind: Literal["done"] = "done"
+
+
+Event = Annotated[
+    Ready | Phase | Failed | Compiled | TrialsDone | Timed | Prepared | Compared | ReferenceTimed | TaskFailed | Done,
+    Field(discriminator="kind"),
+]
+
+_COMMANDS: TypeAdapter[Command] = TypeAdapter(Command)
+_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def encode(message: _Msg) -> bytes:
+    return message.model_dump_json().encode() + b"\n"
+
+
+def decode_command(line: bytes) -> Command:
+    return _COMMANDS.validate_json(line)
+
+
+def decode_event(line: bytes) -> Event:
+    return _EVENTS.validate_json(line)

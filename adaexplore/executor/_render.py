@@ -1,0 +1,101 @@
+"""An Evaluation as text for people: the verdict first, then how it was reached."""
+
+from __future__ import annotations
+
+from adaexplore.executor._models import Evaluation, Stats, Tolerance
+
+__all__ = ["render_evaluation"]
+
+
+def _tolerance(tol: Tolerance) -> str:
+    if tol.kind == "allclose":
+        where = f"({tol.dtype}, reference in {tol.reference_dtype})"
+        return f"|out-ref| <= {tol.atol:g} + {tol.rtol:g}*|ref| per element {where}"
+    return (
+        f"|out-ref| <= {tol.atol:g}*rms(ref) + {tol.rtol:g}*|ref| per element and ||out-ref||/||ref|| <= "
+        f"{tol.norm_rtol:g} ({tol.dtype}, reference in {tol.reference_dtype})"
+    )
+
+
+def _stats(stats: Stats, statistic: str) -> str:
+    return (
+        f"{statistic} {stats.value(statistic):.4g} ms  (p10 {stats.p10_ms:.4g}, p90 {stats.p90_ms:.4g}, "
+        f"min {stats.min_ms:.4g}, n={stats.n})"
+    )
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2g}"
+
+
+def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
+    lines: list[str] = []
+
+    def row(label: str, text: str) -> None:
+        first, *rest = text.splitlines() or [""]
+        lines.append(f"{label:<12}{first}")
+        lines.extend(f"{'':<12}{line}" for line in rest)
+
+    if title:
+        lines.append(title)
+    row("status", ev.status.value)
+    row("verdict", ev.message)
+    row(
+        "mode",
+        f"{ev.mode.value} on {' + '.join(b.value for b in ev.backends) or 'no backend'} ({ev.provenance.sizes} sizes)",
+    )
+    if ev.error is not None and ev.error.traceback:
+        row("error", ev.error.traceback.rstrip()[-2500:])
+    if ev.correctness is not None:
+        c = ev.correctness
+        row("tolerance", _tolerance(c.tolerance))
+        table = ["#  seed          result  max|err|  err/tol  ||err||/||ref||"]
+        labelled = [(f"{t.index + 1:<2}", t) for t in c.trials] + [("t ", t) for t in c.rechecks]
+        for label, t in labelled:
+            table.append(
+                f"{label} {t.seed:<13} {'pass' if t.passed else 'FAIL':<7} {_num(t.max_abs_error):<9} "
+                f"{_num(t.max_scaled_error):<8} {_num(t.norm_rel_error)}"
+            )
+        if c.rechecks:
+            table.append("(t: outputs of timed calls, checked again)")
+        row("trials", "\n".join(table))
+    if ev.timing is not None:
+        t = ev.timing
+        text = [
+            f"method: {t.method}",
+            f"candidate  {_stats(t.candidate, t.statistic)}",
+            f"reference  {_stats(t.reference, t.statistic)}{'  [cached]' if t.reference_cached else ''}",
+            f"speedup    {t.speedup:.3f}x vs eager PyTorch",
+        ]
+        if t.reference_compile is not None and t.speedup_vs_compile is not None:
+            text.insert(3, f"compiled   {_stats(t.reference_compile, t.statistic)}")
+            text.append(f"           {t.speedup_vs_compile:.3f}x vs torch.compile")
+        row("timing", "\n".join(text))
+    elif ev.status.value == "ok":
+        row("timing", "none: " + ("no GPU here, speed was not measured" if "cuda" not in ev.backends else "not timed"))
+    audit = []
+    if ev.audit.triton_kernels:
+        launches = f" ({ev.audit.triton_launches} launched per forward)" if ev.audit.triton_launches is not None else ""
+        audit.append(f"Triton kernels: {', '.join(ev.audit.triton_kernels)}{launches}")
+    if ev.audit.triton_time_share is not None:
+        audit.append(f"{ev.audit.triton_time_share:.0%} of the GPU time of a forward is in these kernels")
+    if ev.audit.shared_memory:
+        audit.append("shared memory: " + ", ".join(f"{k} {v} B" for k, v in sorted(ev.audit.shared_memory.items())))
+    audit.extend(f"[{f.severity}] {f.code}: {f.message}" for f in ev.audit.flags)
+    row("audit", "\n".join(audit) or "no flags")
+    p = ev.provenance
+    env = [
+        p.gpu or "no GPU",
+        f"driver {p.driver}" if p.driver else "",
+        f"CUDA {p.cuda}" if p.cuda else "",
+        f"torch {p.torch}",
+        f"triton {p.triton}",
+        f"python {p.python}",
+    ]
+    row("environment", ", ".join(e for e in env if e) + f"  [{p.environment}]")
+    if p.seeds is not None:
+        row("seeds", f"init {p.seeds.init}, timing {p.seeds.timing}")
+    row("phases", ", ".join(f"{k} {v:.3g} s" for k, v in ev.phases.items()))
+    if ev.output.strip():
+        row("output", ev.output.strip()[-1500:])
+    return "\n".join(lines)

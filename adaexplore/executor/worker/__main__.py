@@ -1,0 +1,144 @@
+"""Entry point of a worker process: `python -m adaexplore.executor.worker --role ... --backend ...`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+started = time.perf_counter()
+
+
+def _harden() -> None:
+    """No core files, and die with the evaluator even when stuck in a kernel."""
+    import ctypes
+    import resource
+    import signal
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _driver_version() -> str | None:
+    path = Path("/proc/driver/nvidia/version")
+    if not path.exists():
+        return None
+    for token in path.read_text().split():
+        if token.count(".") >= 1 and token.replace(".", "").isdigit():
+            return token
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m adaexplore.executor.worker")
+    parser.add_argument("--role", choices=["candidate", "judge"], required=True)
+    parser.add_argument("--backend", choices=["cuda", "compile", "interpret"], required=True)
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--compile-target", default="cuda:90")
+    options = parser.parse_args()
+
+    from adaexplore.executor.worker._channel import Channel
+
+    channel = Channel()
+    _harden()
+    if options.backend == "interpret" and options.role == "candidate":
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            raise SystemExit("the interpret backend needs TRITON_INTERPRET=1 in the environment")
+        import warnings
+
+        from adaexplore.executor.worker import _interpret_shim
+
+        _interpret_shim.install()
+        # numpy warns about overflow and division by zero where a GPU computes inf or NaN silently.
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+
+    import numpy
+    import torch
+    import triton
+
+    from adaexplore import __version__
+    from adaexplore.executor._models import Backend
+    from adaexplore.executor._protocol import Done, Ready, RunCandidate
+
+    backend = Backend(options.backend)
+    if backend is Backend.cuda:
+        device = torch.device("cuda", options.device)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+
+    tracker = None
+    if options.role == "candidate":
+        from adaexplore.executor.worker._launches import LaunchTracker
+
+        if backend is Backend.compile:
+            from adaexplore.executor.worker._compile_only import activate_compile_only
+
+            activate_compile_only(options.compile_target)
+        if backend is not Backend.cuda:
+            from adaexplore.executor.worker._cuda_on_cpu import install_is_cuda
+
+            install_is_cuda()
+        tracker = LaunchTracker(backend)
+        tracker.install()
+    _warm_up(backend, device, options.role)
+
+    versions = {
+        "adaexplore": __version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "numpy": numpy.__version__,
+        "cuda": torch.version.cuda,
+        "gpu": torch.cuda.get_device_name(device) if backend is Backend.cuda else None,
+        "driver": _driver_version() if backend is Backend.cuda else None,
+        "gpu_count": str(torch.cuda.device_count()) if torch.cuda.is_available() else "0",
+    }
+    channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
+
+    if options.role == "judge":
+        from adaexplore.executor.worker._judge import Judge
+
+        judge = Judge(device)
+        while (command := channel.receive()) is not None:
+            channel.send(judge.handle(command) or Done())  # type: ignore[arg-type]
+        return
+
+    from adaexplore.executor.worker._candidate import CandidateRunner
+
+    command = channel.receive()
+    if isinstance(command, RunCandidate):
+        assert tracker is not None
+        CandidateRunner(channel, backend, device, tracker).run(command)
+
+
+def _warm_up(backend: object, device: object, role: str) -> None:
+    """Pay one-time costs now: CUDA context, cuBLAS and cuDNN handles, Triton's compiler and launcher."""
+    import torch
+
+    from adaexplore.executor._models import Backend
+
+    if backend is Backend.cuda:
+        x = torch.randn(64, 64, device=device)
+        (x @ x).sum().item()
+        torch.nn.functional.conv2d(x.view(1, 1, 64, 64), torch.randn(1, 1, 3, 3, device=device)).sum().item()
+        torch.cuda.Event(enable_timing=True)
+    if role == "candidate":
+        import triton
+
+        from adaexplore.executor.worker._warmup_kernel import scale_kernel
+
+        y = torch.ones(256, device=device)
+        scale_kernel[(triton.cdiv(256, 128),)](y, 256, BLOCK=128)
+        if backend is Backend.cuda:
+            torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,391 @@
+"""One candidate's life in a fresh worker: load, compile, run the trials, time, report.
+
+The candidate runs here, beside the measuring code; the references do not. Outputs leave as raw files
+for the judge to compare, so no result is decided in a process the candidate could have altered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from adaexplore.executor._models import AuditFlag, Backend, Status
+from adaexplore.executor._protocol import (
+    Compiled,
+    Done,
+    Failed,
+    Phase,
+    Proceed,
+    RunCandidate,
+    TaskFailed,
+    TensorFile,
+    TimeCandidate,
+    Timed,
+    TrialsDone,
+)
+from adaexplore.executor.worker._channel import Channel
+from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
+from adaexplore.executor.worker._errors import classify, describe
+from adaexplore.executor.worker._exchange import write_tensor
+from adaexplore.executor.worker._guard import Guard
+from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
+from adaexplore.executor.worker._taskrun import (
+    TaskFault,
+    build_model,
+    derive_seeds,
+    flatten_output,
+    import_file,
+    load_task_module,
+    make_args,
+)
+from adaexplore.executor.worker._timing import Timer, summarize
+
+__all__ = ["CandidateRunner"]
+
+
+class _Stop(Exception):
+    """Ends the run; the reason has been sent already."""
+
+
+@dataclass
+class _State:
+    flags: list[AuditFlag] = field(default_factory=list)
+
+
+def _clone(args: list[Any]) -> list[Any]:
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if sa.nbytes() == 0 or sb.nbytes() == 0 or a.device != b.device:
+        return False
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+class CandidateRunner:
+    def __init__(self, channel: Channel, backend: Backend, device: torch.device, tracker: LaunchTracker) -> None:
+        self.channel = channel
+        self.backend = backend
+        self.device = device
+        self.tracker = tracker
+        self.state = _State()
+
+    # helpers -----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _numerics(self) -> Iterator[None]:
+        if self.backend is Backend.cuda:
+            yield
+        else:
+            with cuda_on_cpu():
+                yield
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _fail(self, status: Status, message: str, exc: BaseException | None = None, phase: str = "") -> None:
+        error = describe(exc, phase, self.replacements) if exc is not None else None
+        if error is not None:
+            message = f"{message}: {error.message}" if message else error.message
+        self.channel.send(
+            Failed(
+                status=status,
+                message=message,
+                error=error,
+                flags=self.state.flags,
+                shared_memory=self.tracker.shared_memory,
+            )
+        )
+        raise _Stop
+
+    def _check(self, guard: Guard, where: str) -> None:
+        self.state.flags.extend(guard.check(where))
+        if not self.tracker.hooks_intact():
+            self.state.flags.append(
+                AuditFlag(code="monkey_patch", severity="reject", message="You cannot remove Triton's launch hooks.")
+            )
+        rejects = [f for f in self.state.flags if f.severity == "reject"]
+        if rejects:
+            self._fail(Status.rejected, rejects[0].message)
+
+    def _wait(self, *kinds: type) -> Any:
+        command = self.channel.receive()
+        if command is None or not isinstance(command, kinds):
+            raise _Stop
+        return command
+
+    # the run -----------------------------------------------------------------------------------
+    def run(self, command: RunCandidate) -> None:
+        job = command.job
+        exchange = Path(job.exchange_dir)
+        self.replacements = {
+            str(exchange / "candidate.py"): "candidate.py",
+            job.task_path: "task.py",
+            str(exchange): ".",
+        }
+        torch.backends.cuda.matmul.allow_tf32 = job.allow_tf32_matmul
+        torch.backends.cudnn.allow_tf32 = job.allow_tf32_cudnn
+        cast = getattr(torch, job.cast_floats_to) if job.cast_floats_to else None
+        try:
+            self._run(command, exchange, cast)
+        except _Stop:
+            return
+        except TaskFault as exc:
+            self.channel.send(TaskFailed(message=str(exc)))
+
+    def _run(self, command: RunCandidate, exchange: Path, cast: torch.dtype | None) -> None:
+        job = command.job
+        started = time.perf_counter()
+        self.channel.send(Phase(phase="loading"))
+        task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
+        init_seed = job.init_seed if job.init_seed is not None else 42
+        trial_seeds = job.trial_seeds if job.trial_seeds is not None else derive_seeds(42, job.trials)
+        init_args = make_args(task, "get_init_inputs", init_seed, self.device, cast)
+        trial_inputs = [make_args(task, "get_inputs", seed, self.device, cast) for seed in trial_seeds]
+        guard = Guard()
+
+        try:
+            module = import_file(CANDIDATE_MODULE, exchange / "candidate.py")
+        except BaseException as exc:
+            status = classify(exc)
+            self._fail(
+                Status.compile_error if status is Status.runtime_error else status,
+                "the candidate module failed to import",
+                exc,
+                "import",
+            )
+        self._check(guard, "import")
+        model_cls = getattr(module, "ModelNew", None)
+        if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
+            self._fail(
+                Status.compile_error,
+                "the candidate defines no ModelNew class; define "
+                "`class ModelNew(nn.Module)` taking the same constructor arguments as Model",
+            )
+        try:
+            with self._numerics():
+                model = build_model(model_cls, init_args, init_seed, self.device, cast)
+        except BaseException as exc:
+            params = ", ".join(list(inspect.signature(task.Model.__init__).parameters)[1:])
+            self._fail(
+                classify(exc),
+                f"ModelNew(*get_init_inputs()) raised; ModelNew must accept the same arguments as Model({params})",
+                exc,
+                "construction",
+            )
+        self._check(guard, "construction")
+        load_s = time.perf_counter() - started
+
+        compile_s = 0.0
+        if self.backend is Backend.compile or command.compile_pass:
+            compile_s = self._compile_pass(model, trial_inputs[0], command, guard)
+        self.channel.send(
+            Compiled(
+                kernels=sorted(self.tracker.kernels),
+                shared_memory=self.tracker.shared_memory,
+                flags=self.state.flags,
+                load_s=load_s,
+                compile_s=compile_s,
+            )
+        )
+        if self.backend is Backend.compile:
+            self.channel.send(Done())
+            return
+
+        proceed: Proceed = self._wait(Proceed)
+        trials_started = time.perf_counter()
+        outputs, launches = self._trials(model, trial_inputs, command, proceed, guard, exchange)
+        self.channel.send(
+            TrialsDone(
+                outputs=outputs,
+                triton_launches=len(launches),
+                triton_kernels=sorted(set(launches)),
+                flags=self.state.flags,
+                trial_s=time.perf_counter() - trials_started,
+            )
+        )
+        timing: TimeCandidate = self._wait(TimeCandidate)
+        self._time(model, task, trial_inputs[0], job.timing_seed, cast, timing, guard, exchange)
+
+    def _compile_pass(self, model: torch.nn.Module, inputs: list[Any], command: RunCandidate, guard: Guard) -> float:
+        self.channel.send(Phase(phase="compiling"))
+        started = time.perf_counter()
+        self.tracker.compile_only = True
+        try:
+            with self._numerics(), torch.no_grad():
+                _, launched = self.tracker.count(lambda: model(*_clone(inputs)))
+            if self.backend is Backend.compile and not launched:
+                self.state.flags.append(
+                    AuditFlag(
+                        code="no_triton_launch",
+                        severity="warn",
+                        message="No Triton kernel of the candidate was launched in forward (compile check).",
+                    )
+                )
+        except BaseException as exc:
+            status = classify(exc)
+            if status in (Status.compile_error, Status.infra_error):
+                self._fail(status, "", exc, "compile")
+            if self.backend is Backend.compile:
+                # Kernel outputs are never written here, so host code that reads them may fail; the
+                # interpreter or the GPU judges that code.
+                self.state.flags.append(
+                    AuditFlag(
+                        code="compile_check_incomplete",
+                        severity="info",
+                        message=f"host code raised {type(exc).__name__} while compiling (kernel outputs are not "
+                        "computed in this check); kernels launched after that point were not compiled",
+                    )
+                )
+        finally:
+            self.tracker.compile_only = self.backend is Backend.compile
+        for name, used in sorted(self.tracker.shared_memory.items()):
+            if used > command.shared_memory_limit:
+                self._fail(
+                    Status.compile_error,
+                    f"OutOfResources: out of resource: shared memory, Required: {used}, Hardware limit: "
+                    f"{command.shared_memory_limit} (kernel {name}). Reducing block sizes or num_stages "
+                    "may help.",
+                )
+        self._check(guard, "compilation")
+        return time.perf_counter() - started
+
+    def _trials(
+        self,
+        model: torch.nn.Module,
+        trial_inputs: list[list[Any]],
+        command: RunCandidate,
+        proceed: Proceed,
+        guard: Guard,
+        exchange: Path,
+    ) -> tuple[list[list[TensorFile]], list[str]]:
+        outputs: list[list[TensorFile]] = []
+        first_launches: list[str] = []
+        for index, inputs in enumerate(trial_inputs):
+            self.channel.send(Phase(phase="trial", done=index, total=len(trial_inputs)))
+            args, pristine = _clone(inputs), _clone(inputs)
+            try:
+                with self._numerics(), torch.no_grad():
+                    out, launches = self.tracker.count(lambda args=args: model(*args))
+                self._sync()
+            except BaseException as exc:
+                self._fail(classify(exc), f"forward raised in trial {index + 1}", exc, f"trial {index + 1}")
+            self._check(guard, f"trial {index + 1}")
+            if index == 0:
+                first_launches = launches
+                if not launches:
+                    severity = "reject" if command.require_triton else "warn"
+                    self.state.flags.append(
+                        AuditFlag(
+                            code="no_triton_launch",
+                            severity=severity,
+                            message="You cannot leave the work to PyTorch alone: no Triton kernel defined in the "
+                            "candidate ran during forward. Launch your @triton.jit kernels in forward.",
+                        )
+                    )
+            tensors = self._check_outputs(out, args, pristine, proceed, index)
+            outputs.append([write_tensor(t, exchange, f"trial{index}_out{j}.bin") for j, t in enumerate(tensors)])
+            del out, tensors
+        return outputs, first_launches
+
+    def _check_outputs(
+        self, out: Any, args: list[Any], pristine: list[Any], proceed: Proceed, index: int
+    ) -> list[torch.Tensor]:
+        try:
+            tensors = flatten_output(out)
+        except TypeError as exc:
+            self._fail(Status.mismatch, str(exc))
+        for j, t in enumerate(tensors):
+            if type(t) is not torch.Tensor:
+                self._fail(Status.mismatch, f"output {j} is a {type(t).__name__}, not a plain torch.Tensor")
+            if t.device != self.device:
+                self._fail(
+                    Status.mismatch,
+                    f"output {j} is on {t.device}; the inputs are on {self.device}, and the output must be there too",
+                )
+            if not proceed.allow_aliasing and any(isinstance(a, torch.Tensor) and _overlaps(t, a) for a in args):
+                self.state.flags.append(
+                    AuditFlag(
+                        code="output_aliases_input",
+                        severity="reject",
+                        message="You cannot return an input (or a view of one) as the output; write a new tensor.",
+                    )
+                )
+        if not proceed.allow_input_mutation:
+            for k, (a, p) in enumerate(zip(args, pristine, strict=True)):
+                if isinstance(a, torch.Tensor) and not _same_bits(a, p):
+                    self.state.flags.append(
+                        AuditFlag(
+                            code="input_modified",
+                            severity="reject",
+                            message=f"You cannot modify the inputs: input {k} changed during forward in trial "
+                            f"{index + 1}. Write results to new tensors.",
+                        )
+                    )
+                    break
+        rejects = [f for f in self.state.flags if f.severity == "reject"]
+        if rejects:
+            self._fail(Status.rejected, rejects[0].message)
+        return tensors
+
+    def _time(
+        self,
+        model: torch.nn.Module,
+        task: Any,
+        share_inputs: list[Any],
+        timing_seed: int | None,
+        cast: torch.dtype | None,
+        timing: TimeCandidate,
+        guard: Guard,
+        exchange: Path,
+    ) -> None:
+        self.channel.send(Phase(phase="timing"))
+        call: Callable[[list[Any]], Any] = lambda args: model(*args)  # noqa: E731
+        try:
+            with self._numerics(), torch.no_grad():
+                share = self.tracker.triton_share(lambda: model(*_clone(share_inputs)))
+            base = make_args(task, "get_inputs", timing_seed if timing_seed is not None else 42, self.device, cast)
+            with self._numerics():
+                measured = Timer(self.device).measure(
+                    call,
+                    base,
+                    timing.timing,
+                    budget_ms=timing.budget_ms,
+                    min_reps=timing.min_reps,
+                    max_reps=timing.max_reps,
+                    keep_at=tuple(timing.recheck_at),
+                )
+            self._sync()
+        except BaseException as exc:
+            self._fail(classify(exc), "forward raised while being timed", exc, "timing")
+        self._check(guard, "timing")
+        rechecks = [
+            [write_tensor(t, exchange, f"recheck{k}_out{j}.bin") for j, t in enumerate(tensors)]
+            for k, (_, tensors) in enumerate(measured.kept)
+        ]
+        self.channel.send(
+            Timed(
+                stats=summarize(measured.times_ms, timing.timing),
+                method=timing.timing.method,
+                host_bound_calls=measured.host_bound,
+                rechecks=rechecks,
+                recheck_scales=[scale for scale, _ in measured.kept],
+                triton_time_share=share,
+                flags=self.state.flags,
+            )
+        )

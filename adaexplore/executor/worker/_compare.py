@@ -1,0 +1,93 @@
+"""Comparing an output with its reference under a tolerance (runs in the judge, never in a candidate)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from adaexplore.executor._models import Tolerance
+
+__all__ = ["Comparison", "compare"]
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    max_abs_error: float | None
+    # The worst element's error as a share of the error it is allowed (<= 1 passes).
+    max_scaled_error: float | None
+    norm_rel_error: float | None
+    message: str | None
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: float = 1.0) -> Comparison:
+    """Compare `out` with `ref` (same shape). `allowance` > 1 widens the tolerance, used where the task's
+    own PyTorch reference misses the tolerance by that much."""
+    if out.shape != ref.shape:
+        return Comparison(
+            False, None, None, None, f"output shape {tuple(out.shape)} differs from the reference's {tuple(ref.shape)}"
+        )
+    if not ref.is_floating_point() and not ref.is_complex():
+        equal = torch.equal(out.to(ref.dtype), ref)
+        wrong = int((out.to(ref.dtype) != ref).sum())
+        return Comparison(
+            equal, None, None, None, None if equal else f"{wrong} of {ref.numel()} elements differ (integer output)"
+        )
+    o = out.to(torch.float64)
+    r = ref.to(torch.float64)
+    if o.numel() == 0:
+        return Comparison(True, 0.0, 0.0, 0.0, None)
+    # Non-finite reference values must be matched exactly (NaN where NaN, the same infinity).
+    ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
+    ref_inf, out_inf = torch.isinf(r), torch.isinf(o)
+    bad_special = (ref_nan != out_nan) | (ref_inf != out_inf) | (ref_inf & out_inf & (r != o))
+    finite = ~(ref_nan | ref_inf)
+    rf, of = r[finite], o[finite]
+    diff = (of - rf).abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    ref_norm = float(rf.norm()) if rf.numel() else 0.0
+    norm_rel = float((of - rf).norm()) / ref_norm if ref_norm > 0 else (0.0 if max_abs == 0 else math.inf)
+    atol, rtol = tol.atol * allowance, tol.rtol * allowance
+    if tol.kind == "scaled":
+        rms = ref_norm / math.sqrt(rf.numel()) if rf.numel() else 0.0
+        allowed = atol * rms + rtol * rf.abs()
+    else:
+        allowed = atol + rtol * rf.abs()
+    if diff.numel():
+        scaled = torch.where(
+            allowed > 0,
+            diff / allowed.clamp_min(1e-300),
+            torch.where(diff > 0, torch.full_like(diff, math.inf), torch.zeros_like(diff)),
+        )
+        max_scaled = float(scaled.max())
+    else:
+        max_scaled = 0.0
+    special = int(bad_special.sum())
+    problems = []
+    if special:
+        nan_out = int((out_nan & ~ref_nan).sum())
+        problems.append(
+            f"{nan_out} NaN where the reference is finite"
+            if nan_out
+            else f"{special} elements differ in NaN/inf from the reference"
+        )
+    if max_scaled > 1.0:
+        worst = int(torch.argmax(scaled))
+        index = tuple(int(i) for i in torch.nonzero(finite)[worst])
+        problems.append(
+            f"max |out-ref| = {max_abs:.3g} at index {list(index)} (out {float(of[worst]):.6g}, "
+            f"ref {float(rf[worst]):.6g}); {int((scaled > 1).sum())} of {rf.numel()} elements "
+            f"exceed the tolerance"
+        )
+    if tol.norm_rtol is not None and norm_rel > tol.norm_rtol * allowance:
+        problems.append(f"relative error ||out-ref||/||ref|| = {norm_rel:.3g} exceeds {tol.norm_rtol * allowance:.3g}")
+    passed = not problems
+    return Comparison(
+        passed, _finite(max_abs), _finite(max_scaled), _finite(norm_rel), None if passed else "; ".join(problems)
+    )

@@ -1,0 +1,118 @@
+"""Proof that the candidate left the process as it found it: global numeric flags, the functions the
+evaluator measures and copies with, Triton's launch hooks, and the number of threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import triton
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction
+
+from adaexplore.executor._models import AuditFlag
+
+__all__ = ["Guard"]
+
+
+def _flags() -> dict[str, Any]:
+    matmul = torch.backends.cuda.matmul
+    flags: dict[str, Any] = {
+        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "torch.backends.cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "torch.backends.cudnn.enabled": torch.backends.cudnn.enabled,
+        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
+            matmul.allow_fp16_reduced_precision_reduction
+        ),
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": (
+            matmul.allow_bf16_reduced_precision_reduction
+        ),
+        "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
+        "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled(),
+        "torch.get_default_dtype()": torch.get_default_dtype(),
+        "torch.get_num_threads()": torch.get_num_threads(),
+    }
+    return flags
+
+
+# What the evaluator calls after the candidate is imported; replacing any of them could forge a result.
+_WATCHED: dict[str, Callable[[], Any]] = {
+    "time.perf_counter": lambda: time.perf_counter,
+    "torch.cuda.synchronize": lambda: torch.cuda.synchronize,
+    "torch.cuda.Event": lambda: torch.cuda.Event,
+    "torch.cuda.Event.record": lambda: torch.cuda.Event.record,
+    "torch.cuda.Event.elapsed_time": lambda: torch.cuda.Event.elapsed_time,
+    "torch.Tensor.clone": lambda: torch.Tensor.clone,
+    "torch.Tensor.copy_": lambda: torch.Tensor.copy_,
+    "torch.Tensor.to": lambda: torch.Tensor.to,
+    "torch.Tensor.cpu": lambda: torch.Tensor.cpu,
+    "torch.Tensor.contiguous": lambda: torch.Tensor.contiguous,
+    "torch.Tensor.view": lambda: torch.Tensor.view,
+    "torch.Tensor.numpy": lambda: torch.Tensor.numpy,
+    "torch.Tensor.untyped_storage": lambda: torch.Tensor.untyped_storage,
+    "torch.Tensor.__eq__": lambda: torch.Tensor.__eq__,
+    "torch.equal": lambda: torch.equal,
+    "torch.mul": lambda: torch.mul,
+    "torch.manual_seed": lambda: torch.manual_seed,
+    "torch.nn.Module.__call__": lambda: torch.nn.Module.__call__,
+    "torch.nn.Module.to": lambda: torch.nn.Module.to,
+    "torch.no_grad": lambda: torch.no_grad,
+    "numpy.ndarray": lambda: np.ndarray,
+    "triton.runtime.jit.JITFunction.run": lambda: JITFunction.run,
+    "triton.runtime.autotuner.Autotuner.run": lambda: Autotuner.run,
+    "triton.knobs.runtime.launch_enter_hook": lambda: triton.knobs.runtime.launch_enter_hook,
+    "triton.knobs.runtime.launch_exit_hook": lambda: triton.knobs.runtime.launch_exit_hook,
+}
+
+
+class Guard:
+    """A snapshot taken before the candidate is imported, compared after each step it takes."""
+
+    def __init__(self, extra_checks: Callable[[], list[AuditFlag]] | None = None) -> None:
+        self._flags = _flags()
+        self._ids = {name: id(get()) for name, get in _WATCHED.items()}
+        self._threads = threading.active_count()
+        self._extra = extra_checks
+
+    def check(self, where: str) -> list[AuditFlag]:
+        """Reject flags for everything that changed since the snapshot; `where` names the step."""
+        found: list[AuditFlag] = []
+        now = _flags()
+        for name, before in self._flags.items():
+            if now[name] != before:
+                found.append(
+                    AuditFlag(
+                        code="global_flag_changed",
+                        severity="reject",
+                        message=f"You cannot change global settings: {name} went from {before!r} to {now[name]!r} "
+                        f"during {where}. The evaluator fixes numerics for reference and candidate alike.",
+                    )
+                )
+        for name, get in _WATCHED.items():
+            if id(get()) != self._ids[name]:
+                found.append(
+                    AuditFlag(
+                        code="monkey_patch",
+                        severity="reject",
+                        message=f"You cannot replace {name} (changed during {where}); the evaluator relies on it.",
+                    )
+                )
+        threads = threading.active_count()
+        if threads > self._threads:
+            found.append(
+                AuditFlag(
+                    code="thread_started",
+                    severity="reject",
+                    message=f"You cannot start threads: {threads - self._threads} new thread(s) were running after "
+                    f"{where}. Do all work inside forward on the calling thread.",
+                )
+            )
+        if self._extra is not None:
+            found.extend(self._extra())
+        return found

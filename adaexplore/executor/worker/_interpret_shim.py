@@ -1,0 +1,460 @@
+"""Closes the gaps of Triton's interpreter (`TRITON_INTERPRET=1`) so that it judges numerics like a GPU.
+
+The plain interpreter cannot autotune without a driver, has no libdevice, computes bfloat16 on raw
+bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU uses TF32,
+ignores `tl.device_assert`, and reads or writes any address it is given. Each patch below fixes one of
+these. They rely on interpreter internals, which is why triton is pinned.
+
+`install()` must run after `TRITON_INTERPRET=1` is set and before the candidate module is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime import autotuner as _autotuner
+from triton.runtime import interpreter as _interp
+
+__all__ = ["BackendLimitation", "KernelOOBError", "install"]
+
+_Handle = _interp.TensorHandle
+_Builder = _interp.InterpreterBuilder
+
+
+class KernelOOBError(IndexError):
+    """A kernel touched memory outside every tensor it was given."""
+
+
+class BackendLimitation(NotImplementedError):
+    """The interpreter cannot run this construct; the GPU can. Not the candidate's fault."""
+
+
+# ---- 1. autotuning without a driver ---------------------------------------------------------------
+def _cpu_bench(fn: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+    start = time.perf_counter()
+    fn()
+    ms = (time.perf_counter() - start) * 1e3
+    return [ms] * len(quantiles) if quantiles else ms
+
+
+def _install_autotune() -> None:
+    _autotuner.Autotuner.do_bench = property(lambda self: _cpu_bench)  # type: ignore[assignment]
+
+
+# ---- 2. bfloat16 computed in fp32 with round-to-nearest-even ---------------------------------------
+def _is_bf16(handle: Any) -> bool:
+    return isinstance(handle, _Handle) and handle.dtype.scalar == tl.bfloat16
+
+
+def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _f32_to_bf16(values: np.ndarray, truncate: bool = False) -> np.ndarray:
+    f = np.ascontiguousarray(np.asarray(values, dtype=np.float32))
+    u = f.view(np.uint32)
+    if truncate:
+        out = (u >> np.uint32(16)).astype(np.uint16)
+    else:
+        rounding = ((u >> np.uint32(16)) & np.uint32(1)) + np.uint32(0x7FFF)
+        out = ((u + rounding) >> np.uint32(16)).astype(np.uint16)
+    return np.where(np.isnan(f), np.uint16(0x7FC0), out).astype(np.uint16)
+
+
+def _as_f32(handle: _Handle) -> np.ndarray:
+    return _bf16_to_f32(handle.data) if _is_bf16(handle) else handle.data
+
+
+def _bf16_result(values: np.ndarray) -> _Handle:
+    if values.dtype == np.bool_:
+        return _Handle(values, tl.int1)
+    return _Handle(_f32_to_bf16(values), tl.bfloat16)
+
+
+def _tf32(values: np.ndarray) -> np.ndarray:
+    """Round fp32 values to TF32 (10 explicit mantissa bits), nearest-even, as the tensor cores do."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = (u + np.uint32(0x0FFF) + ((u >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(values), rounded.view(np.float32), values).astype(np.float32)
+
+
+def _install_bf16_and_tf32() -> None:
+    binary, unary, ternary = _Builder.binary_op, _Builder.unary_op, _Builder.ternary_op
+    dot, fma, cast, fp_to_fp = _Builder.create_dot, _Builder.create_fma, _Builder.cast_impl, _Builder.create_fp_to_fp
+    erf, rsqrt = _Builder.create_erf, _Builder.create_rsqrt
+
+    def binary_op(self: _Builder, lhs: _Handle, rhs: _Handle, op: Callable[..., Any]) -> _Handle:
+        if not (_is_bf16(lhs) or _is_bf16(rhs)):
+            return binary(self, lhs, rhs, op)
+        return _bf16_result(np.asarray(op(_as_f32(lhs), _as_f32(rhs))))
+
+    def unary_op(self: _Builder, arg: _Handle, op: Callable[..., Any]) -> _Handle:
+        if not _is_bf16(arg):
+            return unary(self, arg, op)
+        return _bf16_result(np.asarray(op(_as_f32(arg))))
+
+    def ternary_op(self: _Builder, a: _Handle, b: _Handle, c: _Handle, op: Callable[..., Any]) -> _Handle:
+        if op is np.where or not any(_is_bf16(h) for h in (a, b, c)):
+            return ternary(self, a, b, c, op)  # selecting bit patterns is exact
+        return _bf16_result(np.asarray(op(_as_f32(a), _as_f32(b), _as_f32(c))))
+
+    def create_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
+        if _is_bf16(a) or _is_bf16(b):
+            a, b = _Handle(_as_f32(a), tl.float32), _Handle(_as_f32(b), tl.float32)
+        elif a.data.dtype == np.float32 and str(precision).upper().endswith("TF32"):
+            a, b = _Handle(_tf32(a.data), a.dtype), _Handle(_tf32(b.data), b.dtype)
+        if _is_bf16(d):
+            out = dot(self, a, b, _Handle(_as_f32(d), tl.float32), precision, max_imprecise)
+            return _bf16_result(out.data)
+        return dot(self, a, b, d, precision, max_imprecise)
+
+    def create_fma(self: _Builder, x: _Handle, y: _Handle, z: _Handle) -> _Handle:
+        if not any(_is_bf16(h) for h in (x, y, z)):
+            return fma(self, x, y, z)
+        return _bf16_result(_as_f32(x) * _as_f32(y) + _as_f32(z))
+
+    def cast_impl(self: _Builder, src: _Handle, dst_type: Any) -> _Handle:
+        s, d = src.dtype.scalar, dst_type.scalar
+        if tl.bfloat16 not in (s, d):
+            return cast(self, src, dst_type)
+        f = _as_f32(src) if s == tl.bfloat16 else np.asarray(src.data).astype(np.float32)
+        if d == tl.bfloat16:
+            return _Handle(_f32_to_bf16(f), tl.bfloat16)
+        return _Handle(f.astype(_interp._get_np_dtype(dst_type)), d)
+
+    def create_fp_to_fp(self: _Builder, src: _Handle, dst_type: Any, rounding_mode: Any) -> _Handle:
+        if dst_type.scalar == tl.bfloat16 and src.dtype.scalar in (tl.float32, tl.float16, tl.float64):
+            truncate = str(rounding_mode).upper().endswith("RTZ")
+            return _Handle(_f32_to_bf16(np.asarray(src.data).astype(np.float32), truncate), tl.bfloat16)
+        return fp_to_fp(self, src, dst_type, rounding_mode)
+
+    def create_erf(self: _Builder, arg: _Handle) -> _Handle:
+        return _bf16_result(erf(self, _Handle(_as_f32(arg), tl.float32)).data) if _is_bf16(arg) else erf(self, arg)
+
+    def create_rsqrt(self: _Builder, arg: _Handle) -> _Handle:
+        if _is_bf16(arg):
+            return _bf16_result(rsqrt(self, _Handle(_as_f32(arg), tl.float32)).data)
+        return rsqrt(self, arg)
+
+    _Builder.binary_op = binary_op  # type: ignore[method-assign]
+    _Builder.unary_op = unary_op  # type: ignore[method-assign]
+    _Builder.ternary_op = ternary_op  # type: ignore[method-assign]
+    _Builder.create_dot = create_dot  # type: ignore[method-assign]
+    _Builder.create_fma = create_fma  # type: ignore[method-assign]
+    _Builder.cast_impl = cast_impl  # type: ignore[method-assign]
+    _Builder.create_fp_to_fp = create_fp_to_fp  # type: ignore[method-assign]
+    _Builder.create_erf = create_erf  # type: ignore[method-assign]
+    _Builder.create_rsqrt = create_rsqrt  # type: ignore[method-assign]
+    for name in (
+        "create_si_to_fp",
+        "create_ui_to_fp",
+        "create_fp_to_si",
+        "create_fp_to_ui",
+        "create_fp_ext",
+        "create_fp_trunc",
+    ):
+        setattr(_Builder, name, lambda self, src, dst_type: self.cast_impl(src, dst_type))
+    _Builder.get_bf16 = lambda self, v: _Handle(_f32_to_bf16(np.array([v], np.float32)), tl.bfloat16)
+
+    # Reductions and scans see raw bf16 bits; run them in fp32 and round the result back.
+    for ops in (_interp.ReduceOps, _interp.ScanOps):
+        ops.apply_impl = _in_fp32(ops.apply_impl)  # type: ignore[method-assign]
+
+
+def _in_fp32(apply_impl: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapped(self: Any, inputs: Any) -> Any:
+        if not any(isinstance(t, tl.tensor) and t.dtype == tl.bfloat16 for t in inputs):
+            return apply_impl(self, inputs)
+        up = tuple(_retype(t, _as_f32(t.handle), tl.float32) if t.dtype == tl.bfloat16 else t for t in inputs)
+        result = apply_impl(self, up)
+        items = result if isinstance(result, list | tuple) else [result]
+        down = [_retype(r, _f32_to_bf16(r.handle.data), tl.bfloat16) if r.dtype == tl.float32 else r for r in items]
+        return type(result)(down) if isinstance(result, list | tuple) else down[0]
+
+    return wrapped
+
+
+def _retype(t: tl.tensor, data: np.ndarray, dtype: Any) -> tl.tensor:
+    ty = tl.block_type(dtype, list(t.shape)) if t.type.is_block() else dtype
+    return tl.tensor(_Handle(np.asarray(data), dtype), ty)
+
+
+# ---- 3. libdevice on numpy/torch -------------------------------------------------------------------
+def _t(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda x: fn(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))).numpy()
+
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "tanh": np.tanh,
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "exp10": lambda x: np.power(10.0, x),
+    "expm1": np.expm1,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "cbrt": np.cbrt,
+    "rcbrt": lambda x: 1.0 / np.cbrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "sinpi": lambda x: np.sin(np.pi * x),
+    "cospi": lambda x: np.cos(np.pi * x),
+    "erf": _t(torch.special.erf),
+    "erfc": _t(torch.special.erfc),
+    "erfinv": _t(torch.special.erfinv),
+    "erfcx": _t(torch.special.erfcx),
+    "lgamma": _t(torch.lgamma),
+    "tgamma": _t(lambda t: torch.lgamma(t).exp()),
+    "normcdf": _t(torch.special.ndtr),
+    "normcdfinv": _t(torch.special.ndtri),
+    "cyl_bessel_i0": _t(torch.special.i0),
+    "cyl_bessel_i1": _t(torch.special.i1),
+    "j0": _t(torch.special.bessel_j0),
+    "j1": _t(torch.special.bessel_j1),
+    "y0": _t(torch.special.bessel_y0),
+    "y1": _t(torch.special.bessel_y1),
+    "abs": np.abs,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "rint": np.rint,
+    "nearbyint": np.rint,
+    "round": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
+    "saturatef": lambda x: np.clip(x, 0.0, 1.0),
+    "fast_expf": np.exp,
+    "fast_logf": np.log,
+    "fast_log2f": np.log2,
+    "fast_log10f": np.log10,
+    "fast_exp10f": lambda x: np.power(10.0, x),
+    "fast_sinf": np.sin,
+    "fast_cosf": np.cos,
+    "fast_tanf": np.tan,
+    "fast_tanhf": np.tanh,
+    "sqrt_rn": np.sqrt,
+    "rsqrt_rn": lambda x: 1.0 / np.sqrt(x),
+    "rcp_rn": lambda x: 1.0 / x,
+    "logb": lambda x: np.floor(np.log2(np.abs(x))),
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "pow": np.power,
+    "fast_powf": np.power,
+    "atan2": np.arctan2,
+    "fmod": np.fmod,
+    "remainder": np.remainder,
+    "hypot": np.hypot,
+    "copysign": np.copysign,
+    "fmin": np.fmin,
+    "fmax": np.fmax,
+    "fdim": lambda a, b: np.maximum(a - b, 0),
+    "div_rn": np.divide,
+    "fast_dividef": np.divide,
+    "add_rn": np.add,
+    "sub_rn": np.subtract,
+    "mul_rn": np.multiply,
+    "nextafter": np.nextafter,
+    "rhypot": lambda a, b: 1.0 / np.hypot(a, b),
+}
+_TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "fma": lambda a, b, c: a * b + c,
+    "fma_rn": lambda a, b, c: a * b + c,
+}
+_PREDICATES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "signbit": np.signbit,
+    "isfinited": np.isfinite,
+    "finitef": np.isfinite,
+}
+
+
+def _operand(x: Any) -> tuple[np.ndarray, Any, Any]:
+    if isinstance(x, tl.constexpr):
+        x = x.value
+    if isinstance(x, tl.tensor):
+        return _as_f32(x.handle).astype(np.float64), x.dtype, x.type
+    return np.asarray(x, dtype=np.float64), None, None
+
+
+def _libdevice_function(name: str, fn: Callable[..., np.ndarray], predicate: bool) -> Callable[..., tl.tensor]:
+    def call(*args: Any, _semantic: Any = None, **_: Any) -> tl.tensor:
+        operands = [_operand(a) for a in args]
+        dtype = next((d for _, d, _ in operands if d is not None), tl.float32)
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*(o for o, _, _ in operands)))
+        shape = list(out.shape)
+        if predicate:
+            data, scalar = out.astype(bool), tl.int1
+        elif dtype == tl.bfloat16:
+            data, scalar = _f32_to_bf16(out), tl.bfloat16
+        else:
+            data, scalar = out.astype(_interp._get_np_dtype(dtype)), dtype
+        if not shape:
+            data = data.reshape(1)
+        ty = tl.block_type(scalar, shape) if shape else scalar
+        return tl.tensor(_Handle(data, scalar), ty)
+
+    call.__name__ = name
+    return call
+
+
+def _unavailable(name: str) -> Callable[..., Any]:
+    def call(*_: Any, **__: Any) -> Any:
+        raise BackendLimitation(f"libdevice.{name} is not available in the interpret backend; it runs on a GPU")
+
+    call.__name__ = name
+    return call
+
+
+def _install_libdevice() -> None:
+    import triton.language.extra.cuda.libdevice as cuda_libdevice
+    import triton.language.extra.libdevice as libdevice
+
+    table: dict[str, Callable[..., tl.tensor]] = {}
+    for group, predicate in ((_UNARY, False), (_BINARY, False), (_TERNARY, False), (_PREDICATES, True)):
+        for name, fn in group.items():
+            table[name] = _libdevice_function(name, fn, predicate)
+    for module in (libdevice, cuda_libdevice):
+        for name in dir(module):
+            if name.startswith("_") or not callable(getattr(module, name)):
+                continue
+            setattr(module, name, table.get(name) or _unavailable(name))
+
+
+# ---- 4. device_assert on ---------------------------------------------------------------------------
+def _install_device_assert() -> None:
+    builder = _interp.interpreter_builder
+    # debug turns on tl.device_assert; overflow sanitizing stays off, as on the GPU by default.
+    builder.options = dataclasses.replace(builder.options, debug=True, sanitize_overflow=False)
+
+    def create_assert(self: _Builder, condition: Any, message: str) -> None:
+        values = np.asarray(condition.data if isinstance(condition, _Handle) else condition)
+        if not values.all():
+            failing = int(values.size - np.count_nonzero(values))
+            raise AssertionError(f"device_assert failed in program {self.grid_idx} ({failing} lanes): {message}")
+
+    _Builder.create_assert = create_assert  # type: ignore[method-assign]
+
+
+# ---- 5. bounds checking ------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Range:
+    start: int
+    end: int
+    label: str
+
+
+class _Launch:
+    kernel = "?"
+    ranges: list[_Range] = []  # noqa: RUF012 -- replaced per launch
+
+
+def _collect_ranges(value: Any, label: str, out: list[_Range]) -> None:
+    if isinstance(value, torch.Tensor):
+        storage = value.untyped_storage()
+        dtype = str(value.dtype).removeprefix("torch.")
+        out.append(
+            _Range(storage.data_ptr(), storage.data_ptr() + storage.nbytes(), f"{label} {tuple(value.shape)} {dtype}")
+        )
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _collect_ranges(item, label, out)
+    elif hasattr(value, "base") and isinstance(getattr(value, "base", None), torch.Tensor):
+        _collect_ranges(value.base, label, out)
+
+
+def _check_access(builder: _Builder, ptrs: _Handle, mask: _Handle | None, what: str) -> None:
+    ranges = _Launch.ranges
+    if not ranges:
+        return
+    addresses = np.asarray(ptrs.data).astype(np.uint64)
+    active = (
+        np.ones(addresses.shape, bool)
+        if mask is None
+        else np.broadcast_to(np.asarray(mask.data, bool), addresses.shape)
+    )
+    size = np.uint64(max(1, ptrs.get_element_ty().primitive_bitwidth // 8))
+    inside = np.zeros(addresses.shape, bool)
+    for r in ranges:
+        inside |= (addresses >= np.uint64(r.start)) & (addresses + size <= np.uint64(r.end))
+    bad = active & ~inside
+    if not bad.any():
+        return
+    first = int(addresses[bad].flat[0])
+    nearest = min(ranges, key=lambda r: min(abs(first - r.start), abs(first - r.end)))
+    raise KernelOOBError(
+        f"out-of-bounds {what} in kernel {_Launch.kernel}, program {builder.grid_idx}: {int(bad.sum())} active "
+        f"lanes point outside every tensor argument; the first is at byte offset {first - nearest.start} of "
+        f"{nearest.label}, whose storage is {nearest.end - nearest.start} bytes. Mask the access "
+        "(mask=offsets < n) or fix the offset arithmetic."
+    )
+
+
+def _install_bounds_checker() -> None:
+    init_args = _interp.GridExecutor._init_args_hst
+
+    def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        ranges: list[_Range] = []
+        for index, value in enumerate(args_hst):
+            name = self.arg_names[index] if index < len(self.arg_names) else f"argument {index}"
+            _collect_ranges(value, name, ranges)
+        for name, value in kwargs_hst.items():
+            _collect_ranges(value, name, ranges)
+        _Launch.ranges = ranges
+        _Launch.kernel = getattr(self.fn, "__name__", "?")
+        return args_hst, kwargs_hst
+
+    _interp.GridExecutor._init_args_hst = _init_args_hst  # type: ignore[method-assign]
+    load, store = _Builder.create_masked_load, _Builder.create_masked_store
+    rmw, cas = _Builder.create_atomic_rmw, _Builder.create_atomic_cas
+
+    def create_masked_load(self: _Builder, ptrs: _Handle, mask: Any, other: Any, *rest: Any) -> _Handle:
+        _check_access(self, ptrs, mask, "load")
+        return load(self, ptrs, mask, other, *rest)
+
+    def create_masked_store(self: _Builder, ptrs: _Handle, value: Any, mask: Any, *rest: Any) -> Any:
+        _check_access(self, ptrs, mask, "store")
+        return store(self, ptrs, value, mask, *rest)
+
+    def create_atomic_rmw(self: _Builder, op: Any, ptr: _Handle, val: Any, mask: Any, *rest: Any) -> _Handle:
+        _check_access(self, ptr, mask, "atomic")
+        return rmw(self, op, ptr, val, mask, *rest)
+
+    def create_atomic_cas(self: _Builder, ptr: _Handle, cmp: Any, val: Any, *rest: Any) -> _Handle:
+        _check_access(self, ptr, None, "atomic_cas")
+        return cas(self, ptr, cmp, val, *rest)
+
+    _Builder.create_masked_load = create_masked_load  # type: ignore[method-assign]
+    _Builder.create_masked_store = create_masked_store  # type: ignore[method-assign]
+    _Builder.create_atomic_rmw = create_atomic_rmw  # type: ignore[method-assign]
+    _Builder.create_atomic_cas = create_atomic_cas  # type: ignore[method-assign]
+
+
+def install() -> None:
+    """Apply every patch. Requires `TRITON_INTERPRET=1` in the environment."""
+    if not triton.knobs.runtime.interpret:
+        raise RuntimeError("the interpreter shim needs TRITON_INTERPRET=1 set before triton is imported")
+    _install_autotune()
+    _install_bf16_and_tf32()
+    _install_libdevice()
+    _install_device_assert()
+    _install_bounds_checker()

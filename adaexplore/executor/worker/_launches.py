@@ -1,0 +1,172 @@
+"""Which of the candidate's Triton kernels ran, how long they took, and compiling without launching.
+
+Installed before the candidate is imported. On `cuda` the count comes from Triton's own launch hooks,
+called by the launcher right before the kernel is handed to the driver, so a kernel that is defined
+but never reached does not count. On `compile` every launch is turned into a compile; on `interpret`
+the interpreter's run is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from triton import knobs
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction
+
+from adaexplore.executor._models import Backend
+
+__all__ = ["CANDIDATE_MODULE", "LaunchTracker"]
+
+CANDIDATE_MODULE = "adaexplore_candidate"
+
+
+class LaunchTracker:
+    """Counts launches of kernels defined in the candidate module; optionally compiles instead of launching."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.kernels: set[str] = set()
+        self.launches: list[str] = []
+        self.counting = False
+        # compile backend: always; cuda: during the compile pass before the GPU is taken.
+        self.compile_only = backend is Backend.compile
+        self.shared_memory: dict[str, int] = {}
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] | None = None
+        self._pending: torch.cuda.Event | None = None
+
+    # installation ------------------------------------------------------------------------------
+    def install(self) -> None:
+        if self.backend is Backend.interpret:
+            self._install_interpreter()
+            return
+        self._wrap_jit_run()
+        self._wrap_autotuner_run()
+        if self.backend is Backend.cuda:
+            knobs.runtime.launch_enter_hook.add(self._enter)
+            knobs.runtime.launch_exit_hook.add(self._exit)
+
+    def hooks_intact(self) -> bool:
+        if self.backend is not Backend.cuda:
+            return True
+        return (
+            self._enter in knobs.runtime.launch_enter_hook.calls and self._exit in knobs.runtime.launch_exit_hook.calls
+        )
+
+    def _own(self, fn: Any) -> bool:
+        return getattr(getattr(fn, "fn", None), "__module__", None) == CANDIDATE_MODULE
+
+    def _wrap_jit_run(self) -> None:
+        original = JITFunction.run
+        tracker = self
+
+        def run(jit: JITFunction, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            own = tracker._own(jit)
+            if own:
+                tracker.kernels.add(jit.__name__)
+            if not tracker.compile_only:
+                return original(jit, *args, grid=grid, warmup=warmup, **kwargs)
+            kernel = original(jit, *args, grid=grid, warmup=True, **kwargs)
+            if kernel is not None and own:
+                kernel = kernel.result() if hasattr(kernel, "result") else kernel
+                shared = int(getattr(kernel.metadata, "shared", 0) or 0)
+                name = jit.__name__
+                tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
+            if own and not warmup and tracker.counting:
+                tracker.launches.append(jit.__name__)
+            return kernel
+
+        JITFunction.run = run  # type: ignore[method-assign]
+
+    def _wrap_autotuner_run(self) -> None:
+        original = Autotuner.run
+        tracker = self
+
+        def run(tuner: Autotuner, *args: Any, **kwargs: Any) -> Any:
+            if not tracker.compile_only:
+                return original(tuner, *args, **kwargs)
+            # Compile every config without benchmarking, and leave the tuner's cache untouched, so the
+            # real run later benchmarks on the GPU as usual.
+            tuner.nargs = dict(zip(tuner.arg_names, args, strict=False))
+            counting, tracker.counting = tracker.counting, False
+            try:
+                for config in tuner.prune_configs(kwargs):
+                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                tuner.nargs = None
+                tracker.counting = counting
+            base = tuner.base_fn
+            if counting and getattr(base, "__module__", None) == CANDIDATE_MODULE and not kwargs.get("warmup"):
+                tracker.launches.append(base.__name__)
+            return None
+
+        Autotuner.run = run  # type: ignore[method-assign]
+
+    def _install_interpreter(self) -> None:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        original = InterpretedFunction.run
+        tracker = self
+
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            result = original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            if tracker._own(fn):
+                tracker.kernels.add(fn.fn.__name__)
+                if not warmup and tracker.counting:
+                    tracker.launches.append(fn.fn.__name__)
+            return result
+
+        InterpretedFunction.run = run  # type: ignore[method-assign]
+
+    # cuda launch hooks -------------------------------------------------------------------------
+    def _enter(self, metadata: Any) -> None:
+        name = metadata.data.get("name") if metadata is not None else None
+        if not self.counting or name not in self.kernels:
+            return
+        self.launches.append(name)
+        if self._events is not None:
+            self._pending = torch.cuda.Event(enable_timing=True)
+            self._pending.record()
+
+    def _exit(self, metadata: Any) -> None:
+        if self._events is None or self._pending is None:
+            return
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        self._events.append((self._pending, end))
+        self._pending = None
+
+    # measurement -------------------------------------------------------------------------------
+    def count(self, call: Callable[[], Any]) -> tuple[Any, list[str]]:
+        """Run `call` and return its result with the candidate's launches during it."""
+        self.launches = []
+        self.counting = True
+        try:
+            result = call()
+        finally:
+            self.counting = False
+        return result, list(self.launches)
+
+    def triton_share(self, call: Callable[[], Any]) -> float | None:
+        """Share of one call's GPU time spent in the candidate's Triton kernels (cuda only)."""
+        if self.backend is not Backend.cuda:
+            return None
+        self._events = []
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        self.counting = True
+        try:
+            start.record()
+            call()
+            end.record()
+            torch.cuda.synchronize()
+        finally:
+            self.counting = False
+            events, self._events = self._events, None
+        total = start.elapsed_time(end)
+        if total <= 0:
+            return None
+        inside = sum(a.elapsed_time(b) for a, b in events)
+        return min(1.0, inside / total)

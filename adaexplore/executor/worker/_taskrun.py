@@ -1,0 +1,148 @@
+"""Running a task module inside a worker: its sizes, seeds, inputs and models."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+__all__ = [
+    "TASK_MODULE",
+    "TaskFault",
+    "build_model",
+    "derive_seeds",
+    "flatten_output",
+    "import_file",
+    "load_task_module",
+    "make_args",
+    "scaled_inputs",
+]
+
+TASK_MODULE = "adaexplore_task"
+
+
+class TaskFault(Exception):
+    """The task's own code raised, or does not provide what a task must."""
+
+
+def import_file(name: str, path: str | Path) -> ModuleType:
+    """Import the file at `path` as module `name` (Triton's JIT needs real files)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_task_module(path: str, small_sizes: dict[str, int | float] | None) -> ModuleType:
+    """Import a task and, for small sizes, assign its module-level size names.
+
+    Raises:
+        TaskFault: the module raises on import or lacks Model, get_inputs or get_init_inputs.
+    """
+    try:
+        module = import_file(TASK_MODULE, path)
+    except Exception as exc:
+        raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not callable(getattr(module, name, None)):
+            raise TaskFault(f"the task module defines no callable {name}")
+    for name, value in (small_sizes or {}).items():
+        if not hasattr(module, name):
+            raise TaskFault(f"SMALL_SIZES names {name!r}, which the task module does not define")
+        setattr(module, name, value)
+    return module
+
+
+def derive_seeds(base: int, count: int) -> list[int]:
+    """Trial seeds drawn as KernelBench draws them: seed `base`, then one randint(0, 2**32 - 1) per trial."""
+    torch.manual_seed(base)
+    return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+
+
+def _place(value: Any, device: torch.device, cast: torch.dtype | None) -> Any:
+    if isinstance(value, torch.Tensor):
+        if cast is not None and value.is_floating_point():
+            return value.to(device=device, dtype=cast)
+        return value.to(device)
+    if isinstance(value, list | tuple):
+        return type(value)(_place(v, device, cast) for v in value)
+    return value
+
+
+def make_args(module: ModuleType, fn_name: str, seed: int, device: torch.device, cast: torch.dtype | None) -> list[Any]:
+    """Call `get_inputs` or `get_init_inputs` under `seed` and move tensors to `device`.
+
+    Raises:
+        TaskFault: the function raised or did not return a list or tuple.
+    """
+    torch.manual_seed(seed)
+    try:
+        values = getattr(module, fn_name)()
+    except Exception as exc:
+        raise TaskFault(f"{fn_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(values, list | tuple):
+        raise TaskFault(f"{fn_name}() must return a list or tuple, not {type(values).__name__}")
+    return [_place(v, device, cast) for v in values]
+
+
+def build_model(
+    cls: Callable[..., torch.nn.Module], init_args: list[Any], seed: int, device: torch.device, cast: torch.dtype | None
+) -> torch.nn.Module:
+    """Construct under `seed` on the CPU (as KernelBench does), then move to `device` (and cast)."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model = cls(*init_args)
+    model = model.to(device)
+    if cast is not None:
+        model = model.to(dtype=cast)
+    return model
+
+
+def upcast_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A float64 copy of `model` for the high-precision reference."""
+    return copy.deepcopy(model).to(dtype=torch.float64)
+
+
+def upcast(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(torch.float64) if value.is_floating_point() else value
+    if isinstance(value, list | tuple):
+        return type(value)(upcast(v) for v in value)
+    return value
+
+
+def scaled_inputs(base: list[Any], scale: float, out: list[Any] | None = None) -> list[Any]:
+    """Floating tensors of `base` times `scale` (into `out`'s buffers when given); the rest as is."""
+    result = []
+    for index, value in enumerate(base):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            if out is not None:
+                torch.mul(value, scale, out=out[index])
+                result.append(out[index])
+            else:
+                result.append(value * scale)
+        else:
+            result.append(value)
+    return result
+
+
+def flatten_output(value: Any) -> list[torch.Tensor]:
+    """The tensors a forward returned, in order.
+
+    Raises:
+        TypeError: the forward returned something other than tensors.
+    """
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return list(value)
+    raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
