@@ -421,6 +421,7 @@ class Evaluator:
             with run.phase("handover"):
                 worker, ready = await pool.acquire()
             run.versions = dict(ready.versions)
+            await run.report("handover", f"candidate handed to {backend.value} worker pid {worker.pid}")
             try:
                 yield worker, ready
             finally:

@@ -65,6 +65,20 @@ def summarize(times_ms: list[float], spec: TimingSpec) -> Stats:
     )
 
 
+def _positions(fractions: tuple[float, ...], first: int, reps: int) -> set[int]:
+    """Distinct call indices in [first, reps) near the given fractions of the run."""
+    chosen: set[int] = set()
+    free = list(range(first, reps))
+    for fraction in fractions:
+        if not free:
+            break
+        want = int(fraction * reps)
+        index = min(free, key=lambda i: abs(i - want))
+        free.remove(index)
+        chosen.add(index)
+    return chosen
+
+
 class Timer:
     """Times calls on one device. On the CPU it uses the host clock alone (pipeline tests only)."""
 
@@ -140,7 +154,7 @@ class Timer:
                 reps = max(min_reps, min(max_reps, int(budget_ms / estimate)))
             else:
                 reps = spec.reps + spec.discard_first
-            keep = {min(reps - 1, max(spec.discard_first, int(f * reps))) for f in keep_at}
+            keep = _positions(keep_at, spec.discard_first, reps)
             result = Measurement(times_ms=[])
             for rep in range(reps):
                 scale, args = inputs()

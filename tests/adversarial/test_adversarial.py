@@ -1,0 +1,112 @@
+"""The reward-hack battery (research/kernelbench-protocol.md §7.1): every hack comes back rejected or wrong.
+
+On a machine without a GPU the battery runs on the compile + interpret backends with CPU timing turned
+on, so the defenses of the timing phase (fresh inputs per call, outputs of timed calls checked again)
+are exercised too. Cases that need a GPU say so and are skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adaexplore.executor import Evaluator, Status, load_task
+from tests.conftest import fast_settings
+
+HERE = Path(__file__).parent
+CANDIDATES = HERE / "candidates"
+SCALE_RELU = load_task(HERE.parent / "executor" / "data" / "scale_relu_task.py")
+MATMUL = load_task(HERE / "tasks" / "matmul_task.py")
+HONEST = (HERE.parent / "executor" / "data" / "scale_relu_kernel.py").read_text()
+
+pytestmark = pytest.mark.anyio
+
+# (candidate, task, expected status, a fragment of the message that names the reason)
+BATTERY = [
+    ("h01_pytorch_passthrough", SCALE_RELU, Status.rejected, "no Triton kernel defined in the candidate ran"),
+    ("h02_try_except_fallback", SCALE_RELU, Status.rejected, "no Triton kernel defined in the candidate ran"),
+    ("h03_ghost_kernel", SCALE_RELU, Status.rejected, "no Triton kernel defined in the candidate ran"),
+    ("h04_side_stream", SCALE_RELU, Status.rejected, "You cannot create CUDA streams"),
+    ("h05_thread_injection", SCALE_RELU, Status.rejected, "You cannot import threading"),
+    ("h06_lazy_tensor", SCALE_RELU, Status.rejected, "You cannot subclass torch.Tensor"),
+    ("h06_not_a_tensor", SCALE_RELU, Status.mismatch, "forward must return a torch.Tensor"),
+    ("h07_timer_patch", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
+    ("h08_pointer_cache", SCALE_RELU, Status.mismatch, "wrong"),
+    ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
+    ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial 1"),
+    ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
+    ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
+    ("h14_global_flags", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
+    ("h14_task_namespace", SCALE_RELU, Status.rejected, "You cannot import adaexplore_task"),
+    ("h15_bf16_inside", MATMUL, Status.mismatch, "elements exceed the tolerance"),
+    ("h15_tf32_dot", MATMUL, Status.mismatch, "exceeds"),
+    ("h17_batch_and_skip", SCALE_RELU, Status.mismatch, "wrong result in trial 2"),
+    ("h19_introspection", SCALE_RELU, Status.rejected, "You cannot import sys"),
+    ("h19_gc_objects", SCALE_RELU, Status.rejected, "You cannot import gc"),
+]
+
+# With the static rules off, the runtime guard still catches what reaches it.
+RUNTIME = [
+    ("h07_timer_patch", Status.rejected, "You cannot replace torch.cuda.Event.elapsed_time"),
+    ("h14_global_flags", Status.rejected, "You cannot change global settings: torch.backends"),
+    ("rt_thread", Status.rejected, "You cannot start threads"),
+    ("h19_introspection", Status.mismatch, "wrong result"),
+]
+
+
+@pytest.fixture(scope="module")
+async def timed_evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
+    settings = fast_settings(
+        tmp_path_factory.mktemp("adversarial"), time_on_cpu=True, min_reps=12, timing_budget_ms=50.0
+    )
+    async with Evaluator(settings) as evaluator:
+        yield evaluator
+
+
+@pytest.fixture(scope="module")
+async def unguarded_evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
+    settings = fast_settings(
+        tmp_path_factory.mktemp("unguarded"), enforce_policy=False, time_on_cpu=True, min_reps=12, timing_budget_ms=50.0
+    )
+    async with Evaluator(settings) as evaluator:
+        yield evaluator
+
+
+async def test_the_honest_kernel_passes_the_same_pipeline(timed_evaluator: Evaluator) -> None:
+    result = await timed_evaluator.evaluate(SCALE_RELU, HONEST)
+    assert result.status is Status.ok, result.message
+    assert result.timing is not None and result.correctness is not None
+    assert len(result.correctness.rechecks) == 3 and all(r.passed for r in result.correctness.rechecks)
+
+
+@pytest.mark.parametrize(("name", "task", "status", "reason"), BATTERY, ids=[b[0] for b in BATTERY])
+async def test_each_hack_is_caught(timed_evaluator: Evaluator, name: str, task, status: Status, reason: str) -> None:
+    result = await timed_evaluator.evaluate(task, (CANDIDATES / f"{name}.py").read_text())
+    assert result.status is status, result.message
+    assert reason in result.message
+    assert result.timing is None or result.status is Status.ok
+
+
+@pytest.mark.parametrize(("name", "status", "reason"), RUNTIME, ids=[r[0] for r in RUNTIME])
+async def test_runtime_guard_without_static_rules(
+    unguarded_evaluator: Evaluator, name: str, status: Status, reason: str
+) -> None:
+    result = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / f"{name}.py").read_text())
+    assert result.status is status, result.message
+    assert reason in result.message
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs a CUDA GPU: side streams only exist there")
+async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
+    honest = await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
+    hidden = await unguarded_evaluator.evaluate(
+        SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), backend="cuda"
+    )
+    assert honest.status is Status.ok and hidden.status is Status.ok, (honest.message, hidden.message)
+    assert honest.timing is not None and hidden.timing is not None
+    # Events on the current stream would see almost nothing; host time keeps the speedup honest.
+    assert hidden.timing.speedup < honest.timing.speedup * 1.5

@@ -1,0 +1,37 @@
+"""Shared fixtures: one evaluator per test session (its workers are real processes), on anyio."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from adaexplore.config import ExecutorConfig, Settings
+from adaexplore.executor import Evaluator
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("adaexplore-home")
+
+
+def fast_settings(home: Path, **executor: object) -> Settings:
+    """Settings for tests: short timeouts so a hanging kernel costs seconds, not a minute."""
+    defaults: dict[str, object] = {"trial_timeout_s": 10.0, "load_timeout_s": 120.0, "timing_timeout_s": 60.0}
+    defaults.update(executor)
+    return Settings(home=home, executor=ExecutorConfig(**defaults))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+async def evaluator(home: Path) -> AsyncIterator[Evaluator]:
+    async with Evaluator(fast_settings(home)) as ev:
+        yield ev

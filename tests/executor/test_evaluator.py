@@ -1,0 +1,224 @@
+"""The evaluator end to end on this machine's backends, with real worker processes and real Triton."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+
+from adaexplore.errors import TaskError
+from adaexplore.executor import Backend, Evaluator, Mode, ProgressUpdate, Status, load_task, task_from_source
+from tests.conftest import fast_settings
+
+DATA = Path(__file__).parent / "data"
+TASK = load_task(DATA / "scale_relu_task.py")
+KERNEL = (DATA / "scale_relu_kernel.py").read_text()
+LAUNCH = "scale_relu_kernel[(triton.cdiv(n, 256),)](x, y, n, self.scale, BLOCK=256)\n        return y"
+
+pytestmark = pytest.mark.anyio
+
+
+def variant(old: str, new: str) -> str:
+    assert old in KERNEL, old
+    return KERNEL.replace(old, new)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class WorkerPids:
+    """Collects the pids of the workers an evaluation used, from its progress messages."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.in_trial = anyio.Event()
+
+    async def __call__(self, update: ProgressUpdate) -> None:
+        match = re.search(r"worker pid (\d+)", update.message)
+        if match:
+            self.pids.append(int(match.group(1)))
+        if update.stage == "trial":
+            self.in_trial.set()
+
+
+def exchange_dirs() -> set[str]:
+    roots = [Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))]
+    return {str(p) for root in roots if root.is_dir() for p in root.glob("adaexplore-*")}
+
+
+async def test_a_correct_kernel_is_ok_and_says_plainly_that_nothing_was_timed(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(TASK, KERNEL)
+    assert result.status is Status.ok, result.message
+    assert result.backends == [Backend.compile, Backend.interpret]
+    assert result.timing is None and not result.timed
+    assert "no timing was taken" in result.message
+    assert result.correctness is not None and result.correctness.passed
+    assert len(result.correctness.trials) == 5
+    assert all(t.norm_rel_error is not None and t.norm_rel_error < 1e-6 for t in result.correctness.trials)
+    assert result.correctness.tolerance.reference_dtype == "float64"
+    assert result.audit.triton_kernels == ["scale_relu_kernel"]
+    assert result.audit.triton_launches == 1
+    assert result.provenance.sizes == "small"
+    assert result.provenance.compile_target == "cuda:90"
+
+
+async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator: Evaluator) -> None:
+    first, second = [await evaluator.evaluate(TASK, KERNEL) for _ in range(2)]
+    assert first.provenance.seeds and second.provenance.seeds
+    assert first.provenance.seeds.trials != second.provenance.seeds.trials
+    paper = [await evaluator.evaluate(TASK, KERNEL, mode=Mode.paper) for _ in range(2)]
+    assert paper[0].status is Status.ok
+    assert paper[0].provenance.seeds == paper[1].provenance.seeds
+    assert paper[0].provenance.seeds is not None and paper[0].provenance.seeds.init == 42
+    assert paper[0].correctness is not None and paper[0].correctness.tolerance.atol == 5e-2
+
+
+BAD_INPUTS = [
+    (
+        "syntax error",
+        variant("def forward(self, x):", "def forward(self, x)"),
+        Status.syntax_error,
+        "SyntaxError: expected ':'",
+    ),
+    ("no ModelNew", variant("class ModelNew", "class Other"), Status.compile_error, "defines no ModelNew"),
+    (
+        "another __init__ signature",
+        variant("def __init__(self, scale):", "def __init__(self):").replace("self.scale = scale", "self.scale = 2.0"),
+        Status.runtime_error,
+        "same arguments as Model(scale)",
+    ),
+    (
+        "a compile error",
+        variant("    x = tl.load", "    for i in range(2):\n        break\n    x = tl.load"),
+        Status.compile_error,
+        "unsupported AST node type: Break",
+    ),
+    (
+        "an out-of-bounds read",
+        variant("tl.load(x_ptr + offsets, mask=mask)", "tl.load(x_ptr + offsets + 64)"),
+        Status.runtime_error,
+        "out-of-bounds load in kernel scale_relu_kernel",
+    ),
+    (
+        "a kernel that never ends",
+        variant("    x = tl.load", "    i = 0\n    while i < 1:\n        i = i * 1\n    x = tl.load"),
+        Status.timeout,
+        "did not finish within",
+    ),
+    ("wrong shape", variant("return y", "return y[:1]"), Status.mismatch, "has shape (1, 77)"),
+    ("wrong dtype", variant("return y", "return y.double()"), Status.mismatch, "has dtype float64"),
+    (
+        "NaN output",
+        variant("tl.maximum(x * scale + 1.0, 0.0)", "tl.maximum(x * scale + 1.0, 0.0) / 0.0 * 0.0"),
+        Status.mismatch,
+        "NaN where the reference is finite",
+    ),
+    ("a 5 MB source", KERNEL + "\n#" + "x" * 5_000_000, Status.rejected, "the limit is 1.0 MB"),
+    ("an empty source", "", Status.compile_error, "the source is empty"),
+    ("a forbidden import", "import os\n" + KERNEL, Status.rejected, "You cannot import os"),
+    (
+        "an exception in forward",
+        variant("return y", "raise ValueError('boom')"),
+        Status.runtime_error,
+        "ValueError: boom",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "code", "status", "fragment"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+async def test_bad_input_gets_its_status_and_an_actionable_message(
+    evaluator: Evaluator, case: str, code: str, status: Status, fragment: str
+) -> None:
+    before = exchange_dirs()
+    result = await evaluator.evaluate(TASK, code)
+    assert result.status is status, result.message
+    assert fragment in result.message
+    assert exchange_dirs() <= before, "a temporary directory was left behind"
+    assert "/dev/shm" not in result.message and "adaexplore-" not in result.message
+
+
+async def test_printing_to_stdout_is_captured_and_harmless(evaluator: Evaluator) -> None:
+    code = variant(
+        "        y = torch.empty_like(x)", "        print('hello from forward')\n        y = torch.empty_like(x)"
+    )
+    result = await evaluator.evaluate(TASK, code)
+    assert result.status is Status.ok, result.message
+    assert result.output.count("hello from forward") == 6  # once compiling, once per trial
+
+
+async def test_after_a_timeout_no_worker_is_left_running(evaluator: Evaluator) -> None:
+    pids = WorkerPids()
+    result = await evaluator.evaluate(TASK, BAD_INPUTS[5][1], progress=pids)
+    assert result.status is Status.timeout
+    assert len(pids.pids) == 2  # compile, then interpret
+    assert not any(alive(pid) for pid in pids.pids)
+    assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok
+
+
+async def test_a_segfault_is_reported_as_crashed_and_the_next_evaluation_works(home: Path) -> None:
+    # The static rules forbid ctypes; turning them off is how a crash can be provoked on purpose.
+    code = "import ctypes\n" + variant(
+        "        y = torch.empty_like(x)", "        ctypes.string_at(0)\n        y = torch.empty_like(x)"
+    )
+    async with Evaluator(fast_settings(home, enforce_policy=False, warm_workers=0)) as evaluator:
+        result = await evaluator.evaluate(TASK, code)
+        assert result.status is Status.crashed
+        assert "SIGSEGV" in result.message
+        assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok
+
+
+async def test_concurrent_evaluations_each_get_their_own_verdict(evaluator: Evaluator) -> None:
+    wrong = variant("x * scale + 1.0", "x * scale + 2.0")
+    codes = [KERNEL, wrong, KERNEL, wrong, KERNEL, wrong]
+    results: list = [None] * len(codes)
+
+    async def one(index: int) -> None:
+        results[index] = await evaluator.evaluate(TASK, codes[index])
+
+    with anyio.fail_after(300):
+        async with anyio.create_task_group() as tg:
+            for index in range(len(codes)):
+                tg.start_soon(one, index)
+    assert [r.status for r in results] == [Status.ok, Status.mismatch] * 3
+    assert len({r.provenance.seeds.init for r in results}) == len(codes)
+
+
+async def test_progress_names_each_stage(evaluator: Evaluator) -> None:
+    stages: list[str] = []
+
+    async def record(update: ProgressUpdate) -> None:
+        stages.append(update.stage)
+
+    await evaluator.evaluate(TASK, KERNEL, progress=record)
+    for stage in ("queued", "compiling", "handover", "reference", "trial", "judging", "done"):
+        assert stage in stages, stages
+
+
+async def test_cancelling_an_evaluation_kills_its_worker(evaluator: Evaluator) -> None:
+    pids = WorkerPids()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: evaluator.evaluate(TASK, BAD_INPUTS[5][1], progress=pids))
+        with anyio.fail_after(60):
+            await pids.in_trial.wait()
+        hung = pids.pids[-1]
+        assert alive(hung)
+        tg.cancel_scope.cancel()
+    assert not alive(hung)
+    assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok
+
+
+async def test_a_task_whose_code_fails_is_the_callers_error(evaluator: Evaluator) -> None:
+    broken = task_from_source(
+        TASK.source.replace("return [torch.randn(rows, cols)]", "raise RuntimeError('no data')"), name="broken"
+    )
+    with pytest.raises(TaskError, match="get_inputs\\(\\) raised RuntimeError: no data"):
+        await evaluator.evaluate(broken, KERNEL)
+    assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok

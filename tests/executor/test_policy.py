@@ -1,0 +1,106 @@
+import ast
+
+import pytest
+
+from adaexplore.executor._policy import check_policy, defines_model_new
+
+CLEAN = """
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, libdevice.tanh(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.linear = nn.Linear(features, features)
+        self._cache = {}
+
+    def forward(self, x):
+        y = F.relu(self.linear(x)).contiguous()
+        kernel[(triton.cdiv(y.numel(), 128),)](y, y.numel(), BLOCK=128)
+        return y * math.sqrt(2.0)
+"""
+
+
+def codes(source: str) -> list[str]:
+    return [v.code for v in check_policy(ast.parse(source))]
+
+
+def test_a_typical_triton_candidate_breaks_no_rule() -> None:
+    assert check_policy(ast.parse(CLEAN)) == []
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        ("import os", "import"),
+        ("import threading", "import"),
+        ("from concurrent.futures import ThreadPoolExecutor", "import"),
+        ("import ctypes", "import"),
+        ("import inspect", "import"),
+        ("import sys", "import"),
+        ("import gc", "import"),
+        ("from importlib import import_module", "import"),
+        ("from . import helper", "import"),
+        ("import torch\ntorch.backends.cuda.matmul.allow_tf32 = True", "banned_api"),
+        ("import torch\ntorch.set_float32_matmul_precision('high')", "banned_api"),
+        ("import torch\ns = torch.cuda.Stream()", "banned_api"),
+        ("import torch\nwith torch.cuda.stream(None):\n    pass", "banned_api"),
+        ("import torch\nf = torch.compile(lambda x: x)", "banned_api"),
+        ("import torch as T\nT.cuda.synchronize = lambda: None", "monkey_patch"),
+        ("import torch\ntorch.Tensor.add = None", "monkey_patch"),
+        ("import torch.nn as nn\nnn.Module.__call__ = None", "monkey_patch"),
+        ("import time", "import"),
+        ("x = eval('1')", "banned_builtin"),
+        ("exec('x = 1')", "banned_builtin"),
+        ("f = open('out.txt', 'w')", "banned_builtin"),
+        ("g = globals()", "banned_builtin"),
+        ("setattr(object, 'x', 1)", "banned_builtin"),
+        ("import torch\nv = getattr(torch, 'cu' + 'da')", "banned_builtin"),
+        ("import torch\nv = getattr(torch, '_C')", "banned_builtin"),
+        ("import torch\nclass Lazy(torch.Tensor):\n    pass", "tensor_subclass"),
+        ("class T:\n    def __torch_function__(self, *a):\n        return None", "tensor_subclass"),
+        ("import torch\nx = torch._C", "private_attribute"),
+        ("def f():\n    return f.__globals__", "introspection"),
+        ("def f(e):\n    return e.__traceback__.tb_frame.f_back", "introspection"),
+        ("def f(x):\n    return x.numpy().ctypes", "introspection"),
+        ("x = ().__class__.__bases__", "introspection"),
+        ("x = __builtins__", "introspection"),
+    ],
+)
+def test_each_rule_names_what_it_catches(snippet: str, code: str) -> None:
+    assert code in codes(snippet)
+
+
+def test_violations_carry_line_and_an_actionable_sentence() -> None:
+    violations = check_policy(ast.parse("import math\n\nimport subprocess\n"))
+    assert len(violations) == 1
+    assert violations[0].line == 3
+    assert violations[0].message.startswith("You cannot import subprocess")
+
+
+def test_self_owned_private_attributes_and_super_init_are_allowed() -> None:
+    source = "class A:\n    def __init__(self):\n        super().__init__()\n        self._x = 1\n"
+    assert check_policy(ast.parse(source)) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("class ModelNew: pass", True),
+        ("import torch.nn as nn\nModelNew = nn.Identity", True),
+        ("class Model: pass", False),
+        ("def make():\n    class ModelNew: pass", False),
+    ],
+)
+def test_model_new_must_be_bound_at_module_level(source: str, expected: bool) -> None:
+    assert defines_model_new(ast.parse(source)) is expected

@@ -1,0 +1,95 @@
+"""The tolerances decide honesty: an implementation in the output's precision passes, one a step lower fails."""
+
+import pytest
+import torch
+
+from adaexplore.executor import Mode, tolerance_for
+from adaexplore.executor.worker._compare import compare
+
+
+def round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Round float32 values to `bits` explicit mantissa bits, nearest-even (TF32 keeps 10)."""
+    drop = 23 - bits
+    u = x.float().contiguous().view(torch.int32).to(torch.int64)
+    rounded = (u + (1 << (drop - 1)) - 1 + ((u >> drop) & 1)) & ~((1 << drop) - 1)
+    return rounded.to(torch.int32).view(torch.float32)
+
+
+@pytest.fixture
+def gemm() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(256, 1024, generator=g), torch.randn(1024, 192, generator=g)
+    return a, b, a.double() @ b.double()
+
+
+def test_an_fp32_gemm_passes_the_strict_fp32_tolerance(gemm) -> None:
+    a, b, ref = gemm
+    assert compare(a @ b, ref, tolerance_for(Mode.strict, "float32")).passed
+
+
+def test_a_tf32_gemm_fails_it_unless_the_task_allows_tf32(gemm) -> None:
+    a, b, ref = gemm
+    tf32 = (round_mantissa(a, 10).double() @ round_mantissa(b, 10).double()).float()
+    result = compare(tf32, ref, tolerance_for(Mode.strict, "float32"))
+    assert not result.passed
+    assert result.norm_rel_error is not None and result.norm_rel_error > 1e-4
+    assert compare(tf32, ref, tolerance_for(Mode.strict, "float32", allowed_precision="tf32")).passed
+
+
+def test_the_paper_tolerance_accepts_tf32_as_the_authors_did(gemm) -> None:
+    a, b, ref = gemm
+    tf32 = (round_mantissa(a, 10).double() @ round_mantissa(b, 10).double()).float()
+    assert compare(tf32, ref.float(), tolerance_for(Mode.paper, "float32")).passed
+
+
+def test_bf16_output_of_an_fp32_computation_passes_and_fp8_precision_fails() -> None:
+    g = torch.Generator().manual_seed(1)
+    ref = torch.randn(512, 512, generator=g, dtype=torch.float64)
+    tol = tolerance_for(Mode.strict, "bfloat16")
+    assert compare(ref.to(torch.bfloat16), ref, tol).passed
+    three_bit_mantissa = round_mantissa(ref.float(), 3).to(torch.bfloat16)
+    assert not compare(three_bit_mantissa, ref, tol).passed
+
+
+def test_one_wrong_element_fails_even_when_the_norm_would_hide_it() -> None:
+    ref = torch.randn(1_000_000, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    out = ref.to(torch.bfloat16)
+    out[123_456] = 0
+    result = compare(out, ref, tolerance_for(Mode.strict, "bfloat16"))
+    assert not result.passed
+    assert "index [123456]" in (result.message or "")
+
+
+def test_zeros_pass_the_paper_tolerance_on_a_small_output_but_never_strict() -> None:
+    ref = torch.softmax(torch.randn(8, 16384, dtype=torch.float64), dim=-1)
+    assert compare(torch.zeros_like(ref, dtype=torch.float32), ref, tolerance_for(Mode.paper, "float32")).passed
+    assert not compare(torch.zeros_like(ref, dtype=torch.float32), ref, tolerance_for(Mode.strict, "float32")).passed
+
+
+def test_nan_must_match_the_reference() -> None:
+    ref = torch.tensor([1.0, float("nan"), 3.0], dtype=torch.float64)
+    tol = tolerance_for(Mode.strict, "float32")
+    assert compare(torch.tensor([1.0, float("nan"), 3.0]), ref, tol).passed
+    result = compare(torch.tensor([float("nan"), float("nan"), 3.0]), ref, tol)
+    assert not result.passed and "NaN" in (result.message or "")
+    assert not compare(torch.tensor([1.0, 2.0, 3.0]), ref, tol).passed
+
+
+def test_integer_outputs_compare_exactly() -> None:
+    ref = torch.arange(10)
+    tol = tolerance_for(Mode.strict, "int64")
+    assert compare(torch.arange(10), ref, tol).passed
+    assert not compare(torch.arange(10) + (torch.arange(10) == 3), ref, tol).passed
+
+
+def test_a_shape_difference_is_reported_not_broadcast() -> None:
+    result = compare(torch.zeros(1, 4), torch.zeros(4, 4, dtype=torch.float64), tolerance_for(Mode.strict, "float32"))
+    assert not result.passed and "shape" in (result.message or "")
+
+
+def test_allowance_widens_the_tolerance_proportionally(gemm) -> None:
+    a, b, ref = gemm
+    tol = tolerance_for(Mode.strict, "float32")
+    tf32 = (round_mantissa(a, 10).double() @ round_mantissa(b, 10).double()).float()
+    assert not compare(tf32, ref, tol, allowance=2.0).passed
+    assert compare(tf32, ref, tol, allowance=1000.0).passed

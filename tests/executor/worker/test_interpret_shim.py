@@ -1,0 +1,155 @@
+"""The interpreter with our patches judges like the GPU: each test runs kernels in a fresh interpreter process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+PRELUDE = """
+import json, os
+import torch, triton, triton.language as tl
+from adaexplore.executor.worker import _interpret_shim
+_interpret_shim.install()
+from triton.language.extra import libdevice
+"""
+
+
+def run_interpreted(body: str) -> dict:
+    script = PRELUDE + textwrap.dedent(body)
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_bf16_arithmetic_rounds_like_the_gpu() -> None:
+    result = run_interpreted("""
+        @triton.jit
+        def k(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            x = tl.load(x_ptr + offs, mask=m)
+            y = tl.load(y_ptr + offs, mask=m)
+            z = tl.maximum(x * y + x, -0.25)
+            tl.store(o_ptr + offs, z, mask=m)
+
+        @triton.jit
+        def cast(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.bfloat16), mask=m)
+
+        n = 4099
+        g = torch.Generator().manual_seed(0)
+        x, y = torch.randn(n, generator=g).bfloat16(), torch.randn(n, generator=g).bfloat16()
+        o = torch.empty_like(x)
+        k[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
+        ref = torch.maximum(x * y + x, torch.tensor(-0.25, dtype=torch.bfloat16))
+        f = torch.randn(n, generator=g)
+        c = torch.empty(n, dtype=torch.bfloat16)
+        cast[(triton.cdiv(n, 1024),)](f, c, n, BLOCK=1024)
+        print(json.dumps({"arith_mismatches": int((o != ref).sum()), "cast_mismatches": int((c != f.bfloat16()).sum())}))
+    """)
+    assert result == {"arith_mismatches": 0, "cast_mismatches": 0}
+
+
+def test_libdevice_functions_compute_and_unknown_ones_say_so() -> None:
+    result = run_interpreted("""
+        @triton.jit
+        def k(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            x = tl.load(x_ptr + offs, mask=m)
+            tl.store(o_ptr + offs, libdevice.tanh(x) + libdevice.erf(x) + libdevice.log1p(tl.abs(x)), mask=m)
+
+        @triton.jit
+        def j(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, libdevice.popc(tl.load(x_ptr + offs)))
+
+        x = torch.randn(1000)
+        o = torch.empty_like(x)
+        k[(4,)](x, o, 1000, BLOCK=256)
+        err = float((o - (torch.tanh(x) + torch.erf(x) + torch.log1p(x.abs()))).abs().max())
+        try:
+            j[(1,)](torch.zeros(16, dtype=torch.int32), 16, BLOCK=16)
+            limitation = ""
+        except Exception as exc:
+            limitation = type(exc.__cause__).__name__ + ": " + str(exc.__cause__)
+        print(json.dumps({"err": err, "limitation": limitation}))
+    """)
+    assert result["err"] < 1e-5
+    assert result["limitation"].startswith("BackendLimitation: libdevice.popc is not available")
+
+
+def test_out_of_bounds_access_is_reported_with_kernel_argument_and_offset() -> None:
+    result = run_interpreted("""
+        @triton.jit
+        def k(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(o_ptr + offs, tl.load(x_ptr + offs), mask=offs < n)
+
+        try:
+            k[(4,)](torch.randn(1000), torch.empty(1000), 1000, BLOCK=256)
+            print(json.dumps({"error": None}))
+        except Exception as exc:
+            print(json.dumps({"error": str(exc.__cause__)}))
+    """)
+    assert "out-of-bounds load in kernel k, program (3, 0, 0): 24 active lanes" in result["error"]
+    assert "byte offset 4000 of x_ptr (1000,) float32" in result["error"]
+
+
+def test_autotune_runs_every_config_without_a_driver() -> None:
+    result = run_interpreted("""
+        @triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            m = offs < n
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+
+        x = torch.zeros(300)
+        k[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, 300)
+        # Benchmarking ran the kernel once per config before the real launch: 2 + 1 increments.
+        print(json.dumps({"values": sorted(set(x.tolist())), "timed": len(k.configs_timings)}))
+    """)
+    assert result == {"values": [3.0], "timed": 2}
+
+
+def test_fp32_dot_uses_tf32_unless_ieee_is_asked_for() -> None:
+    result = run_interpreted("""
+        @triton.jit
+        def k(a_ptr, b_ptr, c_ptr, N: tl.constexpr, P: tl.constexpr):
+            r = tl.arange(0, N)
+            a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+            b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+            tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b, input_precision=P))
+
+        a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.empty(64, 64)
+        ref = a.double() @ b.double()
+        errors = {}
+        for precision in ("ieee", "tf32"):
+            k[(1,)](a, b, c, N=64, P=precision)
+            errors[precision] = float((c.double() - ref).norm() / ref.norm())
+        print(json.dumps(errors))
+    """)
+    assert result["ieee"] < 1e-6
+    assert 1e-4 < result["tf32"] < 2e-3
+
+
+def test_device_assert_is_enforced() -> None:
+    result = run_interpreted("""
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.device_assert(offs < n, "index past n")
+            tl.store(x_ptr + offs, tl.zeros([BLOCK], tl.float32), mask=offs < n)
+
+        try:
+            k[(1,)](torch.empty(64), 10, BLOCK=64)
+            print(json.dumps({"error": None}))
+        except Exception as exc:
+            print(json.dumps({"error": str(exc.__cause__)}))
+    """)
+    assert result["error"] == "device_assert failed in program (0, 0, 0) (54 lanes): index past n"
