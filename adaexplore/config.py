@@ -40,8 +40,9 @@ class ExecutorConfig(BaseModel):
     trial_timeout_s: float = Field(default=60.0, gt=0)
     # The whole timing phase of one candidate.
     timing_timeout_s: float = Field(default=180.0, gt=0)
-    # Pre-started candidate workers kept ready per backend (per GPU for `cuda`).
-    warm_workers: int = Field(default=1, ge=0, le=16)
+    # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
+    # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready.
+    warm_workers: int = Field(default_factory=lambda: min(4, max(1, (os.cpu_count() or 1) // 4)), ge=0, le=16)
     # Evaluations that may hold a candidate worker at once, per backend (per GPU for `cuda`).
     max_concurrent: int = Field(default=4, ge=1, le=64)
     # Shared memory per block on the compile target (H100/H200: 227 KiB); `compile` rejects more.

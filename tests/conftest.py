@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+import torch
+
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.executor import Evaluator
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+# With a GPU the evaluator's automatic backend is cuda; without one, compile + interpret.
+ON_GPU = torch.cuda.is_available()
 
 
 @pytest.fixture(scope="session")

@@ -815,5 +815,8 @@ class Evaluator:
 
 
 def _exchange_root() -> str | None:
+    """Memory-backed /dev/shm when it is there with room for large outputs, else the temporary directory."""
     shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 8 << 30:
+        return str(shm)
+    return None

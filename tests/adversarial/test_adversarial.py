@@ -7,14 +7,13 @@ are exercised too. Cases that need a GPU say so and are skipped elsewhere.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from adaexplore.executor import Evaluator, Status, load_task
-from tests.conftest import fast_settings
+from tests.conftest import ON_GPU, fast_settings
 
 HERE = Path(__file__).parent
 CANDIDATES = HERE / "candidates"
@@ -36,7 +35,7 @@ BATTERY = [
     ("h07_timer_patch", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     ("h08_pointer_cache", SCALE_RELU, Status.mismatch, "wrong"),
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
-    ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial 1"),
+    ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
     ("h14_global_flags", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
@@ -100,7 +99,7 @@ async def test_runtime_guard_without_static_rules(
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs a CUDA GPU: side streams only exist there")
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: side streams only exist there")
 async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
     honest = await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
     hidden = await unguarded_evaluator.evaluate(

@@ -1,0 +1,217 @@
+"""Measure the evaluator: per-candidate cost and its breakdown, repeatability, agreement with an
+independent do_bench, concurrency, the CPU path, and the evaluator's memory over many evaluations.
+
+    python benchmarks/evaluator_bench.py                      # everything this machine can run
+    python benchmarks/evaluator_bench.py --only cost,repeat   # some sections
+    python benchmarks/evaluator_bench.py --json results.json  # also write every number
+
+On a GPU it uses the cuda backend; without one, the compile + interpret path (no timing).
+The table printed last is what benchmarks/README.md records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
+from adaexplore.executor import Evaluation, Evaluator, Status, load_task  # noqa: E402
+
+SECTIONS = ("cost", "repeat", "dobench", "concurrency", "cpu", "memory")
+
+
+def rss_kib(pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def judge_pids() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "--role judge" in cmdline and stat.split(") ")[1].split()[1] == me:
+            found.append(int(entry.name))
+    return found
+
+
+def own_overhead(result: Evaluation) -> float | None:
+    """Seconds of an evaluation that are neither the candidate's compile nor its kernels running."""
+    if result.timing is None:
+        return None
+    calls = result.timing.candidate.n + 5 + 5 + 1  # timed calls, warm-up, trials, the audit call
+    kernels = calls * result.timing.candidate.median_ms / 1e3
+    return result.phases["total"] - result.phases.get("compile", 0.0) - kernels
+
+
+async def section_cost(ev: Evaluator, task, code: str, home: Path, evals: int) -> dict[str, Any]:
+    """Warm evaluations of one candidate, reference cached: half with Triton's compile cache warm, half
+    with it cleared so the candidate really compiles."""
+    await ev.evaluate(task, code)  # fills the reference-timing cache
+    rows: dict[str, list[dict[str, float]]] = {"cached compile": [], "fresh compile": []}
+    for index in range(evals):
+        fresh = index % 2 == 1
+        if fresh:
+            shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
+        await anyio.sleep(1)  # let the pool start the next spare, as between search steps
+        result = await ev.evaluate(task, code)
+        assert result.status is Status.ok, result.message
+        row = dict(result.phases)
+        row["own_overhead"] = own_overhead(result) or 0.0
+        rows["fresh compile" if fresh else "cached compile"].append(row)
+    summary = {}
+    for label, items in rows.items():
+        keys = sorted({k for item in items for k in item})
+        summary[label] = {k: statistics.median(item.get(k, 0.0) for item in items) for k in keys}
+    return summary
+
+
+async def section_repeat(ev: Evaluator, task, code: str, times: int) -> dict[str, Any]:
+    speedups, medians = [], []
+    for _ in range(times):
+        result = await ev.evaluate(task, code)
+        assert result.status is Status.ok and result.timing is not None, result.message
+        speedups.append(result.timing.speedup)
+        medians.append(result.timing.candidate.median_ms)
+    return {"speedups": speedups, "candidate_median_ms": medians, "max_over_min": max(speedups) / min(speedups)}
+
+
+def section_dobench(task_path: Path, kernel_path: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "independent_dobench.py"), str(task_path),
+                           str(kernel_path)], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+async def section_concurrency(ev: Evaluator, task, code: str, home: Path, count: int) -> dict[str, Any]:
+    """`count` candidates needing a fresh compile each, submitted at once, against one after another."""
+    shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
+    start = time.perf_counter()
+    for _ in range(count):
+        shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
+        await ev.evaluate(task, code)
+    serial = time.perf_counter() - start
+    shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(count):
+            tg.start_soon(ev.evaluate, task, code)
+    concurrent = time.perf_counter() - start
+    return {"count": count, "serial_s": serial, "concurrent_s": concurrent}
+
+
+async def section_memory(ev: Evaluator, task, code: str, evals: int) -> dict[str, Any]:
+    samples = []
+    for index in range(evals + 1):
+        if index % max(1, evals // 10) == 0:
+            samples.append({"evaluations": index, "evaluator_rss_mib": rss_kib() / 1024,
+                            "judge_rss_mib": [rss_kib(p) / 1024 for p in judge_pids()]})
+        if index < evals:
+            await ev.evaluate(task, code)
+    return {"samples": samples}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", type=Path, default=ROOT / "examples/tasks/gemm_epilogue.py")
+    parser.add_argument("--kernel", type=Path, default=ROOT / "examples/kernels/gemm_epilogue/correct.py")
+    parser.add_argument("--cpu-task", type=Path, default=ROOT / "examples/tasks/row_softmax.py")
+    parser.add_argument("--cpu-kernel", type=Path, default=ROOT / "examples/kernels/row_softmax/correct.py")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections of {SECTIONS}")
+    parser.add_argument("--evals", type=int, default=10, help="evaluations in the cost section")
+    parser.add_argument("--memory-evals", type=int, default=500)
+    parser.add_argument("--json", type=Path, help="write all numbers here")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    home = Path(tempfile.mkdtemp(prefix="adaexplore-bench-"))
+    settings = Settings(home=home, executor=ExecutorConfig())
+    results: dict[str, Any] = {}
+    task, code = load_task(args.task), args.kernel.read_text()
+    async with Evaluator(settings) as ev:
+        assert ev.environment is not None
+        gpu = ev.environment.has_gpu
+        results["environment"] = ev.environment.model_dump()
+        if gpu and "cost" in only:
+            results["cost"] = await section_cost(ev, task, code, home, args.evals)
+        if gpu and "repeat" in only:
+            results["repeat"] = await section_repeat(ev, task, code, 5)
+        if gpu and "dobench" in only:
+            ours = await ev.evaluate(task, code)
+            assert ours.timing is not None, ours.message
+            independent = section_dobench(args.task, args.kernel)
+            results["dobench"] = {"ours": ours.timing.speedup, **independent,
+                                  "relative_difference": ours.timing.speedup / independent["speedup"] - 1}
+        if gpu and "concurrency" in only:
+            results["concurrency"] = await section_concurrency(ev, task, code, home, 4)
+        if "cpu" in only:
+            cpu_task, cpu_code = load_task(args.cpu_task), args.cpu_kernel.read_text()
+            walls = []
+            for _ in range(6):
+                await anyio.sleep(4)  # a warm pool, as between steps
+                start = time.perf_counter()
+                result = await ev.evaluate(cpu_task, cpu_code, backend="interpret" if gpu else None)
+                walls.append(time.perf_counter() - start)
+                assert result.status is Status.ok, result.message
+            results["cpu"] = {"wall_s": walls, "median_s": statistics.median(walls[1:])}
+        if "memory" in only:
+            mem_task, mem_code = (task, code) if gpu else (load_task(args.cpu_task), args.cpu_kernel.read_text())
+            results["memory"] = await section_memory(ev, mem_task, mem_code, args.memory_evals)
+    shutil.rmtree(home, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    print_table(results)
+
+
+def print_table(results: dict[str, Any]) -> None:
+    env = results["environment"]
+    print(f"\nenvironment: {', '.join(env['gpus']) or 'no GPU'}; torch {env['torch']}, triton {env['triton']}, "
+          f"python {env['python']}, driver {env['driver']}")
+    if "cost" in results:
+        for label, row in results["cost"].items():
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
+            print(f"cost, {label} (median s): {parts}")
+    if "repeat" in results:
+        r = results["repeat"]
+        print(f"repeat x5: speedups {', '.join(f'{s:.3f}' for s in r['speedups'])}; max/min {r['max_over_min']:.4f}")
+    if "dobench" in results:
+        d = results["dobench"]
+        print(f"do_bench: ours {d['ours']:.3f}x, independent {d['speedup']:.3f}x "
+              f"(ref {d['reference_ms']:.4f} ms, candidate {d['candidate_ms']:.4f} ms); "
+              f"difference {d['relative_difference']:+.2%}")
+    if "concurrency" in results:
+        c = results["concurrency"]
+        print(f"concurrency: {c['count']} fresh-compile candidates serial {c['serial_s']:.2f} s, "
+              f"concurrent {c['concurrent_s']:.2f} s")
+    if "cpu" in results:
+        print(f"cpu path (warm): median {results['cpu']['median_s']:.2f} s over {len(results['cpu']['wall_s']) - 1}")
+    if "memory" in results:
+        first, last = results["memory"]["samples"][0], results["memory"]["samples"][-1]
+        print(f"memory: evaluator RSS {first['evaluator_rss_mib']:.0f} -> {last['evaluator_rss_mib']:.0f} MiB over "
+              f"{last['evaluations']} evaluations; judge {first['judge_rss_mib']} -> {last['judge_rss_mib']} MiB")
+
+
+if __name__ == "__main__":
+    anyio.run(main)

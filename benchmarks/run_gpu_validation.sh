@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# On a GPU machine: the GPU test suites, then the evaluator benchmark. Results go to $OUT (default ./gpu-results).
+#   benchmarks/run_gpu_validation.sh tests      # example verdicts, bad input, reward-hack battery, CLI
+#   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
+set -uo pipefail
+OUT=${OUT:-gpu-results}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv"
+python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' | tee "$OUT/versions.txt"
+case "${1:-tests}" in
+  tests)
+    timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+      tests/test_examples.py tests/adversarial tests/executor/test_evaluator.py tests/test_cli.py 2>&1 | tee "$OUT/pytest.log"
+    ;;
+  bench)
+    timeout 240 python3 -m adaexplore profile examples/tasks/gemm_epilogue.py examples/kernels/gemm_epilogue/correct.py \
+      --compile 2>&1 | tee "$OUT/profile_compile.txt"
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py --only cost,repeat,dobench,concurrency,cpu \
+      --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+    ;;
+esac

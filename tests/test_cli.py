@@ -1,0 +1,57 @@
+"""`adaexplore profile` as a user runs it: a real subprocess, text and JSON output, exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, ON_GPU
+
+DATA = Path(__file__).parent / "executor" / "data"
+
+
+def profile(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, ADAEXPLORE_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "adaexplore", "profile", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_a_correct_kernel_prints_a_readable_verdict_and_exits_0(tmp_path: Path) -> None:
+    done = profile(str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/correct.py"),
+                   home=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1].split() == ["status", "ok"]
+    assert any(line.startswith("trials") for line in lines)
+    assert any(line.startswith("environment") for line in lines)
+    if not ON_GPU:
+        assert "no timing was taken" in done.stdout
+
+
+def test_json_output_is_one_object_with_the_whole_result(tmp_path: Path) -> None:
+    done = profile(str(DATA / "scale_relu_task.py"), str(EXAMPLES / "kernels/row_softmax/correct.py"), "--json",
+                   "--mode", "paper", home=tmp_path)
+    result = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert result["mode"] == "paper"
+    assert result["status"] in ("runtime_error", "mismatch", "compile_error")
+    assert result["provenance"]["task_hash"]
+
+
+def test_a_wrong_kernel_exits_1_and_says_where_it_is_wrong(tmp_path: Path) -> None:
+    done = profile(str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/wrong_result.py"),
+                   home=tmp_path)
+    assert done.returncode == 1
+    assert "mismatch" in done.stdout and "wrong result in trial 1" in done.stdout
+
+
+def test_caller_errors_exit_2_with_a_message(tmp_path: Path) -> None:
+    missing = profile(str(tmp_path / "none.py"), str(DATA / "scale_relu_kernel.py"), home=tmp_path)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    task = tmp_path / "no_inputs.py"
+    task.write_text((DATA / "scale_relu_task.py").read_text().replace("def get_inputs", "def other_inputs"))
+    broken = profile(str(task), str(DATA / "scale_relu_kernel.py"), home=tmp_path)
+    assert broken.returncode == 2 and "get_inputs" in broken.stderr
+    bad_option = profile(str(task), str(DATA / "scale_relu_kernel.py"), "--mode", "fast", home=tmp_path)
+    assert bad_option.returncode == 2 and "invalid choice" in bad_option.stderr

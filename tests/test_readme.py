@@ -1,0 +1,27 @@
+"""The README opens with the two commands that work on a fresh machine, and CI runs the second."""
+
+from tests.conftest import ROOT
+
+
+def first_commands() -> list[str]:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("```sh")
+    end = lines.index("```", start)
+    return [line for line in lines[start + 1 : end] if line and not line.startswith("#")]
+
+
+def test_readme_opens_with_run_and_test_commands() -> None:
+    run, test = first_commands()
+    assert run.startswith("./install.sh && .venv/bin/adaexplore profile examples/")
+    assert test == "./install.sh --dev && .venv/bin/python -m pytest"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    assert first_commands()[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_example_paths_in_the_run_command_exist() -> None:
+    run = first_commands()[0]
+    for word in run.split():
+        if word.startswith("examples/"):
+            assert (ROOT / word).is_file(), word
