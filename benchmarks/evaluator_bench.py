@@ -99,8 +99,12 @@ async def section_repeat(ev: Evaluator, task, code: str, times: int) -> dict[str
 
 
 def section_dobench(task_path: Path, kernel_path: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "independent_dobench.py"), str(task_path),
-                           str(kernel_path)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "independent_dobench.py"), str(task_path), str(kernel_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -127,8 +131,13 @@ async def section_memory(ev: Evaluator, task, code: str, evals: int) -> dict[str
     samples = []
     for index in range(evals + 1):
         if index % max(1, evals // 10) == 0:
-            samples.append({"evaluations": index, "evaluator_rss_mib": rss_kib() / 1024,
-                            "judge_rss_mib": [rss_kib(p) / 1024 for p in judge_pids()]})
+            samples.append(
+                {
+                    "evaluations": index,
+                    "evaluator_rss_mib": rss_kib() / 1024,
+                    "judge_rss_mib": [rss_kib(p) / 1024 for p in judge_pids()],
+                }
+            )
         if index < evals:
             await ev.evaluate(task, code)
     return {"samples": samples}
@@ -162,8 +171,11 @@ async def main() -> None:
             ours = await ev.evaluate(task, code)
             assert ours.timing is not None, ours.message
             independent = section_dobench(args.task, args.kernel)
-            results["dobench"] = {"ours": ours.timing.speedup, **independent,
-                                  "relative_difference": ours.timing.speedup / independent["speedup"] - 1}
+            results["dobench"] = {
+                "ours": ours.timing.speedup,
+                **independent,
+                "relative_difference": ours.timing.speedup / independent["speedup"] - 1,
+            }
         if gpu and "concurrency" in only:
             results["concurrency"] = await section_concurrency(ev, task, code, home, 4)
         if "cpu" in only:
@@ -187,8 +199,10 @@ async def main() -> None:
 
 def print_table(results: dict[str, Any]) -> None:
     env = results["environment"]
-    print(f"\nenvironment: {', '.join(env['gpus']) or 'no GPU'}; torch {env['torch']}, triton {env['triton']}, "
-          f"python {env['python']}, driver {env['driver']}")
+    print(
+        f"\nenvironment: {', '.join(env['gpus']) or 'no GPU'}; torch {env['torch']}, triton {env['triton']}, "
+        f"python {env['python']}, driver {env['driver']}"
+    )
     if "cost" in results:
         for label, row in results["cost"].items():
             parts = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
@@ -198,19 +212,25 @@ def print_table(results: dict[str, Any]) -> None:
         print(f"repeat x5: speedups {', '.join(f'{s:.3f}' for s in r['speedups'])}; max/min {r['max_over_min']:.4f}")
     if "dobench" in results:
         d = results["dobench"]
-        print(f"do_bench: ours {d['ours']:.3f}x, independent {d['speedup']:.3f}x "
-              f"(ref {d['reference_ms']:.4f} ms, candidate {d['candidate_ms']:.4f} ms); "
-              f"difference {d['relative_difference']:+.2%}")
+        print(
+            f"do_bench: ours {d['ours']:.3f}x, independent {d['speedup']:.3f}x "
+            f"(ref {d['reference_ms']:.4f} ms, candidate {d['candidate_ms']:.4f} ms); "
+            f"difference {d['relative_difference']:+.2%}"
+        )
     if "concurrency" in results:
         c = results["concurrency"]
-        print(f"concurrency: {c['count']} fresh-compile candidates serial {c['serial_s']:.2f} s, "
-              f"concurrent {c['concurrent_s']:.2f} s")
+        print(
+            f"concurrency: {c['count']} fresh-compile candidates serial {c['serial_s']:.2f} s, "
+            f"concurrent {c['concurrent_s']:.2f} s"
+        )
     if "cpu" in results:
         print(f"cpu path (warm): median {results['cpu']['median_s']:.2f} s over {len(results['cpu']['wall_s']) - 1}")
     if "memory" in results:
         first, last = results["memory"]["samples"][0], results["memory"]["samples"][-1]
-        print(f"memory: evaluator RSS {first['evaluator_rss_mib']:.0f} -> {last['evaluator_rss_mib']:.0f} MiB over "
-              f"{last['evaluations']} evaluations; judge {first['judge_rss_mib']} -> {last['judge_rss_mib']} MiB")
+        print(
+            f"memory: evaluator RSS {first['evaluator_rss_mib']:.0f} -> {last['evaluator_rss_mib']:.0f} MiB over "
+            f"{last['evaluations']} evaluations; judge {first['judge_rss_mib']} -> {last['judge_rss_mib']} MiB"
+        )
 
 
 if __name__ == "__main__":

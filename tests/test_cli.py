@@ -13,13 +13,15 @@ DATA = Path(__file__).parent / "executor" / "data"
 
 def profile(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ADAEXPLORE_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "adaexplore", "profile", *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "adaexplore", "profile", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_a_correct_kernel_prints_a_readable_verdict_and_exits_0(tmp_path: Path) -> None:
-    done = profile(str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/correct.py"),
-                   home=tmp_path)
+    done = profile(
+        str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/correct.py"), home=tmp_path
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[1].split() == ["status", "ok"]
@@ -30,8 +32,14 @@ def test_a_correct_kernel_prints_a_readable_verdict_and_exits_0(tmp_path: Path) 
 
 
 def test_json_output_is_one_object_with_the_whole_result(tmp_path: Path) -> None:
-    done = profile(str(DATA / "scale_relu_task.py"), str(EXAMPLES / "kernels/row_softmax/correct.py"), "--json",
-                   "--mode", "paper", home=tmp_path)
+    done = profile(
+        str(DATA / "scale_relu_task.py"),
+        str(EXAMPLES / "kernels/row_softmax/correct.py"),
+        "--json",
+        "--mode",
+        "paper",
+        home=tmp_path,
+    )
     result = json.loads(done.stdout)
     assert done.returncode == 1
     assert result["mode"] == "paper"
@@ -40,8 +48,9 @@ def test_json_output_is_one_object_with_the_whole_result(tmp_path: Path) -> None
 
 
 def test_a_wrong_kernel_exits_1_and_says_where_it_is_wrong(tmp_path: Path) -> None:
-    done = profile(str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/wrong_result.py"),
-                   home=tmp_path)
+    done = profile(
+        str(EXAMPLES / "tasks/row_softmax.py"), str(EXAMPLES / "kernels/row_softmax/wrong_result.py"), home=tmp_path
+    )
     assert done.returncode == 1
     assert "mismatch" in done.stdout and "wrong result in trial 1" in done.stdout
 

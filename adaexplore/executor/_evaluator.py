@@ -56,6 +56,7 @@ from adaexplore.executor._protocol import (
     Event,
     Failed,
     JobSpec,
+    Load,
     Phase,
     Prepare,
     Prepared,
@@ -488,7 +489,7 @@ class Evaluator:
         job = self._job(run, Backend.compile, task_path)
         await run.report("compiling", "compiling every kernel for sm_90")
         async with self._candidate(run, Backend.compile, 0) as (worker, _):
-            with run.phase("compile"):
+            with run.phase("compile_check"):
                 await worker.send(
                     RunCandidate(
                         job=job,
@@ -505,6 +506,7 @@ class Evaluator:
         run.add_flags(compiled.flags)
         run.audit.shared_memory.update(compiled.shared_memory)
         run.audit.triton_kernels = sorted(set(run.audit.triton_kernels) | set(compiled.kernels))
+        run.phases["compile"] = round(run.phases.get("compile", 0.0) + compiled.compile_s, 4)
 
     async def _numeric_stage(
         self, run: _Run, backend: Backend, task_path: Path, *, timed: bool, with_compile: bool, fresh_reference: bool
@@ -523,14 +525,24 @@ class Evaluator:
                     require_triton=run.spec.require_triton,
                 )
             )
-            with run.phase("load_and_compile"):
+            # The judge builds the reference model and inputs on the host while the candidate compiles.
+            loading = _Pending(self._ask_judge(judge, Load(job=job), self.config.load_timeout_s, run))
+            assert self._tg is not None
+            self._tg.start_soon(loading.run)
+            try:
                 compiled = await self._await(
                     run, worker, timeout=self.config.load_timeout_s, until=(Compiled,), what="loading and compiling"
                 )
-            assert isinstance(compiled, Compiled)
-            run.add_flags(compiled.flags)
-            await run.report("waiting", "waiting for the device" if lock else "preparing the reference")
-            async with lock if lock is not None else contextlib.nullcontext():
+                assert isinstance(compiled, Compiled)
+                run.phases["load"] = round(run.phases.get("load", 0.0) + compiled.load_s, 4)
+                run.phases["compile"] = round(run.phases.get("compile", 0.0) + compiled.compile_s, 4)
+                run.add_flags(compiled.flags)
+                with run.phase("reference_load"):
+                    await loading.result()
+                await run.report("waiting", "waiting for the device" if lock else "preparing the reference")
+                with run.phase("wait_device"):
+                    if lock is not None:
+                        await lock.acquire()
                 try:
                     await self._judged(
                         run,
@@ -543,8 +555,13 @@ class Evaluator:
                         device=device,
                     )
                 finally:
-                    with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
-                        await judge.request(Release(job_id=job.job_id), timeout=30)
+                    if lock is not None:
+                        lock.release()
+            finally:
+                with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError, _Verdict, TaskError):
+                    await loading.result()
+                with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                    await judge.request(Release(job_id=job.job_id), timeout=30)
 
     def _pick_device(self, backend: Backend) -> int:
         devices = self._devices(backend)
@@ -575,7 +592,9 @@ class Evaluator:
         cfg = self.config
         await run.report("reference", "computing reference outputs")
         with run.phase("reference"):
-            prepared = await self._ask_judge(judge, Prepare(job=job), cfg.trial_timeout_s * (job.trials + 3), run)
+            prepared = await self._ask_judge(
+                judge, Prepare(job_id=job.job_id), cfg.trial_timeout_s * (job.trials + 3), run
+            )
         assert isinstance(prepared, Prepared)
         run.seeds = Seeds(init=prepared.init_seed, trials=prepared.trial_seeds, timing=prepared.timing_seed)
         run.add_flags(prepared.task_flags)
@@ -812,6 +831,30 @@ class Evaluator:
             phases=run.phases,
             provenance=provenance,
         )
+
+
+class _Pending:
+    """An awaitable started now whose result (or exception) is collected later."""
+
+    def __init__(self, awaitable: Awaitable[Event]) -> None:
+        self._awaitable = awaitable
+        self._done = anyio.Event()
+        self._value: Event | None = None
+        self._error: BaseException | None = None
+
+    async def run(self) -> None:
+        try:
+            self._value = await self._awaitable
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+
+    async def result(self) -> Event | None:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _exchange_root() -> str | None:

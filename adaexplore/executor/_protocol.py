@@ -90,9 +90,18 @@ class Stop(_Msg):
     kind: Literal["stop"] = "stop"
 
 
-class Prepare(_Msg):
-    kind: Literal["prepare"] = "prepare"
+class Load(_Msg):
+    """Import the task, build the reference model and the trial inputs (host work, before the device is held)."""
+
+    kind: Literal["load"] = "load"
     job: JobSpec
+
+
+class Prepare(_Msg):
+    """Compute the reference outputs of a loaded job (device work)."""
+
+    kind: Literal["prepare"] = "prepare"
+    job_id: str
 
 
 class Compare(_Msg):
@@ -119,7 +128,7 @@ class Release(_Msg):
 
 
 Command = Annotated[
-    RunCandidate | Proceed | TimeCandidate | Stop | Prepare | Compare | TimeReference | Release,
+    RunCandidate | Proceed | TimeCandidate | Stop | Load | Prepare | Compare | TimeReference | Release,
     Field(discriminator="kind"),
 ]
 

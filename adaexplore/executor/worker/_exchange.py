@@ -43,5 +43,5 @@ def read_tensor(meta: TensorFile, directory: Path) -> torch.Tensor:
     array = np.fromfile(path, dtype=np_dtype, count=count)
     if array.size != count:
         raise ValueError(f"tensor file {meta.path} holds {array.size} elements, expected {count}")
-    tensor = torch.from_numpy(array.copy()).reshape(meta.shape)
+    tensor = torch.from_numpy(array).reshape(meta.shape)
     return tensor.view(dtype) if raw_dtype is not dtype else tensor

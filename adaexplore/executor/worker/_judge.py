@@ -18,7 +18,9 @@ from adaexplore.executor._modes import mode_spec, tolerance_for
 from adaexplore.executor._protocol import (
     Compare,
     Compared,
+    Done,
     JobSpec,
+    Load,
     Prepare,
     Prepared,
     ReferenceTimed,
@@ -55,6 +57,7 @@ class _Job:
     init_seed: int
     trial_seeds: list[int]
     timing_seed: int
+    inputs: list[list[Any]] = field(default_factory=list)
     refs: list[list[torch.Tensor]] = field(default_factory=list)
     tolerances: list[Tolerance] = field(default_factory=list)
     allowance: list[float] = field(default_factory=list)
@@ -69,10 +72,13 @@ class Judge:
         self._task_flags: dict[tuple[str, str, Mode], tuple[list[AuditFlag], bool, bool]] = {}
         self._timer: Timer | None = None
 
-    def handle(self, command: Prepare | Compare | TimeReference | Release) -> Any:
+    def handle(self, command: Load | Prepare | Compare | TimeReference | Release) -> Any:
         try:
+            if isinstance(command, Load):
+                self.load(command.job)
+                return Done()
             if isinstance(command, Prepare):
-                return self.prepare(command.job)
+                return self.prepare(self.jobs[command.job_id])
             if isinstance(command, Compare):
                 return self.compare(command)
             if isinstance(command, TimeReference):
@@ -99,10 +105,8 @@ class Judge:
         except Exception as exc:
             raise TaskFault(f"the reference Model's forward raised {type(exc).__name__}: {exc}") from exc
 
-    def prepare(self, spec: JobSpec) -> Prepared:
+    def load(self, spec: JobSpec) -> None:
         mode = mode_spec(spec.mode)
-        torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
-        torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
         module = self._module(spec)
         cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
         init_seed = spec.init_seed if spec.init_seed is not None else 42
@@ -125,13 +129,20 @@ class Judge:
             trial_seeds=trial_seeds,
             timing_seed=timing_seed,
         )
+        job.inputs = [make_args(module, "get_inputs", seed, self.device, cast) for seed in trial_seeds]
+        self.jobs[spec.job_id] = job
+
+    def prepare(self, job: _Job) -> Prepared:
+        spec = job.spec
+        torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
+        torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
         natives: list[list[torch.Tensor]] = []
-        for seed in trial_seeds:
-            args = make_args(module, "get_inputs", seed, self.device, cast)
-            native_out = self._forward(native, args)
-            ref_out = self._forward(job.reference, upcast(args)) if float64 else native_out
+        for args in job.inputs:
+            native_out = self._forward(job.native, args)
+            ref_out = self._forward(job.reference, upcast(args)) if job.float64 else native_out
             natives.append(native_out)
             job.refs.append(ref_out)
+        float64 = job.float64
         job.dtypes = [t.dtype for t in natives[0]]
         job.tolerances = [
             tolerance_for(spec.mode, str(d).removeprefix("torch."), spec.allowed_precision) for d in job.dtypes
@@ -153,11 +164,11 @@ class Judge:
                     )
         facts = self._task_facts(job, natives)
         flags.extend(facts[0])
-        self.jobs[spec.job_id] = job
+        job.inputs = []
         return Prepared(
-            init_seed=init_seed,
-            trial_seeds=trial_seeds,
-            timing_seed=timing_seed,
+            init_seed=job.init_seed,
+            trial_seeds=job.trial_seeds,
+            timing_seed=job.timing_seed,
             tolerances=job.tolerances,
             task_flags=flags,
             reference_mutates_inputs=facts[1],
