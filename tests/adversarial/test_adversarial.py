@@ -33,7 +33,9 @@ BATTERY = [
     ("h06_lazy_tensor", SCALE_RELU, Status.rejected, "You cannot subclass torch.Tensor"),
     ("h06_not_a_tensor", SCALE_RELU, Status.mismatch, "forward must return a torch.Tensor"),
     ("h07_timer_patch", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
-    ("h08_pointer_cache", SCALE_RELU, Status.mismatch, "wrong"),
+    # A cache keyed on addresses is hit either before any kernel ran (the compile pass on a GPU reuses
+    # the address): no Triton kernel of its own ran; or by a later call: a stale result.
+    ("h08_pointer_cache", SCALE_RELU, (Status.mismatch, Status.rejected), ("wrong", "no Triton kernel")),
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
@@ -82,10 +84,12 @@ async def test_the_honest_kernel_passes_the_same_pipeline(timed_evaluator: Evalu
 
 
 @pytest.mark.parametrize(("name", "task", "status", "reason"), BATTERY, ids=[b[0] for b in BATTERY])
-async def test_each_hack_is_caught(timed_evaluator: Evaluator, name: str, task, status: Status, reason: str) -> None:
+async def test_each_hack_is_caught(timed_evaluator: Evaluator, name: str, task, status, reason) -> None:
     result = await timed_evaluator.evaluate(task, (CANDIDATES / f"{name}.py").read_text())
-    assert result.status is status, result.message
-    assert reason in result.message
+    statuses = status if isinstance(status, tuple) else (status,)
+    reasons = reason if isinstance(reason, tuple) else (reason,)
+    assert result.status in statuses, result.message
+    assert any(r in result.message for r in reasons), result.message
     assert result.timing is None or result.status is Status.ok
 
 
