@@ -44,7 +44,13 @@ BATTERY = [
     ("h14_task_namespace", SCALE_RELU, Status.rejected, "You cannot import adaexplore_task"),
     ("h15_bf16_inside", MATMUL, Status.mismatch, "elements exceed the tolerance"),
     ("h15_tf32_dot", MATMUL, Status.mismatch, "exceeds"),
-    ("h17_batch_and_skip", SCALE_RELU, Status.mismatch, "wrong result in trial 2"),
+    # On a GPU the compile pass (which launches nothing) fills the cache, so no kernel of its own ever runs.
+    (
+        "h17_batch_and_skip",
+        SCALE_RELU,
+        (Status.mismatch, Status.rejected),
+        ("wrong result in trial 2", "no Triton kernel"),
+    ),
     ("h19_introspection", SCALE_RELU, Status.rejected, "You cannot import sys"),
     ("h19_gc_objects", SCALE_RELU, Status.rejected, "You cannot import gc"),
 ]

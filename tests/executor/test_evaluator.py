@@ -115,18 +115,21 @@ BAD_INPUTS = [
         "unsupported AST node type: Break",
     ),
     (
+        # Far out of bounds: the interpreter's checker names it. A GPU faults only where nothing is mapped, and
+        # a far read can also land in mapped memory and read garbage, which is a wrong result.
         "an out-of-bounds read",
-        variant("tl.load(x_ptr + offsets, mask=mask)", "tl.load(x_ptr + offsets + 64)"),
-        Status.runtime_error,
-        "out-of-bounds load in kernel scale_relu_kernel",
+        variant("tl.load(x_ptr + offsets, mask=mask)", "tl.load(x_ptr + offsets.to(tl.int64) + (1 << 36))"),
+        (Status.runtime_error, Status.mismatch) if ON_GPU else Status.runtime_error,
+        ("illegal memory access", "wrong result") if ON_GPU else "out-of-bounds load in kernel scale_relu_kernel",
     ),
     (
         "a kernel that never ends",
-        variant("    x = tl.load", "    i = 0\n    while i < 1:\n        i = i * 1\n    x = tl.load"),
+        # The loop reads memory on every turn, so no compiler may drop it; the value never changes.
+        variant("    x = tl.load", "    while tl.load(x_ptr, volatile=True) < 1e30:\n        pass\n    x = tl.load"),
         Status.timeout,
         "did not finish within",
     ),
-    ("wrong shape", variant("return y", "return y[:1]"), Status.mismatch, "has shape (1, 77)"),
+    ("wrong shape", variant("return y", "return y[:1]"), Status.mismatch, "output 0 has shape (1, "),
     ("wrong dtype", variant("return y", "return y.double()"), Status.mismatch, "has dtype float64"),
     (
         "NaN output",
@@ -148,12 +151,14 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("case", "code", "status", "fragment"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 async def test_bad_input_gets_its_status_and_an_actionable_message(
-    evaluator: Evaluator, case: str, code: str, status: Status, fragment: str
+    evaluator: Evaluator, case: str, code: str, status, fragment
 ) -> None:
     before = exchange_dirs()
     result = await evaluator.evaluate(TASK, code)
-    assert result.status is status, result.message
-    assert fragment in result.message
+    statuses = status if isinstance(status, tuple) else (status,)
+    fragments = fragment if isinstance(fragment, tuple) else (fragment,)
+    assert result.status in statuses, result.message
+    assert any(f in result.message for f in fragments), result.message
     assert exchange_dirs() <= before, "a temporary directory was left behind"
     assert "/dev/shm" not in result.message and "adaexplore-" not in result.message
 
