@@ -243,6 +243,14 @@ class Evaluator:
         if backend is Backend.interpret and role == "candidate":
             env["TRITON_INTERPRET"] = "1"
 
+        # Candidate workers warm up while holding the device. The judge does not wait for it: a judge
+        # restarted under the lock (by the evaluation holding it) would wait forever.
+        gate = (
+            self._device_locks.setdefault(device, anyio.Lock())
+            if backend is Backend.cuda and role == "candidate"
+            else None
+        )
+
         async def spawn() -> WorkerProcess:
             assert self._tg is not None
             return await WorkerProcess.start(
@@ -252,6 +260,7 @@ class Evaluator:
                 device=device,  # type: ignore[arg-type]
                 env=env,
                 output_limit=self.config.output_limit_bytes,
+                gate=(lambda: gate) if gate is not None else None,
             )
 
         return spawn

@@ -7,14 +7,15 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Literal
 
 import anyio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from adaexplore.executor._protocol import Event, Ready, decode_event, encode
+from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
 
@@ -65,8 +66,17 @@ class OutputCapture:
 class WorkerProcess:
     """One spawned `python -m adaexplore.executor.worker` process in its own session (process group)."""
 
-    def __init__(self, process: Process, role: str, backend: str, capture: OutputCapture) -> None:
+    def __init__(
+        self,
+        process: Process,
+        role: str,
+        backend: str,
+        capture: OutputCapture,
+        gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+    ) -> None:
         self.process = process
+        # Held while a GPU worker warms up (it runs kernels), so that no timing is disturbed.
+        self._gate = gate
         self.role = role
         self.backend = backend
         self.output = capture
@@ -86,6 +96,7 @@ class WorkerProcess:
         env: Mapping[str, str],
         output_limit: int,
         compile_target: str = "cuda:90",
+        gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
     ) -> WorkerProcess:
         command = [
             sys.executable,
@@ -108,7 +119,7 @@ class WorkerProcess:
             env=dict(env),
             start_new_session=True,
         )
-        worker = cls(process, role, backend, OutputCapture(output_limit))
+        worker = cls(process, role, backend, OutputCapture(output_limit), gate)
         task_group.start_soon(worker._drain)
         return worker
 
@@ -129,6 +140,10 @@ class WorkerProcess:
         async with self._ready_lock:
             if self._ready is None:
                 event = await self.receive(timeout)
+                if isinstance(event, Started):
+                    async with self._gate() if self._gate is not None else nullcontext():
+                        await self.send(Warm())
+                        event = await self.receive(timeout)
                 if not isinstance(event, Ready):
                     raise WorkerDied(self.process.returncode, f"expected ready, got {event.kind}")
                 self._ready = event

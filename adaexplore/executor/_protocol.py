@@ -90,6 +90,12 @@ class Stop(_Msg):
     kind: Literal["stop"] = "stop"
 
 
+class Warm(_Msg):
+    """Run the GPU part of start-up now (the evaluator holds the device, so no timing is disturbed)."""
+
+    kind: Literal["warm"] = "warm"
+
+
 class Load(_Msg):
     """Import the task, build the reference model and the trial inputs (host work, before the device is held)."""
 
@@ -128,11 +134,17 @@ class Release(_Msg):
 
 
 Command = Annotated[
-    RunCandidate | Proceed | TimeCandidate | Stop | Load | Prepare | Compare | TimeReference | Release,
+    RunCandidate | Proceed | TimeCandidate | Stop | Warm | Load | Prepare | Compare | TimeReference | Release,
     Field(discriminator="kind"),
 ]
 
 # ---- events: worker -> evaluator -----------------------------------------------------------------
+
+
+class Started(_Msg):
+    """Imports are done; a GPU worker waits for Warm before touching the device."""
+
+    kind: Literal["started"] = "started"
 
 
 class Ready(_Msg):
@@ -225,7 +237,18 @@ class Done(_Msg):
 
 
 Event = Annotated[
-    Ready | Phase | Failed | Compiled | TrialsDone | Timed | Prepared | Compared | ReferenceTimed | TaskFailed | Done,
+    Started
+    | Ready
+    | Phase
+    | Failed
+    | Compiled
+    | TrialsDone
+    | Timed
+    | Prepared
+    | Compared
+    | ReferenceTimed
+    | TaskFailed
+    | Done,
     Field(discriminator="kind"),
 ]
 

@@ -87,6 +87,13 @@ def main() -> None:
             install_is_cuda()
         tracker = LaunchTracker(backend)
         tracker.install()
+    if backend is Backend.cuda:
+        # Warming up runs kernels; the evaluator says when, so that no other candidate is being timed.
+        from adaexplore.executor._protocol import Started, Warm
+
+        channel.send(Started())
+        if not isinstance(channel.receive(), Warm):
+            return
     _warm_up(backend, device, options.role)
 
     versions = {
