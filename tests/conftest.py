@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
 import torch
 
 from adaexplore.config import ExecutorConfig, Settings

@@ -39,11 +39,11 @@ from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
-    derive_seeds,
     flatten_output,
     import_file,
     load_task_module,
     make_args,
+    resolve_seeds,
 )
 from adaexplore.executor.worker._timing import Timer, summarize
 
@@ -153,8 +153,7 @@ class CandidateRunner:
         started = time.perf_counter()
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
-        init_seed = job.init_seed if job.init_seed is not None else 42
-        trial_seeds = job.trial_seeds if job.trial_seeds is not None else derive_seeds(42, job.trials)
+        init_seed, trial_seeds, timing_seed = resolve_seeds(job)
         init_args = make_args(task, "get_init_inputs", init_seed, self.device, cast)
         trial_inputs = [make_args(task, "get_inputs", seed, self.device, cast) for seed in trial_seeds]
         guard = Guard()
@@ -220,7 +219,7 @@ class CandidateRunner:
             )
         )
         timing: TimeCandidate = self._wait(TimeCandidate)
-        self._time(model, task, trial_inputs[0], job.timing_seed, cast, timing, guard, exchange)
+        self._time(model, task, trial_inputs[0], timing_seed, cast, timing, guard, exchange)
 
     def _compile_pass(self, model: torch.nn.Module, inputs: list[Any], command: RunCandidate, guard: Guard) -> float:
         self.channel.send(Phase(phase="compiling"))
@@ -348,7 +347,7 @@ class CandidateRunner:
         model: torch.nn.Module,
         task: Any,
         share_inputs: list[Any],
-        timing_seed: int | None,
+        timing_seed: int,
         cast: torch.dtype | None,
         timing: TimeCandidate,
         guard: Guard,
@@ -359,7 +358,7 @@ class CandidateRunner:
         try:
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(share_inputs)))
-            base = make_args(task, "get_inputs", timing_seed if timing_seed is not None else 42, self.device, cast)
+            base = make_args(task, "get_inputs", timing_seed, self.device, cast)
             with self._numerics():
                 measured = Timer(self.device).measure(
                     call,

@@ -33,10 +33,10 @@ from adaexplore.executor.worker._exchange import read_tensor
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
-    derive_seeds,
     flatten_output,
     load_task_module,
     make_args,
+    resolve_seeds,
     scaled_inputs,
     upcast,
     upcast_copy,
@@ -109,9 +109,7 @@ class Judge:
         mode = mode_spec(spec.mode)
         module = self._module(spec)
         cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
-        init_seed = spec.init_seed if spec.init_seed is not None else 42
-        trial_seeds = spec.trial_seeds if spec.trial_seeds is not None else derive_seeds(42, spec.trials)
-        timing_seed = spec.timing_seed if spec.timing_seed is not None else 42
+        init_seed, trial_seeds, timing_seed = resolve_seeds(spec)
         init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast)
         try:
             native = build_model(module.Model, init_args, init_seed, self.device, cast)

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from adaexplore.executor._protocol import JobSpec
+
 __all__ = [
     "TASK_MODULE",
     "TaskFault",
@@ -21,7 +23,10 @@ __all__ = [
     "import_file",
     "load_task_module",
     "make_args",
+    "resolve_seeds",
     "scaled_inputs",
+    "upcast",
+    "upcast_copy",
 ]
 
 TASK_MODULE = "adaexplore_task"
@@ -66,6 +71,14 @@ def derive_seeds(base: int, count: int) -> list[int]:
     """Trial seeds drawn as KernelBench draws them: seed `base`, then one randint(0, 2**32 - 1) per trial."""
     torch.manual_seed(base)
     return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+
+
+def resolve_seeds(spec: JobSpec) -> tuple[int, list[int], int]:
+    """(init, trials, timing) seeds: the job's own, or the fixed protocol's (42 and seeds drawn from it)."""
+    init = spec.init_seed if spec.init_seed is not None else 42
+    trials = spec.trial_seeds if spec.trial_seeds is not None else derive_seeds(42, spec.trials)
+    timing = spec.timing_seed if spec.timing_seed is not None else 42
+    return init, trials, timing
 
 
 def _place(value: Any, device: torch.device, cast: torch.dtype | None) -> Any:

@@ -49,7 +49,8 @@ def test_bf16_arithmetic_rounds_like_the_gpu() -> None:
         f = torch.randn(n, generator=g)
         c = torch.empty(n, dtype=torch.bfloat16)
         cast[(triton.cdiv(n, 1024),)](f, c, n, BLOCK=1024)
-        print(json.dumps({"arith_mismatches": int((o != ref).sum()), "cast_mismatches": int((c != f.bfloat16()).sum())}))
+        arith, casts = int((o != ref).sum()), int((c != f.bfloat16()).sum())
+        print(json.dumps({"arith_mismatches": arith, "cast_mismatches": casts}))
     """)
     assert result == {"arith_mismatches": 0, "cast_mismatches": 0}
 
