@@ -189,6 +189,7 @@ class Evaluator:
         await self._stack.__aenter__()
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._shutdown)
+        _remove_orphaned_exchanges()
         self.environment = await probe_environment(self._worker_env)
         for backend in self._default_backends():
             for device in self._devices(backend):
@@ -373,7 +374,7 @@ class Evaluator:
         assert self.environment is not None
         task_path = self._task_file(run.task)
         run.planned = backends
-        run.exchange = Path(tempfile.mkdtemp(prefix="adaexplore-", dir=_exchange_root()))
+        run.exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=_exchange_root()))
         (run.exchange / "candidate.py").write_text(run.code)
         for backend in backends:
             run.backends.append(backend)
@@ -864,6 +865,15 @@ class _Pending:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+def _remove_orphaned_exchanges() -> None:
+    """Delete exchange directories left by evaluator processes that died without cleaning up."""
+    for root in {_exchange_root(), tempfile.gettempdir()} - {None}:
+        for directory in Path(root).glob("adaexplore-*-*"):  # type: ignore[arg-type]
+            pid = directory.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(directory, ignore_errors=True)
 
 
 def _exchange_root() -> str | None:

@@ -241,3 +241,17 @@ async def test_a_task_whose_code_fails_is_the_callers_error(evaluator: Evaluator
     with pytest.raises(TaskError, match="get_inputs\\(\\) raised RuntimeError: no data"):
         await evaluator.evaluate(broken, KERNEL)
     assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok
+
+
+async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home: Path) -> None:
+    import tempfile
+
+    dead_pid = 4_194_303  # the largest pid Linux hands out; no process has it here
+    assert not Path(f"/proc/{dead_pid}").exists()
+    orphan = Path(tempfile.mkdtemp(prefix=f"adaexplore-{dead_pid}-"))
+    mine = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-"))
+    async with Evaluator(fast_settings(home, warm_workers=0)):
+        pass
+    assert not orphan.exists()
+    assert mine.exists()
+    mine.rmdir()
