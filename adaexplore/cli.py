@@ -22,7 +22,11 @@ EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="adaexplore", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="adaexplore",
+        description="Optimize GPU kernels with an LLM, on an evaluator that cannot be fooled. "
+        "`adaexplore profile TASK KERNEL` evaluates one Triton kernel.",
+    )
     parser.add_argument("--version", action="version", version=f"adaexplore {__version__}")
     parser.add_argument("--config", type=Path, help="settings file (TOML)")
     parser.add_argument(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -50,8 +51,9 @@ class WorkerPids:
 
 
 def exchange_dirs() -> set[str]:
-    roots = [Path("/dev/shm"), Path(os.environ.get("TMPDIR", "/tmp"))]
-    return {str(p) for root in roots if root.is_dir() for p in root.glob("adaexplore-*")}
+    """This process's exchange directories (other evaluators on the machine make their own)."""
+    roots = [Path("/dev/shm"), Path(tempfile.gettempdir())]
+    return {str(p) for root in roots if root.is_dir() for p in root.glob(f"adaexplore-{os.getpid()}-*")}
 
 
 @pytest.mark.skipif(ON_GPU, reason="checks the path of machines without a GPU")
@@ -244,8 +246,6 @@ async def test_a_task_whose_code_fails_is_the_callers_error(evaluator: Evaluator
 
 
 async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home: Path) -> None:
-    import tempfile
-
     dead_pid = 4_194_303  # the largest pid Linux hands out; no process has it here
     assert not Path(f"/proc/{dead_pid}").exists()
     orphan = Path(tempfile.mkdtemp(prefix=f"adaexplore-{dead_pid}-"))
