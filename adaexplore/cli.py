@@ -9,10 +9,12 @@ from pathlib import Path
 import anyio
 
 from adaexplore import __version__
+from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
 from adaexplore.executor._render import render_evaluation
+from adaexplore.store import open_store
 
 __all__ = ["main"]
 
@@ -55,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("--compile", action="store_true", help="also time torch.compile of the reference")
     profile.add_argument("--fresh-reference", action="store_true", help="time the reference again, ignoring the cache")
     profile.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
+    run_commands = runs.add_subparsers(dest="runs_command", required=True)
+    run_commands.add_parser("list", help="every run: task, status, steps, best speedup")
+    show = run_commands.add_parser("show", help="one run as an indented tree; * marks the path to the best node")
+    show.add_argument("run", help="run id (see `adaexplore runs list`)")
     return parser
 
 
@@ -66,14 +74,23 @@ def main(argv: list[str] | None = None) -> None:
             settings = settings.model_copy(update={"home": args.home})
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
-        else:  # pragma: no cover - argparse rejects unknown commands
-            code = EXIT_USAGE
+        else:
+            code = _runs(args, settings)
     except AdaexploreError as exc:
         print(f"adaexplore: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)
+
+
+def _runs(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(settings.database_url)
+    try:
+        print(render_runs(store) if args.runs_command == "list" else render_run_tree(store, args.run))
+    finally:
+        store.close()
+    return EXIT_OK
 
 
 async def _profile(args: argparse.Namespace, settings: Settings) -> int:

@@ -7,11 +7,11 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adaexplore.errors import ConfigError
 
-__all__ = ["ExecutorConfig", "Settings", "default_home"]
+__all__ = ["ExecutorConfig", "SearchConfig", "Settings", "StoreConfig", "default_home"]
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
 ModeName = Literal["strict", "kernelbench", "paper"]
@@ -60,6 +60,67 @@ class ExecutorConfig(BaseModel):
     output_limit_bytes: int = Field(default=16384, ge=256)
 
 
+class SearchConfig(BaseModel):
+    """The tree search. Defaults are AdaExplore's released KernelBench Level 2 configuration; the three
+    improvements over the paper are on, and `preset = "paper"` turns them off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    preset: Literal["default", "paper"] = "default"
+    # UCT constant w in Q + w*sqrt(ln N(parent) / N(child)).
+    exploration_weight: float = Field(default=0.3, ge=0)
+    # w_e = w * ratio in the expand score; the released Level 3 (model-level) runs used 0.5.
+    expand_exploration_ratio: float = Field(default=1.0, ge=0)
+    # Q = alpha*max + (1 - alpha)*mean of a child's rewards; released runs use the mean.
+    reward_alpha: float = Field(default=0.0, ge=0, le=1)
+    # Probability of a large step at a node other than the root.
+    p_large: float = Field(default=0.2, ge=0, le=1)
+    # A node takes a large step once it has this many small-step children.
+    small_step_limit: int = Field(default=2, ge=0)
+    # Working memory of a small step: the last nodes of the segment.
+    memory_rounds: int = Field(default=5, ge=1)
+    # Representative kernels in a large step's pool, one per segment on the path.
+    pool_size: int = Field(default=5, ge=0)
+    # Off-path extras of the pool (0: off, as released for KernelBench), their count distribution, and the
+    # softmax temperature over speedup used to draw them.
+    pool_extra_max: int = Field(default=0, ge=0)
+    geometric_p: float = Field(default=0.6, gt=0, lt=1)
+    softmax_temperature: float = Field(default=1.0, gt=0)
+    # Evaluations per run.
+    total_steps: int = Field(default=50, ge=1)
+    # Beyond the paper: a child whose code equals an evaluated one reuses that evaluation.
+    reuse_identical: bool = True
+    # Beyond the paper: at the end of a run the best k candidates are evaluated again in fresh processes
+    # with fresh seeds and the winner is chosen on those numbers (0: off).
+    final_reevaluation: int = Field(default=3, ge=0)
+    # The speedup at which the reward stops rising (the paper: 10); None: it keeps rising.
+    reward_cap: float | None = None
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> SearchConfig:
+        if self.preset != "paper":
+            return self
+        changed = [
+            name
+            for name, paper in (("reuse_identical", False), ("final_reevaluation", 0), ("reward_cap", 10.0))
+            if name in self.model_fields_set and getattr(self, name) != paper
+        ]
+        if changed:
+            raise ValueError(
+                f"preset 'paper' fixes {', '.join(changed)} to the authors' values; remove "
+                f"{'them' if len(changed) > 1 else 'it'} or use preset 'default'"
+            )
+        self.reuse_identical, self.final_reevaluation, self.reward_cap = False, 0, 10.0
+        return self
+
+
+class StoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # sqlite:///path/to/file.db; unset: $ADAEXPLORE_DB, else sqlite:///$ADAEXPLORE_HOME/adaexplore.db.
+    url: str | None = None
+
+
 class Settings(BaseModel):
     """All settings of adaexplore."""
 
@@ -67,10 +128,16 @@ class Settings(BaseModel):
 
     home: Path = Field(default_factory=default_home)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
 
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def database_url(self) -> str:
+        return self.store.url or os.environ.get("ADAEXPLORE_DB") or f"sqlite:///{self.home / 'adaexplore.db'}"
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:

@@ -6,12 +6,23 @@ the caller's mistakes (a task that cannot be used, a bad setting) and for faults
     AdaexploreError
      ├── ConfigError          a setting or settings file is wrong
      ├── TaskError            a task module cannot serve as a reference (no Model, get_inputs raised, …)
-     └── EvaluatorError       the evaluator itself could not do its work (a worker died at start, …)
+     ├── EvaluatorError       the evaluator itself could not do its work (a worker died at start, …)
+     ├── RequestError         a call names something that does not exist or asks for what cannot be done
+     │    └── NotFoundError   an unknown task, run, node or expansion id
+     └── StoreError           the database cannot be used (locked, from a newer adaexplore, unreadable)
 """
 
 from __future__ import annotations
 
-__all__ = ["AdaexploreError", "ConfigError", "EvaluatorError", "TaskError"]
+__all__ = [
+    "AdaexploreError",
+    "ConfigError",
+    "EvaluatorError",
+    "NotFoundError",
+    "RequestError",
+    "StoreError",
+    "TaskError",
+]
 
 
 class AdaexploreError(Exception):
@@ -28,3 +39,15 @@ class TaskError(AdaexploreError):
 
 class EvaluatorError(AdaexploreError):
     """The evaluator failed for a reason of its own, not the candidate's."""
+
+
+class RequestError(AdaexploreError):
+    """The caller asked for something that cannot be done; the message says how to fix the call."""
+
+
+class NotFoundError(RequestError):
+    """An id that names nothing."""
+
+
+class StoreError(AdaexploreError):
+    """The database cannot be used as it is."""

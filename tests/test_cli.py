@@ -64,3 +64,67 @@ def test_caller_errors_exit_2_with_a_message(tmp_path: Path) -> None:
     assert broken.returncode == 2 and "get_inputs" in broken.stderr
     bad_option = profile(str(task), str(DATA / "scale_relu_kernel.py"), "--mode", "fast", home=tmp_path)
     assert bad_option.returncode == 2 and "invalid choice" in bad_option.stderr
+
+
+def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
+    import anyio
+
+    from adaexplore.config import Settings
+    from adaexplore.store import open_store
+    from adaexplore.tools import (
+        CompileAndProfileRequest,
+        CreateTaskRequest,
+        ExpandNodeRequest,
+        SelectUctRequest,
+        Services,
+        StartRunRequest,
+        compile_and_profile,
+        create_task,
+        expand_node,
+        select_uct,
+        start_run,
+    )
+    from tests.fakes import FakeEvaluator, by_hash
+
+    settings = Settings(home=tmp_path)
+    svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
+    task = create_task(svc, CreateTaskRequest(path=str(DATA / "scale_relu_task.py")))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=3, model="tester"))
+
+    async def steps() -> None:
+        for index in range(8):
+            chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+            context = expand_node(
+                svc, ExpandNodeRequest(run_id=run.run_id, node_id=chosen.node_id, action=chosen.action)
+            )
+            await compile_and_profile(
+                svc, CompileAndProfileRequest(code=f"k{index}", expansion_id=context.expansion_id)
+            )
+
+    anyio.run(steps)
+    best = svc.store.run(run.run_id).best_node_id
+    env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path))
+    listed = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "runs", "list"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert listed.returncode == 0 and run.run_id in listed.stdout and "tester" in listed.stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "runs", "show", run.run_id],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert len(lines) == 3 + 9  # header, best, columns; the root and eight nodes
+    marked = [line for line in lines[3:] if line.startswith("*")]
+    assert marked[0].split()[1] == f"#{run.root_node_id}" and marked[-1].split()[1] == f"#{best}"
+    missing = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "runs", "show", "run-nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert missing.returncode == 2 and "no run has id 'run-nope'" in missing.stderr

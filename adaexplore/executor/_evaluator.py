@@ -288,6 +288,12 @@ class Evaluator:
             )
         return self._judges[key]
 
+    def fingerprint(self) -> str:
+        """The environment fingerprint results of this evaluator carry (the first GPU's, or the CPU's)."""
+        if self.environment is None:
+            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        return self.environment.fingerprint(0 if self.environment.has_gpu else None)
+
     # evaluation --------------------------------------------------------------------------------
     async def evaluate(
         self,

@@ -1,0 +1,11 @@
+"""Every text a model reads, as template files, and the one module that renders them."""
+
+from adaexplore.prompts._render import (
+    KernelContext,
+    LargeStepContext,
+    SmallStepContext,
+    render_large_step,
+    render_small_step,
+)
+
+__all__ = ["KernelContext", "LargeStepContext", "SmallStepContext", "render_large_step", "render_small_step"]

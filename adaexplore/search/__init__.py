@@ -1,0 +1,28 @@
+"""The search: UCT with the expand option, small and large steps, working memory and pools (pure Python)."""
+
+from adaexplore.search._context import path_to_root, pool, working_memory
+from adaexplore.search._nodes import Kind, NodeStats, compiled, correct
+from adaexplore.search._reward import reward
+from adaexplore.search._select import Decision, Selection, TreeView, choose_action, select
+from adaexplore.search._tree import Tree
+from adaexplore.search._uct import expand_score, q_value, uct_score
+
+__all__ = [
+    "Decision",
+    "Kind",
+    "NodeStats",
+    "Selection",
+    "Tree",
+    "TreeView",
+    "choose_action",
+    "compiled",
+    "correct",
+    "expand_score",
+    "path_to_root",
+    "pool",
+    "q_value",
+    "reward",
+    "select",
+    "uct_score",
+    "working_memory",
+]

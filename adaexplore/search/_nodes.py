@@ -1,0 +1,58 @@
+"""What the search knows about a node: its place in the tree, its verdict and its statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["Kind", "NodeStats", "compiled", "correct"]
+
+_NOT_COMPILED = {"syntax_error", "compile_error"}
+
+
+class Kind(StrEnum):
+    root = "root"
+    large = "large"
+    small = "small"
+
+
+def compiled(status: str | None) -> bool:
+    return status is not None and status not in _NOT_COMPILED
+
+
+def correct(status: str | None) -> bool:
+    return status == "ok"
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """One node as the search sees it. `segment` is the id of the large-step node heading its segment
+    (None for the root)."""
+
+    id: int
+    parent: int | None
+    kind: Kind
+    depth: int
+    segment: int | None
+    status: str | None
+    speedup: float | None
+    visits: int
+    total_reward: float
+    max_reward: float
+    small_children: int
+    children: int
+
+    @property
+    def mean_reward(self) -> float:
+        return self.total_reward / self.visits if self.visits else 0.0
+
+    @property
+    def correct(self) -> bool:
+        return correct(self.status)
+
+    @property
+    def score(self) -> tuple[int, int, float]:
+        """Lexicographic quality: compiled, then correct, then speedup (unmeasured counts as 1)."""
+        if not correct(self.status):
+            return (int(compiled(self.status)), 0, 0.0)
+        return (1, 1, self.speedup if self.speedup is not None else 1.0)

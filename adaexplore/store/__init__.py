@@ -1,0 +1,21 @@
+"""Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
+
+from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
+from adaexplore.store._schema import SCHEMA_VERSION
+from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store
+
+Store = SqliteStore
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EvaluationRecord",
+    "ExpansionRecord",
+    "NewEvaluation",
+    "NodeRecord",
+    "RunRecord",
+    "SqliteStore",
+    "SqliteTreeView",
+    "Store",
+    "TaskRecord",
+    "open_store",
+]

@@ -1,0 +1,83 @@
+"""Rows of the store as typed records."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from adaexplore.search import Kind
+
+__all__ = ["EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskRecord(_Record):
+    id: str
+    name: str
+    source: str
+    origin: str
+    created_at: str
+
+
+class RunRecord(_Record):
+    id: str
+    task_id: str
+    config: str
+    mode: str
+    backend: str
+    model: str
+    seed: int
+    status: str
+    steps: int
+    root_id: int
+    best_node_id: int | None
+    final_node_id: int | None
+    final_result: str | None
+    created_at: str
+    updated_at: str
+
+
+class EvaluationRecord(_Record):
+    id: int
+    task_id: str
+    code_hash: str
+    environment: str
+    mode: str
+    status: str
+    speedup: float | None
+    result: str
+    created_at: str
+
+
+class NodeRecord(_Record):
+    id: int
+    run_id: str
+    parent_id: int | None
+    kind: Kind
+    depth: int
+    segment: int | None
+    seq: int
+    code: str
+    code_hash: str
+    context_ids: list[int]
+    evaluation_id: int | None
+    status: str | None
+    speedup: float | None
+    reward: float | None
+    visits: int
+    total_reward: float
+    max_reward: float
+    small_children: int
+    children: int
+    created_at: str
+
+
+class ExpansionRecord(_Record):
+    id: int
+    run_id: str
+    node_id: int
+    action: Kind
+    context_ids: list[int]
+    created_at: str

@@ -1,0 +1,516 @@
+"""The tools: one typed function per tool. The MCP server and the headless agent call only these.
+
+A kernel that fails is a result with a status. An exception (`RequestError`, `NotFoundError`,
+`TaskError`) means the caller erred, and its message says how to fix the call; nothing is written then.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from adaexplore.config import SearchConfig, Settings
+from adaexplore.errors import RequestError
+from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task, code_hash, task_from_source
+from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
+from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
+from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore
+from adaexplore.tools._models import (
+    BestKernelRequest,
+    BestKernelResult,
+    CompileAndProfileRequest,
+    CompileAndProfileResult,
+    ContextKernel,
+    CreateTaskRequest,
+    CreateTaskResult,
+    ExpandNodeRequest,
+    ExpandNodeResult,
+    FinishRunRequest,
+    FinishRunResult,
+    GetNodeRequest,
+    GetRunRequest,
+    NodeResult,
+    ReevaluatedCandidate,
+    RunResult,
+    SelectUctRequest,
+    SelectUctResult,
+    StartRunRequest,
+    StartRunResult,
+    TrailStep,
+)
+
+__all__ = [
+    "EvaluatorLike",
+    "Progress",
+    "Services",
+    "best_kernel",
+    "compile_and_profile",
+    "create_task",
+    "expand_node",
+    "finish_run",
+    "get_node",
+    "get_run",
+    "select_uct",
+    "start_run",
+]
+
+Progress = Callable[[ProgressUpdate], Awaitable[None]]
+
+
+class EvaluatorLike(Protocol):
+    async def evaluate(
+        self,
+        task: Task,
+        code: str,
+        *,
+        mode: str | None = None,
+        backend: str | None = None,
+        progress: Progress | None = None,
+    ) -> Evaluation: ...
+
+    def fingerprint(self) -> str: ...
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: SqliteStore
+    evaluator: EvaluatorLike
+
+
+# ---- helpers -------------------------------------------------------------------------------------------
+def _task(svc: Services, task_id: str) -> Task:
+    record = svc.store.task(task_id)
+    return task_from_source(record.source, name=record.name)
+
+
+def _config(run: RunRecord) -> SearchConfig:
+    return SearchConfig.model_validate_json(run.config)
+
+
+def _rng(run: RunRecord, purpose: str, node_id: int) -> random.Random:
+    """The random source of one decision, a function of the run's seed and its progress only, so that a
+    resumed run draws what an uninterrupted one would have."""
+    return random.Random(f"{run.seed}:{run.steps}:{purpose}:{node_id}")
+
+
+def _verdict(record: NodeRecord, svc: Services) -> str:
+    if record.evaluation_id is None:
+        return "not evaluated"
+    evaluation = Evaluation.model_validate_json(svc.store.evaluation(record.evaluation_id).result)
+    return f"{evaluation.status.value}: {evaluation.message}"
+
+
+def _context(svc: Services, stats: NodeStats) -> ContextKernel:
+    record = svc.store.node(stats.id)
+    return ContextKernel(
+        node_id=record.id,
+        kind=record.kind.value,
+        status=record.status,
+        speedup=record.speedup,
+        verdict=_verdict(record, svc),
+        code=record.code,
+    )
+
+
+def _prompt_kernel(kernel: ContextKernel) -> KernelContext:
+    return KernelContext(
+        node_id=kernel.node_id,
+        kind=kernel.kind,
+        verdict=kernel.verdict,
+        correct=kernel.status == Status.ok,
+        code=kernel.code,
+    )
+
+
+# ---- tools ---------------------------------------------------------------------------------------------
+def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
+    """Register a task from its text or a file; the same task (by normalized source) keeps one id.
+
+    Raises:
+        RequestError: neither or both of source and path were given, or the file is missing.
+        TaskError: the text is not a usable task module.
+    """
+    if (req.source is None) == (req.path is None):
+        raise RequestError("give the task either as source (the module's text) or as path (a file), not both")
+    origin = "text"
+    if req.path is not None:
+        path = Path(req.path)
+        if not path.is_file():
+            raise RequestError(f"task file {req.path} does not exist on the server's machine; send its source instead")
+        source, name, origin = path.read_text(), req.name or path.stem, f"file:{path.name}"
+    else:
+        source, name = req.source or "", req.name or "task"
+    task = task_from_source(source, name=name)
+    svc.store.put_task(task.hash, task.name, task.source, origin)
+    return CreateTaskResult(
+        task_id=task.hash,
+        name=task.name,
+        init_params=task.init_params,
+        forward_params=task.forward_params,
+        small_sizes=task.small_sizes is not None,
+    )
+
+
+def start_run(svc: Services, req: StartRunRequest) -> StartRunResult:
+    """Open a search run on a task; it starts with its root.
+
+    Raises:
+        NotFoundError: the task id is unknown.
+    """
+    svc.store.task(req.task_id)
+    base = svc.settings.search.model_dump(exclude_unset=True)
+    if req.preset is not None:
+        base["preset"] = req.preset
+    if req.total_steps is not None:
+        base["total_steps"] = req.total_steps
+    try:
+        config = SearchConfig.model_validate(base)
+    except ValidationError as exc:
+        raise RequestError(f"the search settings do not combine: {exc.errors()[0]['msg']}") from exc
+    seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
+    run = svc.store.create_run(
+        req.task_id,
+        config=config.model_dump_json(),
+        mode=req.mode or svc.settings.executor.mode,
+        backend=req.backend or svc.settings.executor.backend,
+        model=req.model,
+        seed=seed,
+    )
+    return StartRunResult(run_id=run.id, task_id=run.task_id, root_node_id=run.root_id, seed=seed, config=config)
+
+
+def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
+    """The node to grow next and the step to take there, with the scores that decided it.
+
+    Raises:
+        NotFoundError: the run id is unknown.
+    """
+    run = svc.store.run(req.run_id)
+    config = _config(run)
+    chosen = select(svc.store.view(run.id), run.root_id, config, _rng(run, "select", run.root_id))
+    trail = [
+        TrailStep(
+            node_id=d.node,
+            expand_score=_finite(d.expand_score),
+            best_child_id=d.best_child,
+            best_child_score=_finite(d.best_child_score),
+            expanded=d.expanded,
+        )
+        for d in chosen.trail
+    ]
+    return SelectUctResult(
+        run_id=run.id,
+        node_id=chosen.node,
+        action=chosen.action.value,  # type: ignore[arg-type]
+        reason=chosen.reason,
+        trail=trail,
+        steps_done=run.steps,
+        steps_total=config.total_steps,
+    )
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and abs(value) != float("inf") else None
+
+
+def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
+    """The context for growing a node: for a small step the kernel to edit and its segment's recent history,
+    for a large step the pool of representative kernels; and the instruction text.
+
+    Raises:
+        NotFoundError: the run or node id is unknown.
+        RequestError: the node is in another run, or cannot take this step.
+    """
+    run = svc.store.run(req.run_id)
+    node = svc.store.node(req.node_id, run_id=run.id)
+    config = _config(run)
+    action = Kind(req.action)
+    view = svc.store.view(run.id)
+    task = svc.store.task(run.task_id)
+    if action is Kind.small:
+        if node.kind is Kind.root:
+            raise RequestError("the root has no kernel to edit; take a large step from it")
+        if node.small_children >= config.small_step_limit:
+            raise RequestError(
+                f"node {node.id} already has {node.small_children} small-step children "
+                f"(small_step_limit is {config.small_step_limit}); take a large step from it"
+            )
+        memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
+        current, history, representatives = memory[-1], memory[:-1], []
+        instructions = render_small_step(
+            SmallStepContext(
+                task_source=task.source, current=_prompt_kernel(current), history=[_prompt_kernel(k) for k in history]
+            )
+        )
+        context_ids = [k.node_id for k in memory]
+    else:
+        representatives = [_context(svc, n) for n in pool(view, node.id, config, _rng(run, "pool", node.id))]
+        current, memory = None, []
+        instructions = render_large_step(
+            LargeStepContext(task_source=task.source, pool=[_prompt_kernel(k) for k in representatives])
+        )
+        context_ids = [k.node_id for k in representatives]
+    expansion = svc.store.add_expansion(run.id, node.id, action, context_ids)
+    return ExpandNodeResult(
+        expansion_id=expansion.id,
+        run_id=run.id,
+        node_id=node.id,
+        action=req.action,
+        task_source=task.source,
+        current=current,
+        working_memory=memory,
+        pool=representatives,
+        instructions=instructions,
+    )
+
+
+async def compile_and_profile(
+    svc: Services, req: CompileAndProfileRequest, *, progress: Progress | None = None
+) -> CompileAndProfileResult:
+    """Evaluate a kernel. With an expansion (or a run, parent and action) the result becomes a new node of
+    the tree and its reward is back-propagated; with only a task id nothing is stored.
+
+    Raises:
+        NotFoundError: an id is unknown.
+        RequestError: the target is ambiguous, or the parent is in another run or cannot take the step.
+    """
+    run, parent_id, action, context_ids = _target(svc, req)
+    task_id = run.task_id if run is not None else req.task_id
+    assert task_id is not None
+    task = _task(svc, task_id)
+    mode = req.mode or (run.mode if run else None) or svc.settings.executor.mode
+    backend = req.backend or (run.backend if run else None) or svc.settings.executor.backend
+    config = _config(run) if run is not None else svc.settings.search
+    digest = code_hash(req.code)
+    reused = (
+        svc.store.find_evaluation(task_id, digest, svc.evaluator.fingerprint(), mode)
+        if config.reuse_identical
+        else None
+    )
+    if reused is not None:
+        evaluation = Evaluation.model_validate_json(reused.result)
+    else:
+        evaluation = await svc.evaluator.evaluate(task, req.code, mode=mode, backend=backend, progress=progress)
+    speedup = evaluation.speedup
+    node: NodeRecord | None = None
+    score = None
+    best_id = run.best_node_id if run is not None else None
+    if run is not None and evaluation.status is not Status.infra_error:
+        assert parent_id is not None and action is not None
+        score = reward(evaluation.status.value, speedup, config.reward_cap)
+        stored: NewEvaluation | int = (
+            reused.id
+            if reused is not None
+            else NewEvaluation(
+                code_hash=digest,
+                environment=evaluation.provenance.environment,
+                mode=mode,
+                status=evaluation.status.value,
+                speedup=speedup,
+                result=evaluation.model_dump_json(),
+            )
+        )
+        node = svc.store.add_child(
+            run.id,
+            parent_id,
+            action,
+            code=req.code,
+            code_hash=digest,
+            context_ids=context_ids,
+            task_id=task_id,
+            evaluation=stored,
+            reward=score,
+        )
+        best_id = svc.store.run(run.id).best_node_id
+    message = evaluation.message
+    if run is not None and node is None:
+        message += " (not added to the tree: the evaluator failed, not the kernel; try again)"
+    return CompileAndProfileResult(
+        status=evaluation.status.value,
+        message=message,
+        speedup=speedup,
+        timed=evaluation.timed,
+        node_id=node.id if node else None,
+        reward=score,
+        is_new_best=node is not None and best_id == node.id,
+        best_node_id=best_id,
+        reused_evaluation=reused is not None,
+        evaluation=evaluation,
+    )
+
+
+def _target(
+    svc: Services, req: CompileAndProfileRequest
+) -> tuple[RunRecord | None, int | None, Kind | None, list[int]]:
+    if req.expansion_id is not None:
+        if req.run_id is not None or req.parent_id is not None or req.action is not None:
+            raise RequestError("give expansion_id alone, or run_id with parent_id and action, not both")
+        expansion = svc.store.expansion(req.expansion_id)
+        return svc.store.run(expansion.run_id), expansion.node_id, expansion.action, expansion.context_ids
+    if req.run_id is not None:
+        if req.parent_id is None or req.action is None:
+            raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")
+        run = svc.store.run(req.run_id)
+        parent = svc.store.node(req.parent_id, run_id=run.id)
+        action = Kind(req.action)
+        if action is Kind.small and parent.small_children >= _config(run).small_step_limit:
+            raise RequestError(
+                f"node {parent.id} already has {parent.small_children} small-step children; take a large step from it"
+            )
+        return run, parent.id, action, []
+    if req.task_id is None:
+        raise RequestError(
+            "say what to evaluate against: expansion_id (from expand_node), run_id with parent_id and "
+            "action, or task_id alone"
+        )
+    svc.store.task(req.task_id)
+    return None, None, None, []
+
+
+def get_node(svc: Services, req: GetNodeRequest) -> NodeResult:
+    """A node with its statistics, its code and its evaluation.
+
+    Raises:
+        NotFoundError: the node id is unknown.
+    """
+    node = svc.store.node(req.node_id)
+    evaluation = (
+        Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
+        if node.evaluation_id is not None
+        else None
+    )
+    return NodeResult(
+        node_id=node.id,
+        run_id=node.run_id,
+        parent_id=node.parent_id,
+        kind=node.kind.value,
+        depth=node.depth,
+        segment=node.segment,
+        step=node.seq,
+        status=node.status,
+        speedup=node.speedup,
+        reward=node.reward,
+        visits=node.visits,
+        mean_reward=node.total_reward / node.visits if node.visits else 0.0,
+        max_reward=node.max_reward,
+        children=node.children,
+        context_node_ids=node.context_ids,
+        code=node.code if req.include_code else None,
+        evaluation=evaluation,
+    )
+
+
+def get_run(svc: Services, req: GetRunRequest) -> RunResult:
+    """A run's state: progress, counts by status, depth, and its best node.
+
+    Raises:
+        NotFoundError: the run id is unknown.
+    """
+    run = svc.store.run(req.run_id)
+    task = svc.store.task(run.task_id)
+    rows = svc.store.view(run.id).rows()
+    counts: dict[str, int] = {}
+    for row in rows:
+        if row["status"] is not None:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+    best = svc.store.node(run.best_node_id) if run.best_node_id is not None else None
+    config = _config(run)
+    return RunResult(
+        run_id=run.id,
+        task_id=run.task_id,
+        task_name=task.name,
+        status=run.status,
+        model=run.model,
+        seed=run.seed,
+        steps_done=run.steps,
+        steps_total=config.total_steps,
+        nodes=len(rows),
+        counts=counts,
+        max_depth=max(r["depth"] for r in rows),
+        best_node_id=run.best_node_id,
+        best_speedup=best.speedup if best else None,
+        final_node_id=run.final_node_id,
+        config=config,
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+    )
+
+
+def best_kernel(svc: Services, req: BestKernelRequest) -> BestKernelResult:
+    """The best correct kernel of a run: the winner of the final re-evaluation once the run is finished,
+    else the best in-search measurement.
+
+    Raises:
+        NotFoundError: the run id is unknown.
+        RequestError: the run has no correct kernel yet.
+    """
+    run = svc.store.run(req.run_id)
+    node_id = run.final_node_id or run.best_node_id
+    if node_id is None:
+        raise RequestError(f"run {run.id} has no correct kernel yet ({run.steps} evaluated); keep searching")
+    node = svc.store.node(node_id)
+    verified = run.final_node_id is not None
+    speedup = node.speedup
+    if verified and run.final_result:
+        final = {c["node_id"]: c for c in json.loads(run.final_result)}
+        speedup = final.get(node_id, {}).get("speedup", speedup)
+    where = "re-measured in fresh processes at the end of the run" if verified else "measured during the search"
+    text = f"{speedup:.3f}x" if speedup is not None else "not timed"
+    return BestKernelResult(
+        run_id=run.id,
+        node_id=node.id,
+        speedup=speedup,
+        verified=verified,
+        code=node.code,
+        message=f"node {node.id}: {text}, {where}",
+    )
+
+
+async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress | None = None) -> FinishRunResult:
+    """End a run: evaluate its best candidates again in fresh processes with fresh seeds and choose the winner
+    on those numbers (the best of many noisy measurements is biased up). With `final_reevaluation = 0` (the
+    paper preset) the in-search best stands.
+
+    Raises:
+        NotFoundError: the run id is unknown.
+    """
+    run = svc.store.run(req.run_id)
+    config = _config(run)
+    task = _task(svc, run.task_id)
+    correct_nodes = sorted(
+        (n for n in svc.store.nodes(run.id) if n.status == Status.ok),
+        key=lambda n: (-(n.speedup if n.speedup is not None else 1.0), n.id),
+    )
+    seen: set[str] = set()
+    top: list[NodeRecord] = []
+    for n in correct_nodes:
+        if n.code_hash not in seen and len(top) < config.final_reevaluation:
+            seen.add(n.code_hash)
+            top.append(n)
+    candidates: list[ReevaluatedCandidate] = []
+    for n in top:
+        fresh = await svc.evaluator.evaluate(task, n.code, mode=run.mode, backend=run.backend, progress=progress)
+        candidates.append(
+            ReevaluatedCandidate(
+                node_id=n.id, search_speedup=n.speedup, status=fresh.status.value, speedup=fresh.speedup
+            )
+        )
+    passing = [c for c in candidates if c.status == Status.ok]
+    winner = max(passing, key=lambda c: (c.speedup if c.speedup is not None else 1.0, -c.node_id), default=None)
+    final_id = winner.node_id if winner else run.best_node_id
+    svc.store.finish_run(run.id, final_id, json.dumps([c.model_dump() for c in candidates]))
+    if not candidates:
+        message = "finished; the in-search best stands (no final re-evaluation)"
+    elif winner is None:
+        message = "finished; no candidate passed again, so the in-search best stands"
+    else:
+        message = f"finished; node {winner.node_id} won the re-evaluation of {len(candidates)} candidates"
+    return FinishRunResult(run_id=run.id, final_node_id=final_id, candidates=candidates, message=message)

@@ -1,0 +1,72 @@
+"""A stand-in for the evaluator where the search, not the kernel, is under test: verdicts come from a script."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from adaexplore.executor import Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
+
+Verdict = tuple[Status, float | None]
+
+
+def _stats(ms: float) -> Stats:
+    return Stats(n=10, median_ms=ms, mean_ms=ms, std_ms=0.0, min_ms=ms, max_ms=ms, p10_ms=ms, p90_ms=ms)
+
+
+def make_evaluation(task: Task, code: str, status: Status, speedup: float | None, mode: str = "strict") -> Evaluation:
+    timing = None
+    if status is Status.ok and speedup is not None:
+        timing = Timing(
+            method="scripted",
+            statistic="median",
+            candidate=_stats(1.0 / speedup),
+            reference=_stats(1.0),
+            speedup=speedup,
+        )
+    provenance = Provenance(
+        adaexplore="test",
+        python="3",
+        environment="fake-env",
+        task_hash=task.hash,
+        code_hash=code_hash(code),
+        sizes="full",
+        finished_at="2026-01-01T00:00:00+00:00",
+    )
+    return Evaluation(
+        status=status,
+        message=f"scripted {status.value}",
+        mode=Mode(mode),
+        backends=[],
+        timed=timing is not None,
+        timing=timing,
+        provenance=provenance,
+    )
+
+
+class FakeEvaluator:
+    """Answers `evaluate` with `script(code, call_number)`; counts its calls."""
+
+    def __init__(self, script: Callable[[str, int], Verdict]) -> None:
+        self.script = script
+        self.calls = 0
+
+    async def evaluate(
+        self, task: Task, code: str, *, mode: str | None = None, backend: str | None = None, progress: object = None
+    ) -> Evaluation:
+        self.calls += 1
+        status, speedup = self.script(code, self.calls)
+        return make_evaluation(task, code, status, speedup, mode or "strict")
+
+    def fingerprint(self) -> str:
+        return "fake-env"
+
+
+def by_hash(code: str, _: int) -> Verdict:
+    """A deterministic verdict from the code alone: a mix of failures and speedups."""
+    h = int(code_hash(code), 16)
+    kind = h % 10
+    if kind < 2:
+        return Status.compile_error, None
+    if kind < 4:
+        return Status.mismatch, None
+    return Status.ok, 0.5 + (h >> 8) % 400 / 100

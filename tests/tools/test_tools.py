@@ -1,0 +1,315 @@
+"""The tools on a real SQLite file, with scripted verdicts (the search is under test here, not kernels)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from adaexplore.config import SearchConfig, Settings
+from adaexplore.errors import NotFoundError, RequestError, TaskError
+from adaexplore.executor import Status
+from adaexplore.search import Kind, Tree
+from adaexplore.store import open_store
+from adaexplore.tools import (
+    BestKernelRequest,
+    CompileAndProfileRequest,
+    CreateTaskRequest,
+    ExpandNodeRequest,
+    FinishRunRequest,
+    GetNodeRequest,
+    GetRunRequest,
+    SelectUctRequest,
+    Services,
+    StartRunRequest,
+    best_kernel,
+    compile_and_profile,
+    create_task,
+    expand_node,
+    finish_run,
+    get_node,
+    get_run,
+    select_uct,
+    start_run,
+)
+from tests.fakes import FakeEvaluator, by_hash
+
+TASK_FILE = Path(__file__).parents[1] / "executor" / "data" / "scale_relu_task.py"
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Services:
+    settings = Settings(home=tmp_path)
+    return Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
+
+
+def rows(svc: Services, table: str) -> int:
+    return svc.store._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+async def step(svc: Services, run_id: str, code: str | None = None) -> int:
+    """One AdaExplore step as a client takes it; returns the new node's id."""
+    chosen = select_uct(svc, SelectUctRequest(run_id=run_id))
+    context = expand_node(svc, ExpandNodeRequest(run_id=run_id, node_id=chosen.node_id, action=chosen.action))
+    result = await compile_and_profile(
+        svc,
+        CompileAndProfileRequest(
+            code=code or f"# step {chosen.steps_done} from node {chosen.node_id}\n", expansion_id=context.expansion_id
+        ),
+    )
+    assert result.node_id is not None
+    return result.node_id
+
+
+def test_a_task_is_created_once_from_text_or_file(svc: Services) -> None:
+    by_text = create_task(svc, CreateTaskRequest(source=TASK_FILE.read_text(), name="scale_relu"))
+    by_file = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    assert by_text.task_id == by_file.task_id
+    assert by_text.init_params == ["scale"] and by_text.small_sizes
+    assert rows(svc, "tasks") == 1
+
+
+@pytest.mark.parametrize(
+    ("request_", "error", "fragment"),
+    [
+        (CreateTaskRequest(), RequestError, "either as source"),
+        (CreateTaskRequest(source="x", path="y"), RequestError, "not both"),
+        (CreateTaskRequest(path="/no/such/task.py"), RequestError, "does not exist"),
+        (CreateTaskRequest(source="import torch\n"), TaskError, "is missing a class Model"),
+    ],
+)
+def test_a_bad_task_request_says_what_to_fix_and_writes_nothing(svc: Services, request_, error, fragment) -> None:
+    with pytest.raises(error, match=fragment):
+        create_task(svc, request_)
+    assert rows(svc, "tasks") == 0
+
+
+async def test_one_step_grows_the_root_with_a_large_step(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=7, total_steps=5))
+    chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+    assert (chosen.node_id, chosen.action, chosen.reason) == (run.root_node_id, "large", "root")
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=chosen.node_id, action="large"))
+    assert context.pool == [] and context.current is None
+    assert "class Model(nn.Module)" in context.instructions and "No earlier correct kernel" in context.instructions
+    result = await compile_and_profile(
+        svc, CompileAndProfileRequest(code="fast kernel", expansion_id=context.expansion_id)
+    )
+    assert result.node_id is not None and result.reward is not None
+    node = get_node(svc, GetNodeRequest(node_id=result.node_id))
+    assert node.parent_id == run.root_node_id and node.kind == "large" and node.segment == node.node_id
+    assert node.visits == 1 and node.evaluation is not None and node.code == "fast kernel"
+    state = get_run(svc, GetRunRequest(run_id=run.run_id))
+    assert state.steps_done == 1 and state.nodes == 2
+
+
+async def test_a_small_step_sees_the_kernel_and_its_segment_history(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    head = await step(svc, run.run_id, code="head kernel")
+    first = await compile_and_profile(
+        svc, CompileAndProfileRequest(code="edit one", run_id=run.run_id, parent_id=head, action="small")
+    )
+    assert first.node_id is not None
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=first.node_id, action="small"))
+    assert context.current is not None and context.current.code == "edit one"
+    assert [k.node_id for k in context.working_memory] == [head, first.node_id]
+    assert "edit one" in context.instructions
+
+
+async def test_large_step_pool_holds_the_best_correct_kernel_of_each_segment_on_the_path(svc: Services) -> None:
+    speeds = {"a": (Status.ok, 1.5), "a2": (Status.ok, 3.0), "b": (Status.ok, 2.0), "bad": (Status.mismatch, None)}
+    svc.evaluator = FakeEvaluator(lambda code, _: speeds[code])
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+
+    async def add(code: str, parent: int, action: str) -> int:
+        result = await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=parent, action=action)
+        )
+        assert result.node_id is not None
+        return result.node_id
+
+    a = await add("a", run.root_node_id, "large")
+    a2 = await add("a2", a, "small")
+    b = await add("b", a2, "large")
+    bad = await add("bad", b, "small")
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=bad, action="large"))
+    assert [k.node_id for k in context.pool] == [a2, b]  # segment a's best is a2, segment b's is b
+    assert "bad" not in [k.code for k in context.pool]
+
+
+@pytest.mark.parametrize("preset", ["default", "paper"])
+async def test_identical_code_reuses_its_evaluation_unless_the_paper_preset(svc: Services, preset: str) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, preset=preset))
+    head = await step(svc, run.run_id, code="same kernel")
+    calls = svc.evaluator.calls
+    again = await compile_and_profile(
+        svc,
+        CompileAndProfileRequest(
+            code="same  kernel".replace("  ", " "), run_id=run.run_id, parent_id=head, action="small"
+        ),
+    )
+    assert again.reused_evaluation is (preset == "default")
+    assert svc.evaluator.calls == calls + (preset == "paper")
+
+
+async def test_an_infrastructure_failure_adds_no_node(svc: Services) -> None:
+    svc.evaluator = FakeEvaluator(lambda code, _: (Status.infra_error, None))
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    result = await compile_and_profile(
+        svc, CompileAndProfileRequest(code="k", run_id=run.run_id, parent_id=run.root_node_id, action="large")
+    )
+    assert result.node_id is None and "not added to the tree" in result.message
+    assert rows(svc, "nodes") == 1 and rows(svc, "evaluations") == 0
+
+
+async def test_evaluating_against_a_task_alone_stores_no_node(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    result = await compile_and_profile(svc, CompileAndProfileRequest(code="k", task_id=task.task_id))
+    assert result.node_id is None and result.evaluation.status is not None
+    assert rows(svc, "nodes") == 0
+
+
+async def test_bad_requests_are_refused_and_write_nothing(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    other = start_run(svc, StartRunRequest(task_id=task.task_id, seed=2))
+    head = await step(svc, run.run_id)
+    before = {t: rows(svc, t) for t in ("nodes", "evaluations", "expansions", "runs")}
+    cases = [
+        (lambda: select_uct(svc, SelectUctRequest(run_id="run-nope")), NotFoundError, "no run has id"),
+        (
+            lambda: expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=99999, action="large")),
+            NotFoundError,
+            "no node has id 99999",
+        ),
+        (
+            lambda: expand_node(svc, ExpandNodeRequest(run_id=other.run_id, node_id=head, action="small")),
+            RequestError,
+            f"belongs to run {run.run_id}",
+        ),
+        (
+            lambda: expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=run.root_node_id, action="small")),
+            RequestError,
+            "the root has no kernel to edit",
+        ),
+        (lambda: start_run(svc, StartRunRequest(task_id="nope")), NotFoundError, "no task has id"),
+        (lambda: best_kernel(svc, BestKernelRequest(run_id=other.run_id)), RequestError, "no correct kernel yet"),
+    ]
+    for call, error, fragment in cases:
+        with pytest.raises(error, match=fragment):
+            call()
+    async_cases = [
+        (CompileAndProfileRequest(code="k", expansion_id=12345), NotFoundError, "no expansion has id"),
+        (
+            CompileAndProfileRequest(code="k", run_id=other.run_id, parent_id=head, action="small"),
+            RequestError,
+            "belongs to run",
+        ),
+        (CompileAndProfileRequest(code="k", run_id=run.run_id), RequestError, "give parent_id and action"),
+        (CompileAndProfileRequest(code="k"), RequestError, "say what to evaluate against"),
+        (CompileAndProfileRequest(code="k", expansion_id=1, run_id=run.run_id), RequestError, "not both"),
+    ]
+    for request, error, fragment in async_cases:
+        with pytest.raises(error, match=fragment):
+            await compile_and_profile(svc, request)
+    assert {t: rows(svc, t) for t in before} == before
+
+
+async def test_small_steps_stop_at_the_limit(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    head = await step(svc, run.run_id)
+    for code in ("x1", "x2"):
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=head, action="small")
+        )
+    with pytest.raises(RequestError, match="small_step_limit is 2"):
+        expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=head, action="small"))
+    nodes = rows(svc, "nodes")
+    with pytest.raises(RequestError, match="already has 2 small-step children"):
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code="x3", run_id=run.run_id, parent_id=head, action="small")
+        )
+    assert rows(svc, "nodes") == nodes
+
+
+async def test_a_whole_run_matches_the_in_memory_tree_and_finishes_on_fresh_measurements(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=11, total_steps=30))
+    mirror = Tree()
+    ids = {run.root_node_id: mirror.root}
+    for _ in range(30):
+        chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+        context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=chosen.node_id, action=chosen.action))
+        code = f"kernel {context.expansion_id}"
+        result = await compile_and_profile(svc, CompileAndProfileRequest(code=code, expansion_id=context.expansion_id))
+        added = mirror.add(ids[chosen.node_id], Kind(chosen.action), result.status, result.speedup, result.reward)
+        ids[result.node_id] = added.id
+    for node_id, mirror_id in ids.items():
+        stored, expected = get_node(svc, GetNodeRequest(node_id=node_id, include_code=False)), mirror.node(mirror_id)
+        assert (stored.visits, stored.children) == (expected.visits, expected.children)
+        assert stored.max_reward == pytest.approx(expected.max_reward)
+        assert stored.mean_reward == pytest.approx(expected.mean_reward)
+    state = get_run(svc, GetRunRequest(run_id=run.run_id))
+    best = mirror.best()
+    assert best is not None and state.best_speedup == pytest.approx(best.speedup)
+    # Re-measurement: a different verdict for the old best makes another candidate win.
+    speeds = {}
+
+    def remeasure(code: str, call: int) -> tuple[Status, float | None]:
+        speeds[code] = 1.0 + (hash(code) % 7) / 10
+        return Status.ok, speeds[code]
+
+    svc.evaluator = FakeEvaluator(remeasure)
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert len(finished.candidates) == SearchConfig().final_reevaluation
+    winner = max(finished.candidates, key=lambda c: (c.speedup, -c.node_id))
+    assert finished.final_node_id == winner.node_id
+    final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert final.verified and final.node_id == winner.node_id and final.speedup == winner.speedup
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).status == "finished"
+
+
+def test_a_newer_database_is_refused_and_an_older_one_upgraded(tmp_path: Path, monkeypatch) -> None:
+    import adaexplore.store._sqlite as sqlite_store
+    from adaexplore.errors import StoreError
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    open_store(url).close()
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_store, "UPGRADES", {1: ["ALTER TABLE runs ADD COLUMN note TEXT"]})
+    upgraded = open_store(url)
+    assert upgraded.schema_version == 2
+    assert "note" in [r[1] for r in upgraded._db.execute("PRAGMA table_info(runs)")]
+    upgraded.close()
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
+    with pytest.raises(StoreError, match="schema version 2, newer than this adaexplore understands"):
+        open_store(url)
+
+
+def test_a_locked_database_is_reported_not_waited_on_forever(tmp_path: Path, svc: Services) -> None:
+    from adaexplore.errors import StoreError
+
+    svc.store._db.execute("PRAGMA busy_timeout=200")
+    holder = sqlite3.connect(svc.store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="is locked by another process"):
+            create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    finally:
+        holder.execute("ROLLBACK")
+    assert rows(svc, "tasks") == 0
+
+
+def test_only_sqlite_urls_are_accepted(tmp_path: Path) -> None:
+    from adaexplore.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="use sqlite:///"):
+        open_store("postgresql://db/adaexplore")
