@@ -25,3 +25,24 @@ def test_the_example_paths_in_the_run_command_exist() -> None:
     for word in run.split():
         if word.startswith("examples/"):
             assert (ROOT / word).is_file(), word
+
+
+def test_the_python_examples_run_as_written(tmp_path) -> None:
+    import os
+    import re
+    import subprocess
+    import sys
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert len(blocks) >= 2
+    for block in blocks:
+        done = subprocess.run(
+            [sys.executable, "-c", block],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+            env=dict(os.environ, ADAEXPLORE_HOME=str(tmp_path)),
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.startswith("ok "), done.stdout
