@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, ON_GPU
 
 DATA = Path(__file__).parent / "executor" / "data"
@@ -66,9 +68,8 @@ def test_caller_errors_exit_2_with_a_message(tmp_path: Path) -> None:
     assert bad_option.returncode == 2 and "invalid choice" in bad_option.stderr
 
 
-def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
-    import anyio
-
+@pytest.mark.anyio
+async def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
     from adaexplore.config import Settings
     from adaexplore.store import open_store
     from adaexplore.tools import (
@@ -101,7 +102,7 @@ def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
                 svc, CompileAndProfileRequest(code=f"k{index}", expansion_id=context.expansion_id)
             )
 
-    anyio.run(steps)
+    await steps()
     best = svc.store.run(run.run_id).best_node_id
     env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path))
     listed = subprocess.run(
