@@ -44,10 +44,11 @@ def test_an_evaluation_runs_with_torch_unimportable_in_the_callers_process(tmp_p
     assert done.stdout.strip().splitlines()[-1] == "ok"
 
 
-def test_the_cli_and_every_parent_side_module_import_without_torch() -> None:
+def test_the_cli_search_store_tools_and_every_parent_side_module_import_without_torch() -> None:
     done = run("""
         import adaexplore.cli, adaexplore.config, adaexplore.errors
         import adaexplore.executor, adaexplore.executor._render
+        import adaexplore.search, adaexplore.store, adaexplore.tools, adaexplore.prompts
         print("imported")
     """)
     assert done.returncode == 0, done.stderr[-3000:]
