@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore import __version__
+from adaexplore._memory_view import run_memory_command
 from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError
@@ -63,6 +64,31 @@ def _parser() -> argparse.ArgumentParser:
     run_commands.add_parser("list", help="every run: task, status, steps, best speedup")
     show = run_commands.add_parser("show", help="one run as an indented tree; * marks the path to the best node")
     show.add_argument("run", help="run id (see `adaexplore runs list`)")
+
+    memory = commands.add_parser("memory", help="the skill memory: rules learned from failures")
+    memory_commands = memory.add_subparsers(dest="memory_command", required=True)
+    listing = memory_commands.add_parser("list", help="the rules, most frequent first")
+    listing.add_argument("--all", action="store_true", help="also retired rules")
+    for name, text in (
+        ("show", "one rule with its signatures and recent failures"),
+        ("retire", "stop injecting a rule (kept, and still counted)"),
+        ("pin", "always inject a rule, whatever its counts"),
+        ("activate", "undo retire or pin: the counts decide again"),
+    ):
+        memory_commands.add_parser(name, help=text).add_argument("rule", type=int, help="rule id")
+    edit = memory_commands.add_parser("edit", help="replace a rule's text")
+    edit.add_argument("rule", type=int, help="rule id")
+    edit.add_argument("text", help="the new sentence, starting with 'You cannot'")
+    export = memory_commands.add_parser("export", help="write the memory to a file ('-': standard output)")
+    export.add_argument("file")
+    export.add_argument(
+        "--format",
+        choices=["adaexplore", "paper"],
+        default="adaexplore",
+        help="adaexplore: everything, as JSON; paper: the authors' 'rule||count' lines",
+    )
+    load = memory_commands.add_parser("import", help="add rules from a file (either format), all or nothing")
+    load.add_argument("file")
     return parser
 
 
@@ -74,8 +100,10 @@ def main(argv: list[str] | None = None) -> None:
             settings = settings.model_copy(update={"home": args.home})
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
-        else:
+        elif args.command == "runs":
             code = _runs(args, settings)
+        else:
+            code = _memory(args, settings)
     except AdaexploreError as exc:
         print(f"adaexplore: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
@@ -88,6 +116,15 @@ def _runs(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(settings.database_url)
     try:
         print(render_runs(store) if args.runs_command == "list" else render_run_tree(store, args.run))
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def _memory(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(settings.database_url)
+    try:
+        print(run_memory_command(store, settings, args))
     finally:
         store.close()
     return EXIT_OK

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from adaexplore.errors import ConfigError
 
-__all__ = ["ExecutorConfig", "SearchConfig", "Settings", "StoreConfig", "default_home"]
+__all__ = ["ExecutorConfig", "MemoryConfig", "SearchConfig", "Settings", "StoreConfig", "default_home"]
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
 ModeName = Literal["strict", "kernelbench", "paper"]
@@ -114,6 +114,32 @@ class SearchConfig(BaseModel):
         return self
 
 
+class MemoryConfig(BaseModel):
+    """The skill memory: when a rule is injected and how failures merge into rules."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # "paper": a rule is injected on its occurrences alone (3), as the authors counted, whatever its scope.
+    preset: Literal["default", "paper"] = "default"
+    min_occurrences: int = Field(default=3, ge=1)
+    # Distinct tasks a rule must have been seen in; one task's repeated mistake is not yet a general rule.
+    min_tasks: int = Field(default=2, ge=1)
+    # Token overlap (Jaccard) at which a new rule's text is taken to be an existing rule.
+    similarity_threshold: float = Field(default=0.6, gt=0, le=1)
+    # Below the threshold but above this, a configured model judge decides.
+    judge_floor: float = Field(default=0.3, ge=0, le=1)
+    # Rules in a prompt block, most frequent first.
+    max_rules: int = Field(default=60, ge=1)
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> MemoryConfig:
+        if self.preset == "paper":
+            if "min_tasks" in self.model_fields_set and self.min_tasks != 1:
+                raise ValueError("preset 'paper' counts occurrences only (min_tasks 1); remove min_tasks")
+            self.min_tasks = 1
+        return self
+
+
 class StoreConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +155,7 @@ class Settings(BaseModel):
     home: Path = Field(default_factory=default_home)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
 
     @property

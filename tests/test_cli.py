@@ -129,3 +129,50 @@ async def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
         timeout=60,
     )
     assert missing.returncode == 2 and "no run has id 'run-nope'" in missing.stderr
+
+
+def memory_cli(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adaexplore", "memory", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, ADAEXPLORE_HOME=str(home)),
+        timeout=120,
+        input=stdin,
+    )
+
+
+def test_memory_commands_list_show_retire_pin_edit_export_import(tmp_path: Path) -> None:
+    from adaexplore.memory import load_starter
+
+    starter = load_starter()
+    listed = memory_cli("list", home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert f"added the {len(starter)} starter rules" in listed.stdout
+    rows = [line for line in listed.stdout.splitlines() if line[:5].strip().isdigit()]
+    assert len(rows) == len(starter) and all(" curated " in row and " yes " in row for row in rows)
+    shown = memory_cli("show", "1", home=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"rule 1: {starter[0].text}")
+    assert starter[0].signature_id in shown.stdout
+    assert memory_cli("retire", "1", home=tmp_path).stdout.strip() == "rule 1 is now retired"
+    assert not any(line.split()[0] == "1" for line in memory_cli("list", home=tmp_path).stdout.splitlines()[1:-1])
+    assert "retired" in memory_cli("list", "--all", home=tmp_path).stdout
+    assert memory_cli("pin", "2", home=tmp_path).stdout.strip() == "rule 2 is now pinned"
+    edited = memory_cli("edit", "3", "You cannot do it that way; do it this way.", home=tmp_path)
+    assert edited.returncode == 0 and "You cannot do it that way" in edited.stdout
+    bad_edit = memory_cli("edit", "3", "Do it this way.", home=tmp_path)
+    assert bad_edit.returncode == 2 and "starts with 'You cannot" in bad_edit.stderr
+    assert memory_cli("show", "999", home=tmp_path).returncode == 2
+
+    exported = tmp_path / "memory.json"
+    assert memory_cli("export", str(exported), home=tmp_path).returncode == 0
+    paper = memory_cli("export", "-", "--format", "paper", home=tmp_path)
+    assert paper.returncode == 0 and len(paper.stdout.splitlines()) == len(starter) - 1  # the retired rule is left out
+    other = tmp_path / "other"
+    loaded = memory_cli("import", str(exported), home=other)
+    # The other memory starts with the starter rules; of the export, only the edited rule is new there.
+    assert loaded.returncode == 0 and f"imported 1 rules ({len(starter) - 1} already present)" in loaded.stdout
+    broken = tmp_path / "broken.txt"
+    broken.write_text("You cannot a.||2\nno separator here\n")
+    refused = memory_cli("import", str(broken), home=tmp_path / "third")
+    assert refused.returncode == 2 and "line 2 is not 'rule text||count'" in refused.stderr

@@ -48,7 +48,7 @@ def test_the_cli_search_store_tools_and_every_parent_side_module_import_without_
     done = run("""
         import adaexplore.cli, adaexplore.config, adaexplore.errors
         import adaexplore.executor, adaexplore.executor._render
-        import adaexplore.search, adaexplore.store, adaexplore.tools, adaexplore.prompts
+        import adaexplore.search, adaexplore.store, adaexplore.tools, adaexplore.prompts, adaexplore.memory
         print("imported")
     """)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -5,7 +5,15 @@ from adaexplore.prompts._render import (
     LargeStepContext,
     SmallStepContext,
     render_large_step,
+    render_skill_memory,
     render_small_step,
 )
 
-__all__ = ["KernelContext", "LargeStepContext", "SmallStepContext", "render_large_step", "render_small_step"]
+__all__ = [
+    "KernelContext",
+    "LargeStepContext",
+    "SmallStepContext",
+    "render_large_step",
+    "render_skill_memory",
+    "render_small_step",
+]

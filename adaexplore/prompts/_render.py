@@ -9,7 +9,14 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["KernelContext", "LargeStepContext", "SmallStepContext", "render_large_step", "render_small_step"]
+__all__ = [
+    "KernelContext",
+    "LargeStepContext",
+    "SmallStepContext",
+    "render_large_step",
+    "render_skill_memory",
+    "render_small_step",
+]
 
 
 class KernelContext(BaseModel):
@@ -57,3 +64,7 @@ def render_large_step(context: LargeStepContext) -> str:
 
 def render_small_step(context: SmallStepContext) -> str:
     return _render("small_step.j2", context)
+
+
+def render_skill_memory(rules: list[str]) -> str:
+    return _environment().get_template("skill_memory.j2").render(rules=rules)

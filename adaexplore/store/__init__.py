@@ -1,5 +1,6 @@
 """Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
 
+from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
 from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store
@@ -10,12 +11,16 @@ __all__ = [
     "SCHEMA_VERSION",
     "EvaluationRecord",
     "ExpansionRecord",
+    "FailureRecord",
     "NewEvaluation",
+    "NewRule",
     "NodeRecord",
+    "RuleRecord",
     "RunRecord",
     "SqliteStore",
     "SqliteTreeView",
     "Store",
     "TaskRecord",
     "open_store",
+    "version_key",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -79,5 +79,48 @@ CREATE: list[str] = [
     )""",
 ]
 
-# UPGRADES[v] takes a database at version v to v + 1.
-UPGRADES: dict[int, list[str]] = {}
+# UPGRADES[v] takes a database at version v to v + 1. A new database is created at version 1 and upgraded,
+# so every database goes through the same statements.
+UPGRADES: dict[int, list[str]] = {
+    # 2: the skill memory.
+    1: [
+        """CREATE TABLE rules (
+            id INTEGER PRIMARY KEY,
+            text TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('active', 'retired', 'pinned')),
+            source TEXT NOT NULL CHECK (source IN ('distilled', 'imported', 'curated')),
+            triton_min TEXT,
+            triton_max TEXT,
+            backends TEXT NOT NULL,
+            occurrences INTEGER NOT NULL DEFAULT 0,
+            tasks INTEGER NOT NULL DEFAULT 0,
+            token_count INTEGER NOT NULL,
+            first_seen TEXT,
+            last_seen TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX rules_by_rank ON rules (status, occurrences DESC, id)",
+        "CREATE TABLE rule_signatures (signature TEXT PRIMARY KEY, rule_id INTEGER NOT NULL REFERENCES rules(id), "
+        "key TEXT NOT NULL)",
+        "CREATE INDEX rule_signatures_by_rule ON rule_signatures (rule_id)",
+        "CREATE TABLE rule_tasks (rule_id INTEGER NOT NULL REFERENCES rules(id), task_id TEXT NOT NULL, "
+        "PRIMARY KEY (rule_id, task_id))",
+        "CREATE TABLE rule_tokens (token TEXT NOT NULL, rule_id INTEGER NOT NULL REFERENCES rules(id), "
+        "PRIMARY KEY (token, rule_id))",
+        """CREATE TABLE failures (
+            id INTEGER PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            signature TEXT NOT NULL,
+            signature_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            error_type TEXT NOT NULL,
+            error_text TEXT NOT NULL,
+            code TEXT NOT NULL,
+            rule_id INTEGER REFERENCES rules(id),
+            triton TEXT,
+            backend TEXT,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX failures_by_signature ON failures (signature)",
+    ],
+}

@@ -13,6 +13,7 @@ from typing import Any
 
 from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreError
 from adaexplore.search import Kind, NodeStats, correct
+from adaexplore.store._memory import MemoryTables
 from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import CREATE, SCHEMA_VERSION, UPGRADES
 
@@ -57,7 +58,7 @@ class NewEvaluation:
         self.status, self.speedup, self.result = status, speedup, result
 
 
-class SqliteStore:
+class SqliteStore(MemoryTables):
     def __init__(self, path: str) -> None:
         self.path = path
         try:
@@ -87,6 +88,7 @@ class SqliteStore:
             yield self._db
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._index_cache = None  # it may hold changes that were just rolled back
             raise
         else:
             self._db.execute("COMMIT")
@@ -97,8 +99,7 @@ class SqliteStore:
             if not exists:
                 for statement in CREATE:
                     db.execute(statement)
-                db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                return
+                db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
             version = int(db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StoreError(
@@ -111,6 +112,14 @@ class SqliteStore:
                     db.execute(statement)
                 version += 1
                 db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+
+    def meta_get(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def meta_set(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     @property
     def schema_version(self) -> int:

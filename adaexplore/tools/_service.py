@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from adaexplore.config import SearchConfig, Settings
 from adaexplore.errors import RequestError
 from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task, code_hash, task_from_source
+from adaexplore.memory import RuleJudge
 from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
 from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
 from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore
@@ -83,6 +84,8 @@ class Services:
     settings: Settings
     store: SqliteStore
     evaluator: EvaluatorLike
+    # The third tier of rule merging; None: merge by signature and text similarity only.
+    judge: RuleJudge | None = None
 
 
 # ---- helpers -------------------------------------------------------------------------------------------

@@ -283,14 +283,17 @@ def test_a_newer_database_is_refused_and_an_older_one_upgraded(tmp_path: Path, m
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
     open_store(url).close()
-    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(sqlite_store, "UPGRADES", {1: ["ALTER TABLE runs ADD COLUMN note TEXT"]})
+    current = sqlite_store.SCHEMA_VERSION
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setattr(
+        sqlite_store, "UPGRADES", {**sqlite_store.UPGRADES, current: ["ALTER TABLE runs ADD COLUMN note TEXT"]}
+    )
     upgraded = open_store(url)
-    assert upgraded.schema_version == 2
+    assert upgraded.schema_version == current + 1
     assert "note" in [r[1] for r in upgraded._db.execute("PRAGMA table_info(runs)")]
     upgraded.close()
-    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
-    with pytest.raises(StoreError, match="schema version 2, newer than this adaexplore understands"):
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", current)
+    with pytest.raises(StoreError, match=f"schema version {current + 1}, newer than this adaexplore understands"):
         open_store(url)
 
 

@@ -1,0 +1,107 @@
+"""`adaexplore memory …`: the skill memory on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from adaexplore.config import Settings
+from adaexplore.errors import RequestError
+from adaexplore.memory import check_rule_text, tokens
+from adaexplore.store import SqliteStore
+from adaexplore.tools import (
+    Services,
+    describe_scope,
+    export_memory,
+    import_memory,
+    injected,
+    running_triton,
+    seed_starter_memory,
+)
+
+__all__ = ["run_memory_command"]
+
+
+def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Namespace) -> str:
+    """Carry out one `memory` subcommand and return what to print.
+
+    Raises:
+        NotFoundError: the rule id is unknown.
+        RequestError: an edit that is not a rule, or an import file that is not one of the formats.
+    """
+    svc = Services(settings=settings, store=store, evaluator=None)  # type: ignore[arg-type]
+    seeded = seed_starter_memory(svc)
+    note = f"(added the {seeded} starter rules to this memory)\n" if seeded else ""
+    command = args.memory_command
+    if command == "list":
+        return note + _list(svc, show_all=args.all)
+    if command == "show":
+        return _show(svc, args.rule)
+    if command in ("retire", "pin", "activate"):
+        status = {"retire": "retired", "pin": "pinned", "activate": "active"}[command]
+        rule = store.set_rule_status(args.rule, status)
+        return f"rule {rule.id} is now {rule.status}"
+    if command == "edit":
+        try:
+            text = check_rule_text(args.text)
+        except ValueError as exc:
+            raise RequestError(str(exc)) from exc
+        if text is None:
+            raise RequestError("a rule's text cannot be 'no guidance'; retire the rule instead")
+        rule = store.set_rule_text(args.rule, text, tokens(text))
+        return f"rule {rule.id}: {rule.text}"
+    if command == "export":
+        text = export_memory(svc, args.format)
+        if args.file == "-":
+            return text.rstrip("\n")
+        Path(args.file).write_text(text)
+        return f"wrote {len(store.rules())} rules to {args.file} ({args.format} format)"
+    if args.file == "-":
+        text = sys.stdin.read()
+    elif Path(args.file).is_file():
+        text = Path(args.file).read_text()
+    else:
+        raise RequestError(f"file {args.file} does not exist")
+    imported, skipped = import_memory(svc, text)
+    return f"imported {imported} rules ({skipped} already present)"
+
+
+def _list(svc: Services, *, show_all: bool) -> str:
+    triton = running_triton()
+    statuses = ("active", "pinned", "retired") if show_all else ("active", "pinned")
+    rules = svc.store.rules(statuses)
+    if not rules:
+        return "the memory has no rules"
+    lines = [f"{'id':>5}  {'status':<8}{'source':<10}{'seen':>5}{'tasks':>6}  {'injected':<9}{'scope':<16}rule"]
+    for rule in rules:
+        on = "yes" if injected(rule, svc.settings.memory, triton) else "no"
+        text = rule.text if len(rule.text) <= 90 else rule.text[:89] + "…"
+        lines.append(
+            f"{rule.id:>5}  {rule.status:<8}{rule.source:<10}{rule.occurrences:>5}{rule.tasks:>6}  {on:<9}"
+            f"{describe_scope(rule)[:15]:<16}{text}"
+        )
+    lines.append(
+        f"(injected: for triton {triton}, at {svc.settings.memory.min_occurrences} occurrences in "
+        f"{svc.settings.memory.min_tasks} tasks; curated and pinned rules always)"
+    )
+    return "\n".join(lines)
+
+
+def _show(svc: Services, rule_id: int) -> str:
+    rule = svc.store.rule(rule_id)
+    lines = [
+        f"rule {rule.id}: {rule.text}",
+        f"status {rule.status}, source {rule.source}, scope {describe_scope(rule)}",
+        f"seen {rule.occurrences} times in {rule.tasks} tasks; first {rule.first_seen or '-'}, "
+        f"last {rule.last_seen or '-'}",
+        "signatures:",
+    ]
+    lines += [f"  {sig}  {key[:150]}" for sig, key in svc.store.rule_signature_keys(rule.id)] or ["  none"]
+    failures = svc.store.failures(rule.id, limit=3)
+    lines.append(f"recent failures ({len(failures)} shown):")
+    for failure in failures:
+        text = failure.error_text if len(failure.error_text) <= 600 else failure.error_text[:600] + " …(trimmed)"
+        lines.append(f"  #{failure.id} task {failure.task_id} {failure.status} {failure.created_at[:19]}")
+        lines += [f"    {line}" for line in text.splitlines()[:12]]
+    return "\n".join(lines)

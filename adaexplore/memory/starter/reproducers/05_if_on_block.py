@@ -1,0 +1,34 @@
+# rule: You cannot branch with a Python `if` on a block tensor (e.g. `if v > 0:` where v has shape (BLOCK,)); select per element with tl.where(cond, a, b) instead.
+# task: elementwise
+# backend: compile
+# status: compile_error
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask) * scale + 1.0
+    if v > 0:
+        out = v
+    else:
+        out = tl.zeros_like(v)
+    tl.store(y_ptr + offs, out, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
+        return y

@@ -1,0 +1,34 @@
+# rule: You cannot call a plain Python function or a torch function (torch.relu, torch.exp) from a kernel; decorate your helpers with @triton.jit and use tl.* ops.
+# task: elementwise
+# backend: compile
+# status: compile_error
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+def _relu(v):
+    return tl.maximum(v, 0.0)
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, _relu(x * scale + 1.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
+        return y

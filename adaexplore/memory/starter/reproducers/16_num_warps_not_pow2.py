@@ -1,0 +1,30 @@
+# rule: You cannot launch with a num_warps that is not a power of 2 (e.g. num_warps=3); use 1, 2, 4, 8 or 16.
+# task: elementwise
+# backend: compile
+# status: compile_error
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x * scale + 1.0, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128, num_warps=3)
+        return y

@@ -1,0 +1,32 @@
+# rule: You cannot apply Python `math` functions (math.exp, math.fabs, ...) to tensors in a kernel; use tl.exp, tl.abs, tl.sqrt or libdevice.* (math.* is fine on constants only).
+# task: elementwise
+# backend: compile
+# status: compile_error
+
+import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask) * scale + 1.0
+    tl.store(y_ptr + offs, (v + math.fabs(v)) * 0.5, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
+        return y

@@ -1,0 +1,32 @@
+# rule: You cannot return a value from the @triton.jit kernel you launch; write results to an output pointer with tl.store (only @triton.jit helpers called by the kernel may return).
+# task: elementwise
+# backend: compile
+# status: compile_error
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    out = tl.maximum(x * scale + 1.0, 0.0)
+    tl.store(y_ptr + offs, out, mask=mask)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        _kernel[(triton.cdiv(n, 128),)](x, y, n, self.scale, BLOCK=128)
+        return y

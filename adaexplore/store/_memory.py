@@ -1,0 +1,371 @@
+"""The skill memory's tables: rules, the signatures they cover, the tasks they were seen in, and failures."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import heapq
+import json
+import math
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from adaexplore.errors import NotFoundError
+
+__all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@functools.cache
+def version_key(version: str) -> tuple[int, ...]:
+    """'3.6.0' -> (3, 6, 0); anything after the numbers (a '+git…' suffix) is ignored."""
+    parts = []
+    for piece in version.split("+")[0].split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+class RuleRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int
+    text: str
+    status: str
+    source: str
+    triton_min: str | None
+    triton_max: str | None
+    backends: list[str]
+    occurrences: int
+    tasks: int
+    first_seen: str | None
+    last_seen: str | None
+    created_at: str
+    signatures: list[str]
+
+    @property
+    def scope_known(self) -> bool:
+        return self.triton_min is not None and self.triton_max is not None
+
+    def holds_for(self, triton: str) -> bool:
+        """True when the running Triton lies in the range this rule was seen (or verified) in."""
+        if not self.scope_known:
+            return False
+        assert self.triton_min is not None and self.triton_max is not None
+        return version_key(self.triton_min) <= version_key(triton) <= version_key(self.triton_max)
+
+
+class FailureRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: int
+    task_id: str
+    signature: str
+    signature_key: str
+    status: str
+    error_type: str
+    error_text: str
+    code: str
+    rule_id: int | None
+    triton: str | None
+    backend: str | None
+    created_at: str
+
+
+@dataclass
+class NewRule:
+    text: str
+    tokens: set[str]
+    source: str = "distilled"
+    status: str = "active"
+    triton_min: str | None = None
+    triton_max: str | None = None
+    backends: tuple[str, ...] = ()
+    occurrences: int = 0
+    task_ids: tuple[str, ...] = ()
+    signatures: tuple[tuple[str, str], ...] = ()  # (id, key)
+
+
+@dataclass
+class _TokenIndex:
+    version: int
+    postings: dict[str, set[int]] = field(default_factory=dict)
+    words: dict[int, set[str]] = field(default_factory=dict)
+    retired: set[int] = field(default_factory=set)
+
+
+class MemoryTables:
+    """Mixed into the store: it shares the store's connection and its one-writer transactions."""
+
+    _db: sqlite3.Connection
+    _index_cache: _TokenIndex | None = None
+    _write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]  # the store's transaction
+
+    # reading -------------------------------------------------------------------------------------
+    def _rule_from(self, row: sqlite3.Row) -> RuleRecord:
+        signatures = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT signature FROM rule_signatures WHERE rule_id=? ORDER BY signature", (row["id"],)
+            )
+        ]
+        data = {k: row[k] for k in row.keys() if k != "token_count"}
+        data["backends"] = json.loads(row["backends"])
+        return RuleRecord(**data, signatures=signatures)
+
+    def rule(self, rule_id: int) -> RuleRecord:
+        row = self._db.execute("SELECT * FROM rules WHERE id=?", (rule_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no rule has id {rule_id} (see `adaexplore memory list`)")
+        return self._rule_from(row)
+
+    def rules(self, statuses: tuple[str, ...] = ("active", "pinned", "retired")) -> list[RuleRecord]:
+        marks = ",".join("?" * len(statuses))
+        rows = self._db.execute(
+            f"SELECT * FROM rules WHERE status IN ({marks}) ORDER BY occurrences DESC, id", statuses
+        )
+        return [self._rule_from(r) for r in rows]
+
+    def rule_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM rules").fetchone()[0])
+
+    def rule_for_signature(self, signature: str) -> RuleRecord | None:
+        row = self._db.execute(
+            "SELECT r.* FROM rules r JOIN rule_signatures s ON s.rule_id = r.id "
+            "WHERE s.signature=? AND r.status != 'retired'",
+            (signature,),
+        ).fetchone()
+        return self._rule_from(row) if row else None
+
+    def similar_rules(self, words: set[str], limit: int = 10, floor: float = 0.3) -> list[tuple[int, str, float]]:
+        """(rule id, text, Jaccard similarity) of the live rules most like `words`, down to `floor`.
+
+        A rule at Jaccard >= floor shares at least ceil(floor * |words|) words, so it contains one of the
+        |words| - that + 1 rarest words: only those words' rules are compared.
+        """
+        if not words:
+            return []
+        index = self._token_index()
+        needed = max(1, math.ceil(floor * len(words) - 1e-9))
+        rarest = sorted(words, key=lambda w: (len(index.postings.get(w, ())), w))[: len(words) - needed + 1]
+        candidates = set().union(*(index.postings.get(w, set()) for w in rarest)) - index.retired
+        scored = []
+        for rule in candidates:
+            shared = len(words & index.words[rule])
+            similarity = shared / (len(words) + len(index.words[rule]) - shared)
+            if similarity >= floor:
+                scored.append((similarity, rule))
+        best = heapq.nlargest(limit, scored, key=lambda s: (s[0], -s[1]))
+        if not best:
+            return []
+        marks = ",".join("?" * len(best))
+        texts = dict(self._db.execute(f"SELECT id, text FROM rules WHERE id IN ({marks})", [r for _, r in best]))
+        return [(rule, texts[rule], similarity) for similarity, rule in best]
+
+    def rules_to_inject(self, *, min_occurrences: int, min_tasks: int) -> Iterator[RuleRecord]:
+        """Live rules that pass the counts (pinned and curated ones whatever their counts), pinned first, then
+        the most frequent; read lazily in index order, so a caller that stops early reads little. Their
+        signatures are not read."""
+        queries = [
+            ("SELECT * FROM rules WHERE status='pinned' ORDER BY occurrences DESC, id", ()),
+            (
+                "SELECT * FROM rules WHERE status='active' AND (source='curated' OR (occurrences >= ? AND tasks >= ?)) "
+                "ORDER BY occurrences DESC, id",
+                (min_occurrences, min_tasks),
+            ),
+        ]
+        for sql, parameters in queries:
+            for row in self._db.execute(sql, parameters):
+                data = {k: row[k] for k in row.keys() if k != "token_count"}
+                data["backends"] = json.loads(row["backends"])
+                yield RuleRecord(**data, signatures=[])
+
+    # the token index -------------------------------------------------------------------------------
+    def _token_index(self) -> _TokenIndex:
+        """Rule words held in memory; rebuilt when another connection changed the rules (their version in
+        `meta` moved), kept up to date by this connection's own writes."""
+        version = self._rules_version(self._db)
+        cached = getattr(self, "_index_cache", None)
+        if cached is not None and cached.version == version:
+            return cached
+        index = _TokenIndex(version=version)
+        for rule, word in self._db.execute("SELECT rule_id, token FROM rule_tokens"):
+            index.postings.setdefault(word, set()).add(rule)
+            index.words.setdefault(rule, set()).add(word)
+        for (rule,) in self._db.execute("SELECT id FROM rules WHERE status='retired'"):
+            index.retired.add(rule)
+        self._index_cache = index
+        return index
+
+    @staticmethod
+    def _rules_version(db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key='rules_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _bump(self, db: sqlite3.Connection) -> _TokenIndex | None:
+        """Advance the rules' version inside a write; the cached index, if it was current, to update too."""
+        version = self._rules_version(db)
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('rules_version', ?)", (str(version + 1),))
+        cached = getattr(self, "_index_cache", None)
+        if cached is None or cached.version != version:
+            self._index_cache = None
+            return None
+        cached.version = version + 1
+        return cached
+
+    def rule_task_ids(self, rule_id: int) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute("SELECT task_id FROM rule_tasks WHERE rule_id=? ORDER BY task_id", (rule_id,))
+        ]
+
+    def rule_signature_keys(self, rule_id: int) -> list[tuple[str, str]]:
+        return [
+            (r[0], r[1])
+            for r in self._db.execute(
+                "SELECT signature, key FROM rule_signatures WHERE rule_id=? ORDER BY signature", (rule_id,)
+            )
+        ]
+
+    def failures(self, rule_id: int | None = None, limit: int = 50) -> list[FailureRecord]:
+        if rule_id is None:
+            rows = self._db.execute("SELECT * FROM failures ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._db.execute("SELECT * FROM failures WHERE rule_id=? ORDER BY id DESC LIMIT ?", (rule_id, limit))
+        return [FailureRecord(**dict(r)) for r in rows]
+
+    # writing -------------------------------------------------------------------------------------
+    def _insert_rule(self, db: sqlite3.Connection, rule: NewRule) -> int:
+        now = _now()
+        rule_id = db.execute(
+            "INSERT INTO rules (text, status, source, triton_min, triton_max, backends, occurrences, tasks, "
+            "token_count, first_seen, last_seen, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rule.text,
+                rule.status,
+                rule.source,
+                rule.triton_min,
+                rule.triton_max,
+                json.dumps(sorted(rule.backends)),
+                rule.occurrences,
+                0,
+                len(rule.tokens),
+                now if rule.occurrences else None,
+                now if rule.occurrences else None,
+                now,
+            ),
+        ).lastrowid
+        assert rule_id is not None
+        db.executemany("INSERT INTO rule_tokens VALUES (?, ?)", [(t, rule_id) for t in sorted(rule.tokens)])
+        index = self._bump(db)
+        if index is not None:
+            for word in rule.tokens:
+                index.postings.setdefault(word, set()).add(rule_id)
+            index.words[rule_id] = set(rule.tokens)
+            if rule.status == "retired":
+                index.retired.add(rule_id)
+        for task_id in rule.task_ids:
+            db.execute("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", (rule_id, task_id))
+        db.execute(
+            "UPDATE rules SET tasks=(SELECT COUNT(*) FROM rule_tasks WHERE rule_id=?) WHERE id=?", (rule_id, rule_id)
+        )
+        for signature, key in rule.signatures:
+            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, key))
+        return rule_id
+
+    def record_failure(
+        self,
+        *,
+        task_id: str,
+        signature: str,
+        signature_key: str,
+        specific: bool,
+        status: str,
+        error_type: str,
+        error_text: str,
+        code: str,
+        triton: str | None,
+        backend: str | None,
+        rule: int | NewRule | None,
+    ) -> tuple[int, int | None]:
+        """Store a failure and count it toward its rule (an existing one by id, or a new one), in one
+        transaction. Returns (failure id, rule id)."""
+        with self._write() as db:
+            rule_id = self._insert_rule(db, rule) if isinstance(rule, NewRule) else rule
+            failure_id = db.execute(
+                "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
+                "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    signature,
+                    signature_key,
+                    status,
+                    error_type,
+                    error_text,
+                    code,
+                    rule_id,
+                    triton,
+                    backend,
+                    _now(),
+                ),
+            ).lastrowid
+            assert failure_id is not None
+            if rule_id is not None:
+                self._count(db, rule_id, task_id, triton, backend)
+                if specific:
+                    db.execute(
+                        "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key)
+                    )
+        return failure_id, rule_id
+
+    def _count(
+        self, db: sqlite3.Connection, rule_id: int, task_id: str, triton: str | None, backend: str | None
+    ) -> None:
+        row = db.execute("SELECT triton_min, triton_max, backends, source FROM rules WHERE id=?", (rule_id,)).fetchone()
+        db.execute("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", (rule_id, task_id))
+        low, high = row["triton_min"], row["triton_max"]
+        # A distilled rule's scope is the range of Triton versions it was seen in; an imported rule keeps an
+        # unknown scope until its reproducer confirms it.
+        if triton is not None and row["source"] != "imported":
+            low = triton if low is None or version_key(triton) < version_key(low) else low
+            high = triton if high is None or version_key(triton) > version_key(high) else high
+        backends = set(json.loads(row["backends"])) | ({backend} if backend else set())
+        now = _now()
+        db.execute(
+            "UPDATE rules SET occurrences=occurrences+1, tasks=(SELECT COUNT(*) FROM rule_tasks WHERE rule_id=?), "
+            "triton_min=?, triton_max=?, backends=?, first_seen=COALESCE(first_seen, ?), last_seen=? WHERE id=?",
+            (rule_id, low, high, json.dumps(sorted(backends)), now, now, rule_id),
+        )
+
+    def set_rule_status(self, rule_id: int, status: str) -> RuleRecord:
+        self.rule(rule_id)
+        with self._write() as db:
+            db.execute("UPDATE rules SET status=? WHERE id=?", (status, rule_id))
+            index = self._bump(db)
+            if index is not None:
+                (index.retired.add if status == "retired" else index.retired.discard)(rule_id)
+        return self.rule(rule_id)
+
+    def set_rule_text(self, rule_id: int, text: str, words: set[str]) -> RuleRecord:
+        self.rule(rule_id)
+        with self._write() as db:
+            db.execute("UPDATE rules SET text=?, token_count=? WHERE id=?", (text, len(words), rule_id))
+            db.execute("DELETE FROM rule_tokens WHERE rule_id=?", (rule_id,))
+            db.executemany("INSERT INTO rule_tokens VALUES (?, ?)", [(t, rule_id) for t in sorted(words)])
+            self._bump(db)
+            self._index_cache = None
+        return self.rule(rule_id)
+
+    def add_rules(self, rules: list[NewRule]) -> list[int]:
+        """Insert rules all together or not at all."""
+        with self._write() as db:
+            return [self._insert_rule(db, rule) for rule in rules]
