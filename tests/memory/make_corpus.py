@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import sysconfig
 from pathlib import Path
 
 import anyio
@@ -88,7 +89,15 @@ async def main() -> None:
                 {"case": name, "task": task_name, "code": code, "evaluation": json.loads(result.model_dump_json())}
             )
             print(f"{name:55s} {result.status.value:14s} {result.message[:80]}")
-    OUT.write_text(json.dumps(corpus, indent=1))
+    OUT.write_text(scrub(json.dumps(corpus, indent=1)))
+
+
+def scrub(text: str) -> str:
+    """Paths of the machine the corpus was made on, replaced by what they stand for."""
+    for path, name in ((sysconfig.get_paths()["purelib"], "<site-packages>"), (str(ROOT), "<repo>"),
+                       (str(Path.home()), "<home>")):
+        text = text.replace(path, name)
+    return text
 
 
 if __name__ == "__main__":

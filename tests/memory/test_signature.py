@@ -4,6 +4,7 @@ made by make_corpus.py): the same mistake in two tasks gives one key, different 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -72,8 +73,9 @@ def test_pairs_known_to_be_the_same_or_different(same: bool, cases: list[str]) -
 def test_signatures_abstract_names_numbers_paths_and_addresses() -> None:
     for c in CORPUS:
         key = signature(Evaluation.model_validate(c["evaluation"]), c["code"]).key
-        for fragment in ("/work/", "/tmp/", "/dev/shm", ".py", "site-packages", "0x"):
+        for fragment in (".py", "site-packages", "<repo>", "0x"):
             assert fragment not in key, (fragment, key)
+        assert not re.search(r"(?:^|[\s(])/[\w.-]+/", key), key
         for name in ("scale_relu_kernel", "_softmax_kernel", "x_ptr", "BLOCK_SIZE", "_SQRT1_2"):
             assert name not in key, (name, key)
 
