@@ -15,6 +15,7 @@ from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
 from adaexplore.executor._render import render_evaluation
+from adaexplore.server import serve_http, serve_stdio
 from adaexplore.store import open_store
 
 __all__ = ["main"]
@@ -59,6 +60,17 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("--fresh-reference", action="store_true", help="time the reference again, ignoring the cache")
     profile.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
+    serve = commands.add_parser(
+        "serve",
+        help="run the MCP server (stdio for an MCP host; --http for streamable HTTP)",
+        description="Run the MCP server. Without --http it speaks stdio, for an MCP host (Claude Code, Claude "
+        "Desktop, Cursor, VS Code) to start. With --http it listens on 127.0.0.1 with DNS-rebinding protection; "
+        "any other address needs a bearer token: ADAEXPLORE_TOKEN, or one generated and printed at start.",
+    )
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (with --http; default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port to listen on (with --http; default 8765)")
+
     runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
     run_commands = runs.add_subparsers(dest="runs_command", required=True)
     run_commands.add_parser("list", help="every run: task, status, steps, best speedup")
@@ -100,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
             settings = settings.model_copy(update={"home": args.home})
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
+        elif args.command == "serve":
+            serve_http(settings, args.host, args.port) if args.http else serve_stdio(settings)
+            code = EXIT_OK
         elif args.command == "runs":
             code = _runs(args, settings)
         else:

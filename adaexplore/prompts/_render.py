@@ -10,9 +10,11 @@ import jinja2
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "DistillContext",
     "KernelContext",
     "LargeStepContext",
     "SmallStepContext",
+    "render_distill_rule",
     "render_large_step",
     "render_skill_memory",
     "render_small_step",
@@ -34,6 +36,14 @@ class LargeStepContext(BaseModel):
 
     task_source: str
     pool: list[KernelContext]
+
+
+class DistillContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    status: str
+    error: str
 
 
 class SmallStepContext(BaseModel):
@@ -68,3 +78,7 @@ def render_small_step(context: SmallStepContext) -> str:
 
 def render_skill_memory(rules: list[str]) -> str:
     return _environment().get_template("skill_memory.j2").render(rules=rules)
+
+
+def render_distill_rule(context: DistillContext) -> str:
+    return _render("distill_rule.j2", context)

@@ -94,8 +94,11 @@ async def main() -> None:
 
 def scrub(text: str) -> str:
     """Paths of the machine the corpus was made on, replaced by what they stand for."""
-    for path, name in ((sysconfig.get_paths()["purelib"], "<site-packages>"), (str(ROOT), "<repo>"),
-                       (str(Path.home()), "<home>")):
+    for path, name in (
+        (sysconfig.get_paths()["purelib"], "<site-packages>"),
+        (str(ROOT), "<repo>"),
+        (str(Path.home()), "<home>"),
+    ):
         text = text.replace(path, name)
     return text
 

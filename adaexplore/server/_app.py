@@ -1,0 +1,494 @@
+"""The MCP server: the tools, resources and prompts over tools/, and nothing more.
+
+Every tool takes flat, typed parameters and returns structured output with a short text summary. A
+kernel that fails is a normal result with its status; a call that cannot be answered (an unknown id, a
+bad argument) is a tool error whose message says how to fix it. The server never exits on a bad call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Literal, TypeVar
+
+import anyio
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from adaexplore import __version__, tools
+from adaexplore._runs_view import render_run_tree
+from adaexplore.config import Settings
+from adaexplore.errors import AdaexploreError, EvaluatorError
+from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate
+from adaexplore.prompts import DistillContext, render_distill_rule
+from adaexplore.server._trim import trim
+from adaexplore.store import open_store
+
+__all__ = ["build_server", "open_services"]
+
+Model = TypeVar("Model", bound=BaseModel)
+Action = Literal["small", "large"]
+ModeName = Literal["strict", "kernelbench", "paper"]
+BackendName = Literal["auto", "cuda", "compile", "interpret"]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# Registering the same task twice gives the same id and changes nothing.
+IDEMPOTENT_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_HEARTBEAT_S = 4.0
+_MAX_CODE = 1_000_000
+
+INSTRUCTIONS = (
+    "adaexplore runs the AdaExplore search for fast, correct Triton kernels: you write the kernels, the server "
+    "owns the search tree, the skill memory and the GPU. One step: select_uct (which node, small or large step) → "
+    "expand_node (the context and instructions) → write a module defining ModelNew → compile_and_profile (with "
+    "the expansion_id; the result joins the tree) → if it failed, record_failure with a one-sentence rule "
+    "'You cannot …'. Start with create_task and start_run; read get_skill_memory before writing kernels."
+)
+
+
+@contextlib.asynccontextmanager
+async def open_services(settings: Settings) -> AsyncIterator[tools.Services]:
+    """The evaluator (its workers started) and the store, for the server's lifetime."""
+    store = open_store(settings.database_url)
+    try:
+        async with Evaluator(settings) as evaluator:
+            yield tools.Services(settings=settings, store=store, evaluator=evaluator)
+    finally:
+        store.close()
+
+
+class _StaticToken:
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return AccessToken(token=token, client_id="adaexplore", scopes=["adaexplore"]) if token == self._token else None
+
+
+def _services(ctx: Context) -> tools.Services:
+    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+
+
+def _answer(result: BaseModel, summary: str, resources: dict[str, str] | None = None) -> CallToolResult:
+    data = trim(json.loads(result.model_dump_json()), resources or {})
+    return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=data)
+
+
+def _call(function: Callable[[], Model]) -> Model:
+    try:
+        return function()
+    except AdaexploreError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def _acall(function: Callable[[], Awaitable[Model]]) -> Model:
+    try:
+        return await function()
+    except EvaluatorError as exc:
+        raise ToolError(f"the evaluator failed (not your kernel): {exc}; try again") from exc
+    except AdaexploreError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def _with_progress(
+    ctx: Context, work: Callable[[Callable[[ProgressUpdate], Awaitable[None]]], Awaitable[Model]]
+) -> Model:
+    """Run `work` with a progress callback for tools/, and a heartbeat that repeats the last message every few
+    seconds, so that clients with idle timeouts keep waiting through long silent stretches (reference
+    timing, say). Errors of `work` come out as they are, not wrapped in a task group's exception group."""
+    started = time.perf_counter()
+    last = {"message": "queued"}
+
+    async def report(update: ProgressUpdate) -> None:
+        last["message"] = f"{update.stage}: {update.message}"
+        await ctx.report_progress(round(time.perf_counter() - started, 1), None, last["message"])
+
+    async def heartbeat() -> None:
+        while True:
+            await anyio.sleep(_HEARTBEAT_S)
+            await ctx.report_progress(round(time.perf_counter() - started, 1), None, f"{last['message']} (working)")
+
+    await ctx.report_progress(0.0, None, "queued")
+    outcome: Model | None = None
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heartbeat)
+        try:
+            outcome = await work(report)
+        except Exception as exc:
+            failure = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    await ctx.report_progress(round(time.perf_counter() - started, 1), None, "done")
+    assert outcome is not None
+    return outcome
+
+
+def _evaluation_resources(prefix: str, node_id: int | None) -> dict[str, str]:
+    if node_id is None:
+        return {}
+    return {
+        f"{prefix}error.traceback": f"node://{node_id}/evaluation",
+        f"{prefix}output": f"node://{node_id}/evaluation",
+    }
+
+
+def _verdict_summary(evaluation: Evaluation) -> str:
+    return f"{evaluation.status.value}: {evaluation.message}"
+
+
+def build_server(
+    settings: Settings,
+    *,
+    token: str | None = None,
+    services: Callable[[Settings], contextlib.AbstractAsyncContextManager[tools.Services]] = open_services,
+) -> MCPServer:
+    """The adaexplore MCP server. `token`: require this bearer token on HTTP. `services`: what the lifespan
+    opens (tests pass services with a scripted evaluator)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[tools.Services]:
+        async with services(settings) as opened:
+            yield opened
+
+    auth = {}
+    if token is not None:
+        auth = {
+            "token_verifier": _StaticToken(token),
+            "auth": AuthSettings(
+                issuer_url="http://127.0.0.1:9/",
+                resource_server_url=None,  # type: ignore[arg-type]
+                required_scopes=["adaexplore"],
+            ),
+        }
+    mcp = MCPServer("adaexplore", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, **auth)
+    _register_tools(mcp)
+    _register_resources(mcp)
+    _register_prompts(mcp)
+    return mcp
+
+
+def _register_tools(mcp: MCPServer) -> None:
+    @mcp.tool(title="Register a task", annotations=IDEMPOTENT_WRITE)
+    async def create_task(
+        ctx: Context,
+        source: Annotated[
+            str | None,
+            Field(
+                description="the task module's text: class Model, get_inputs(), get_init_inputs() (KernelBench format)",
+                max_length=_MAX_CODE,
+            ),
+        ] = None,
+        path: Annotated[str | None, Field(description="or the path of a task file on the server's machine")] = None,
+        name: Annotated[str | None, Field(description="a short name for the task", max_length=100)] = None,
+    ) -> Annotated[CallToolResult, tools.CreateTaskResult]:
+        """Register a reference task (a PyTorch Model in the KernelBench format) and get its task_id. The same
+        task always gets the same id. Call start_run next to search for kernels, or compile_and_profile with the
+        task_id to evaluate one kernel."""
+        result = _call(
+            lambda: tools.create_task(_services(ctx), tools.CreateTaskRequest(source=source, path=path, name=name))
+        )
+        return _answer(result, f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)})")
+
+    @mcp.tool(title="Start a search run", annotations=WRITES)
+    async def start_run(
+        ctx: Context,
+        task_id: Annotated[str, Field(description="from create_task")],
+        seed: Annotated[int | None, Field(description="random seed (default: drawn)")] = None,
+        total_steps: Annotated[int | None, Field(description="evaluations in the run", ge=1, le=100_000)] = None,
+        preset: Annotated[
+            Literal["default", "paper"] | None, Field(description="'paper': the authors' exact behaviour")
+        ] = None,
+        model: Annotated[
+            str, Field(description="who writes the kernels (for the record)", max_length=200)
+        ] = "external",
+    ) -> Annotated[CallToolResult, tools.StartRunResult]:
+        """Open a search run on a task. It starts with an empty root; call select_uct next."""
+        result = _call(
+            lambda: tools.start_run(
+                _services(ctx),
+                tools.StartRunRequest(task_id=task_id, seed=seed, total_steps=total_steps, preset=preset, model=model),
+            )
+        )
+        return _answer(result, f"run {result.run_id} on task {result.task_id}, root node {result.root_node_id}")
+
+    @mcp.tool(title="Choose the next node (UCT)", annotations=READ_ONLY)
+    async def select_uct(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="from start_run")],
+    ) -> Annotated[CallToolResult, tools.SelectUctResult]:
+        """Pick the node to grow and the step to take there (small: edit its kernel; large: write a new one),
+        by UCT with the expand option; the trail shows the scores that decided. Call expand_node next."""
+        result = _call(lambda: tools.select_uct(_services(ctx), tools.SelectUctRequest(run_id=run_id)))
+        return _answer(
+            result,
+            f"grow node {result.node_id} with a {result.action} step ({result.reason}); "
+            f"step {result.steps_done + 1} of {result.steps_total}",
+        )
+
+    @mcp.tool(title="Get the context for a step", annotations=WRITES)
+    async def expand_node(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="from start_run")],
+        node_id: Annotated[int, Field(description="from select_uct")],
+        action: Annotated[Action, Field(description="from select_uct: small or large")],
+    ) -> Annotated[CallToolResult, tools.ExpandNodeResult]:
+        """What you need to write the next kernel: the task, for a small step the kernel to edit and its recent
+        history, for a large step the best kernel of each earlier line of search, and the instructions. Write the
+        module, then call compile_and_profile with the returned expansion_id."""
+        result = _call(
+            lambda: tools.expand_node(
+                _services(ctx), tools.ExpandNodeRequest(run_id=run_id, node_id=node_id, action=action)
+            )
+        )
+        resources = {f"pool.{i}.code": f"node://{k.node_id}/code" for i, k in enumerate(result.pool)}
+        resources |= {
+            f"working_memory.{i}.code": f"node://{k.node_id}/code" for i, k in enumerate(result.working_memory)
+        }
+        if result.current is not None:
+            resources["current.code"] = f"node://{result.current.node_id}/code"
+        resources["task_source"] = f"task://{_services(ctx).store.run(run_id).task_id}"
+        return _answer(
+            result,
+            f"expansion {result.expansion_id}: a {action} step from node {node_id}; "
+            f"{len(result.pool)} pool kernels, {len(result.working_memory)} in working memory. "
+            "Follow `instructions`.",
+            resources,
+        )
+
+    @mcp.tool(title="Compile, check and time a kernel", annotations=WRITES)
+    async def compile_and_profile(
+        ctx: Context,
+        code: Annotated[
+            str,
+            Field(
+                description="a Python module defining class ModelNew with Triton kernels",
+                min_length=1,
+                max_length=_MAX_CODE,
+            ),
+        ],
+        expansion_id: Annotated[int | None, Field(description="from expand_node: the result joins the tree")] = None,
+        task_id: Annotated[str | None, Field(description="or a task id alone: evaluate without a tree")] = None,
+        run_id: Annotated[str | None, Field(description="or run, parent and action instead of expansion_id")] = None,
+        parent_id: Annotated[int | None, Field(description="the node grown (with run_id)")] = None,
+        action: Annotated[Action | None, Field(description="small or large (with run_id)")] = None,
+        mode: Annotated[ModeName | None, Field(description="protocol (default: the run's, else strict)")] = None,
+        backend: Annotated[BackendName | None, Field(description="where to run (default: auto)")] = None,
+    ) -> Annotated[CallToolResult, tools.CompileAndProfileResult]:
+        """Evaluate a kernel in an isolated worker: compile, check it against the reference on fresh inputs, and
+        time it on the GPU (on a machine without a GPU: compile for the GPU and check in Triton's interpreter, no
+        timing). A kernel that fails is a normal result: `status` (compile_error, runtime_error, mismatch,
+        timeout, crashed, rejected, …) and `message` say what went wrong and where. With an expansion_id the
+        result becomes a node of the run and says if it is the new best. After a failure, call record_failure."""
+        svc = _services(ctx)
+        request = tools.CompileAndProfileRequest(
+            code=code,
+            expansion_id=expansion_id,
+            task_id=task_id,
+            run_id=run_id,
+            parent_id=parent_id,
+            action=action,
+            mode=mode,
+            backend=backend,
+        )
+        result = await _with_progress(
+            ctx, lambda progress: _acall(lambda: tools.compile_and_profile(svc, request, progress=progress))
+        )
+        best = " (the new best)" if result.is_new_best else ""
+        where = f" as node {result.node_id}{best}" if result.node_id is not None else ""
+        return _answer(
+            result,
+            f"{_verdict_summary(result.evaluation)}{where}",
+            _evaluation_resources("evaluation.", result.node_id),
+        )
+
+    @mcp.tool(title="Record a failure and its rule", annotations=WRITES)
+    async def record_failure(
+        ctx: Context,
+        task_id: Annotated[str, Field(description="the task the kernel was written for")],
+        node_id: Annotated[int | None, Field(description="the failed node (from compile_and_profile)")] = None,
+        rule: Annotated[
+            str | None,
+            Field(
+                description="one sentence 'You cannot …' that would have prevented it, or 'no guidance'", max_length=400
+            ),
+        ] = None,
+        status: Annotated[str | None, Field(description="or, without a node: the failure's status")] = None,
+        error_text: Annotated[
+            str | None, Field(description="and its error message or traceback", max_length=_MAX_CODE)
+        ] = None,
+        code: Annotated[str | None, Field(description="and the kernel's code", max_length=_MAX_CODE)] = None,
+    ) -> Annotated[CallToolResult, tools.RecordFailureResult]:
+        """Store a failure and count it toward the skill memory's rule for that kind of mistake (found by the
+        failure's signature, or by the similarity of your rule's text). Returns the rule, how often and in how
+        many tasks it was seen, and whether it is now put into prompts."""
+        request = tools.RecordFailureRequest(
+            task_id=task_id, node_id=node_id, rule=rule, status=status, error_text=error_text, code=code
+        )
+        result = await _acall(lambda: tools.record_failure(_services(ctx), request))
+        return _answer(result, result.message)
+
+    @mcp.tool(title="Read the skill memory", annotations=READ_ONLY)
+    async def get_skill_memory(
+        ctx: Context,
+        format: Annotated[
+            Literal["prompt", "data"],
+            Field(description="prompt: a block to paste into your context; data: the rules with their counts"),
+        ] = "prompt",
+        triton: Annotated[str | None, Field(description="Triton version to scope to (default: the server's)")] = None,
+        min_occurrences: Annotated[int | None, Field(description="override the threshold", ge=1)] = None,
+    ) -> Annotated[CallToolResult, tools.GetSkillMemoryResult]:
+        """The rules learned from earlier failures of Triton kernels ("You cannot …"), for the running Triton.
+        Read them before writing a kernel."""
+        result = _call(
+            lambda: tools.get_skill_memory(
+                _services(ctx),
+                tools.GetSkillMemoryRequest(format=format, triton=triton, min_occurrences=min_occurrences),
+            )
+        )
+        text = result.prompt if format == "prompt" and result.prompt else f"{len(result.rules)} rules"
+        return _answer(result, text, {"prompt": "memory://current"})
+
+    @mcp.tool(title="Read a node", annotations=READ_ONLY)
+    async def get_node(
+        ctx: Context,
+        node_id: Annotated[int, Field(description="a node id")],
+        include_code: Annotated[bool, Field(description="include the kernel's code")] = True,
+    ) -> Annotated[CallToolResult, tools.NodeResult]:
+        """A node of a run: its step, verdict, speedup, statistics, code and full evaluation."""
+        result = _call(
+            lambda: tools.get_node(_services(ctx), tools.GetNodeRequest(node_id=node_id, include_code=include_code))
+        )
+        speed = f", {result.speedup:.3f}x" if result.speedup is not None else ""
+        resources = {"code": f"node://{node_id}/code"} | _evaluation_resources("evaluation.", node_id)
+        return _answer(result, f"node {node_id} ({result.kind} step {result.step}): {result.status}{speed}", resources)
+
+    @mcp.tool(title="Read a run", annotations=READ_ONLY)
+    async def get_run(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="a run id")],
+    ) -> Annotated[CallToolResult, tools.RunResult]:
+        """A run's progress: steps, counts by status, depth, and its best node. The whole tree is the resource
+        run://{run_id}/tree."""
+        result = _call(lambda: tools.get_run(_services(ctx), tools.GetRunRequest(run_id=run_id)))
+        best = f"best node {result.best_node_id}" if result.best_node_id is not None else "no correct kernel yet"
+        return _answer(result, f"run {run_id}: {result.steps_done}/{result.steps_total} steps, {best}")
+
+    @mcp.tool(title="Get the best kernel", annotations=READ_ONLY)
+    async def best_kernel(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="a run id")],
+    ) -> Annotated[CallToolResult, tools.BestKernelResult]:
+        """The best correct kernel of a run: after finish_run, the winner of fresh re-measurements; before, the
+        best measured during the search."""
+        result = _call(lambda: tools.best_kernel(_services(ctx), tools.BestKernelRequest(run_id=run_id)))
+        return _answer(result, result.message, {"code": f"node://{result.node_id}/code"})
+
+    @mcp.tool(title="Finish a run", annotations=WRITES)
+    async def finish_run(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="a run id")],
+    ) -> Annotated[CallToolResult, tools.FinishRunResult]:
+        """End a run: evaluate its best few kernels again in fresh processes and choose the winner on those
+        numbers. Call best_kernel afterwards."""
+        svc = _services(ctx)
+        request = tools.FinishRunRequest(run_id=run_id)
+        result = await _with_progress(
+            ctx, lambda progress: _acall(lambda: tools.finish_run(svc, request, progress=progress))
+        )
+        return _answer(result, result.message)
+
+
+def _register_resources(mcp: MCPServer) -> None:
+    def services(ctx: Context) -> tools.Services:
+        return _services(ctx)
+
+    def resolved(function: Callable[[], str]) -> str:
+        try:
+            return function()
+        except AdaexploreError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    @mcp.resource("task://{task_id}", mime_type="text/x-python", description="a task's source")
+    def task_source(task_id: str, ctx: Context) -> str:
+        return resolved(lambda: services(ctx).store.task(task_id).source)
+
+    @mcp.resource("node://{node_id}/code", mime_type="text/x-python", description="a node's kernel")
+    def node_code(node_id: str, ctx: Context) -> str:
+        return resolved(lambda: services(ctx).store.node(int(node_id)).code)
+
+    @mcp.resource(
+        "node://{node_id}/evaluation", mime_type="application/json", description="a node's whole evaluation, untrimmed"
+    )
+    def node_evaluation(node_id: str, ctx: Context) -> str:
+        def read() -> str:
+            store = services(ctx).store
+            node = store.node(int(node_id))
+            if node.evaluation_id is None:
+                raise ResourceError(f"node {node_id} has no evaluation")
+            return store.evaluation(node.evaluation_id).result
+
+        return resolved(read)
+
+    @mcp.resource("run://{run_id}/tree", mime_type="text/plain", description="a run as an indented tree")
+    def run_tree(run_id: str, ctx: Context) -> str:
+        return resolved(lambda: render_run_tree(services(ctx).store, run_id))
+
+    @mcp.resource(
+        "memory://{scope}",
+        mime_type="text/plain",
+        description="the skill memory as a prompt block; scope: 'current' (the running Triton) or a version",
+    )
+    def memory_rules(scope: str, ctx: Context) -> str:
+        request = tools.GetSkillMemoryRequest(triton=None if scope == "current" else scope)
+        return resolved(lambda: tools.get_skill_memory(services(ctx), request).prompt or "")
+
+
+def _register_prompts(mcp: MCPServer) -> None:
+    @mcp.prompt(title="One small step", description="the instructions to edit a node's kernel (a small step)")
+    def small_step(run_id: str, node_id: str, ctx: Context) -> str:
+        return _step_prompt(ctx, run_id, node_id, "small")
+
+    @mcp.prompt(title="One large step", description="the instructions to write a new kernel from the pool")
+    def large_step(run_id: str, node_id: str, ctx: Context) -> str:
+        return _step_prompt(ctx, run_id, node_id, "large")
+
+    @mcp.prompt(title="Distill a failure", description="turn a failed node into a one-sentence 'You cannot …' rule")
+    def distill_failure(node_id: str, ctx: Context) -> str:
+        def render() -> str:
+            store = _services(ctx).store
+            node = store.node(int(node_id))
+            if node.evaluation_id is None:
+                raise ToolError(f"node {node_id} has no evaluation to learn from")
+            evaluation = Evaluation.model_validate_json(store.evaluation(node.evaluation_id).result)
+            error = (
+                evaluation.error.traceback if evaluation.error and evaluation.error.traceback else evaluation.message
+            )
+            return render_distill_rule(
+                DistillContext(code=node.code, status=evaluation.status.value, error=error[-6000:])
+            )
+
+        return _prompt_call(render)
+
+
+def _step_prompt(ctx: Context, run_id: str, node_id: str, action: Action) -> str:
+    request = tools.ExpandNodeRequest(run_id=run_id, node_id=int(node_id), action=action)
+    return _prompt_call(lambda: tools.expand_node(_services(ctx), request).instructions)
+
+
+def _prompt_call(function: Callable[[], str]) -> str:
+    try:
+        return function()
+    except AdaexploreError as exc:
+        raise ValueError(str(exc)) from exc

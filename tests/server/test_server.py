@@ -1,0 +1,229 @@
+"""Every tool, resource and prompt through the SDK's in-memory client, error paths included."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from adaexplore.config import Settings
+from adaexplore.executor import ErrorDetail, Status
+from adaexplore.server import build_server
+from adaexplore.store import open_store
+from adaexplore.tools import Services
+from tests.fakes import FakeEvaluator, make_evaluation
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = (ROOT / "tests/executor/data/scale_relu_task.py").read_text()
+
+pytestmark = pytest.mark.anyio
+
+
+def verdict(code: str, _: int) -> tuple[Status, float | None]:
+    if "wrong" in code:
+        return Status.mismatch, None
+    if "broken" in code:
+        return Status.compile_error, None
+    return Status.ok, 1.0 + len(code) % 7 / 10
+
+
+class HugeTraceback(FakeEvaluator):
+    """A verdict whose traceback is far over any answer's budget."""
+
+    async def evaluate(self, task, code, *, mode=None, backend=None, progress=None):  # type: ignore[no-untyped-def]
+        result = make_evaluation(task, code, Status.runtime_error, None)
+        return result.model_copy(
+            update={
+                "error": ErrorDetail(type="RuntimeError", message="boom", phase="trial 1", traceback="frame\n" * 60_000)
+            }
+        )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path)
+
+
+def server_with(settings: Settings, evaluator: FakeEvaluator | None = None):  # type: ignore[no-untyped-def]
+    @contextlib.asynccontextmanager
+    async def services(s: Settings) -> AsyncIterator[Services]:
+        store = open_store(s.database_url)
+        try:
+            yield Services(settings=s, store=store, evaluator=evaluator or FakeEvaluator(verdict))
+        finally:
+            store.close()
+
+    return build_server(settings, services=services)
+
+
+async def call(client: Client, tool: str, **arguments: object) -> dict:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def error_of(client: Client, tool: str, **arguments: object) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text
+
+
+async def test_every_tool_is_described_flat_and_annotated(settings: Settings) -> None:
+    async with Client(server_with(settings)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {
+        "create_task",
+        "start_run",
+        "select_uct",
+        "expand_node",
+        "compile_and_profile",
+        "record_failure",
+        "get_skill_memory",
+        "get_node",
+        "get_run",
+        "best_kernel",
+        "finish_run",
+    }
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 60
+        assert "$ref" not in json.dumps(tool.input_schema), tool.name
+        assert tool.output_schema is not None and tool.annotations is not None
+    assert (
+        tools["select_uct"].annotations.read_only_hint and not tools["compile_and_profile"].annotations.read_only_hint
+    )
+
+
+async def test_one_step_and_a_failure_through_the_tools(settings: Settings) -> None:
+    progress: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK, name="scale_relu")
+        run = await call(client, "start_run", task_id=task["task_id"], seed=3, total_steps=5)
+        chosen = await call(client, "select_uct", run_id=run["run_id"])
+        assert (chosen["node_id"], chosen["action"]) == (run["root_node_id"], "large")
+        context = await call(client, "expand_node", run_id=run["run_id"], node_id=chosen["node_id"], action="large")
+        assert "class Model" in context["instructions"]
+        result = await client.call_tool(
+            "compile_and_profile",
+            {"code": "good kernel", "expansion_id": context["expansion_id"]},
+            progress_callback=on_progress,
+        )
+        first = result.structured_content
+        assert first["status"] == "ok" and first["is_new_best"] and "the new best" in result.content[0].text
+        node = await call(client, "get_node", node_id=first["node_id"])
+        assert node["code"] == "good kernel" and node["parent_id"] == run["root_node_id"]
+        failed = await call(
+            client,
+            "compile_and_profile",
+            code="wrong kernel",
+            run_id=run["run_id"],
+            parent_id=first["node_id"],
+            action="small",
+        )
+        assert failed["status"] == "mismatch" and failed["node_id"] is not None
+        recorded = await call(
+            client,
+            "record_failure",
+            task_id=task["task_id"],
+            node_id=failed["node_id"],
+            rule="You cannot skip the bias in the epilogue; add it before the activation.",
+        )
+        assert recorded["rule"]["occurrences"] == 1 and recorded["merged_by"] == "new"
+        memory = await call(client, "get_skill_memory", format="data")
+        assert all(r["source"] == "curated" for r in memory["rules"])  # one occurrence is not enough yet
+        state = await call(client, "get_run", run_id=run["run_id"])
+        assert state["steps_done"] == 2 and state["counts"] == {"ok": 1, "mismatch": 1}
+        best = await call(client, "best_kernel", run_id=run["run_id"])
+        assert best["code"] == "good kernel" and not best["verified"]
+        finished = await call(client, "finish_run", run_id=run["run_id"])
+        assert finished["final_node_id"] == first["node_id"]
+        assert (await call(client, "best_kernel", run_id=run["run_id"]))["verified"]
+    assert progress, "compile_and_profile reported no progress"
+
+
+async def test_bad_calls_are_tool_errors_that_say_how_to_fix_them_and_the_server_stays_up(settings: Settings) -> None:
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        other = await call(client, "start_run", task_id=task["task_id"])
+        node = (
+            await call(
+                client,
+                "compile_and_profile",
+                code="k",
+                run_id=run["run_id"],
+                parent_id=run["root_node_id"],
+                action="large",
+            )
+        )["node_id"]
+        assert "no run has id 'run-nope'" in await error_of(client, "select_uct", run_id="run-nope")
+        assert "no node has id 99999" in await error_of(client, "get_node", node_id=99999)
+        assert "node_id" in await error_of(client, "get_node", node_id="not a number")
+        assert "at least 1 character" in await error_of(client, "compile_and_profile", code="", task_id=task["task_id"])
+        assert "at most 1000000 characters" in await error_of(
+            client, "compile_and_profile", code="x" * 5_000_000, task_id=task["task_id"]
+        )
+        assert "does not parse" in await error_of(client, "create_task", source="class Model(:\n")
+        assert f"belongs to run {run['run_id']}" in await error_of(
+            client, "compile_and_profile", code="k", run_id=other["run_id"], parent_id=node, action="small"
+        )
+        assert "starts with 'You cannot" in await error_of(
+            client,
+            "record_failure",
+            task_id=task["task_id"],
+            status="compile_error",
+            error_text="e",
+            code="x",
+            rule="Do better.",
+        )
+        assert (await call(client, "get_run", run_id=run["run_id"]))["steps_done"] == 1
+
+
+async def test_resources_and_prompts(settings: Settings) -> None:
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        node = (
+            await call(
+                client,
+                "compile_and_profile",
+                code="broken kernel",
+                run_id=run["run_id"],
+                parent_id=run["root_node_id"],
+                action="large",
+            )
+        )["node_id"]
+        assert (await client.read_resource(f"task://{task['task_id']}")).contents[0].text == TASK
+        assert (await client.read_resource(f"node://{node}/code")).contents[0].text == "broken kernel"
+        evaluation = json.loads((await client.read_resource(f"node://{node}/evaluation")).contents[0].text)
+        assert evaluation["status"] == "compile_error"
+        tree = (await client.read_resource(f"run://{run['run_id']}/tree")).contents[0].text
+        assert f"#{node} large" in tree
+        assert "You cannot" in (await client.read_resource("memory://current")).contents[0].text
+        large = await client.get_prompt("large_step", {"run_id": run["run_id"], "node_id": str(node)})
+        assert "class Model" in large.messages[0].content.text
+        distill = await client.get_prompt("distill_failure", {"node_id": str(node)})
+        assert "broken kernel" in distill.messages[0].content.text and "no guidance" in distill.messages[0].content.text
+        with pytest.raises(Exception, match="no node has id 4242"):
+            await client.read_resource("node://4242/code")
+
+
+async def test_a_huge_answer_is_trimmed_and_points_to_the_whole_text(settings: Settings) -> None:
+    async with Client(server_with(settings, HugeTraceback(verdict))) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        result = await call(
+            client, "compile_and_profile", code="k", run_id=run["run_id"], parent_id=run["root_node_id"], action="large"
+        )
+        text = json.dumps(result)
+        assert len(text) < 80_000
+        assert f"node://{result['node_id']}/evaluation" in result["evaluation"]["error"]["traceback"]
+        whole = await client.read_resource(f"node://{result['node_id']}/evaluation")
+        assert len(json.loads(whole.contents[0].text)["error"]["traceback"]) == len("frame\n" * 60_000)
