@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 import anyio
+from pydantic import ValidationError
 
 from adaexplore import __version__
 from adaexplore._memory_view import run_memory_command
 from adaexplore._runs_view import render_run_tree, render_runs
-from adaexplore.config import Settings
-from adaexplore.errors import AdaexploreError
+from adaexplore.agent import AdaptOptions, ExploreOptions, adapt, explore, parse_duration
+from adaexplore.config import ModelConfig, Settings
+from adaexplore.errors import AdaexploreError, ConfigError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
 from adaexplore.executor._render import render_evaluation
 from adaexplore.server import serve_http, serve_stdio
@@ -29,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="adaexplore",
         description="Optimize GPU kernels with an LLM, on an evaluator that cannot be fooled. "
-        "`adaexplore profile TASK KERNEL` evaluates one Triton kernel.",
+        "`adaexplore explore TASK` searches for a fast kernel; `adaexplore profile TASK KERNEL` evaluates one.",
     )
     parser.add_argument("--version", action="version", version=f"adaexplore {__version__}")
     parser.add_argument("--config", type=Path, help="settings file (TOML)")
@@ -71,6 +73,45 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (with --http; default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on (with --http; default 8765)")
 
+    explore = commands.add_parser(
+        "explore",
+        help="search for fast kernels for tasks, unattended, with the built-in model client",
+        description="Run the AdaExplore search on each TASK: select_uct, expand_node, the model writes a kernel, "
+        "compile_and_profile, and failures distilled into the skill memory, the same tool calls an MCP client "
+        "makes. Without an API key or --base-url the model is `replay`, an offline generator that serves the "
+        "sample kernels of examples/kernels (not a language model). Without a GPU kernels are checked by the "
+        "compile and interpret backends and speedups are not measured.",
+    )
+    explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
+    explore.add_argument("--steps", type=int, help="evaluations per run (default: settings, 50)")
+    explore.add_argument("--parallel", type=int, default=1, help="tasks searched at once (default 1)")
+    explore.add_argument("--seed", type=int, help="the runs' random seed (default: drawn)")
+    explore.add_argument("--preset", choices=["default", "paper"], help="'paper': the authors' search exactly")
+    explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
+    explore.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
+    explore.add_argument(
+        "--resume", action="append", metavar="RUN", help="continue a stopped run (repeatable; see `runs list`)"
+    )
+    explore.add_argument("--no-memory-updates", action="store_true", help="do not distill failures into rules")
+    explore.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
+    _budget_options(explore)
+    _model_options(explore)
+
+    adapt = commands.add_parser(
+        "adapt",
+        help="build the skill memory: synthesize tasks, search them, distill their failures into rules",
+        description="Synthesize practice tasks from the installed torch's operators (checked to be deterministic, "
+        "input-dependent and well above the tolerance), run the search on each with memory updates, and report "
+        "the rules gained. Needs a model (an API key or --base-url).",
+    )
+    adapt.add_argument("--tasks", type=int, default=10, dest="count", help="synthetic tasks (default 10)")
+    adapt.add_argument("--steps", type=int, help="evaluations per task (default: settings, 10)")
+    adapt.add_argument("--parallel", type=int, default=1, help="tasks searched at once (default 1)")
+    adapt.add_argument("--seed", type=int, default=0, help="seed of the task synthesis (default 0)")
+    adapt.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
+    _budget_options(adapt)
+    _model_options(adapt)
+
     runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
     run_commands = runs.add_subparsers(dest="runs_command", required=True)
     run_commands.add_parser("list", help="every run: task, status, steps, best speedup")
@@ -104,6 +145,48 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-tokens", type=int, help="stop starting steps after this many model tokens")
+    parser.add_argument("--budget-usd", type=float, help="stop starting steps after this cost (needs prices)")
+    parser.add_argument("--budget-time", help="stop starting steps after this long (90s, 30m, 2h)")
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model")
+    group.add_argument("--model", help="model name; 'replay' for the offline generator (default: see above)")
+    group.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the OpenAI API)")
+    group.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
+    group.add_argument("--temperature", type=float, help="sampling temperature (default 1.0)")
+    group.add_argument("--reasoning-effort", choices=["minimal", "low", "medium", "high"], help="where supported")
+    group.add_argument("--max-tokens", type=int, help="the most tokens per reply (default 16384)")
+    group.add_argument("--timeout", type=float, help="seconds per request (default 600)")
+    group.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
+    group.add_argument("--price-input", type=float, help="USD per million input tokens, for the cost")
+    group.add_argument("--price-output", type=float, help="USD per million output tokens, for the cost")
+
+
+def _with_model_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    updates = {
+        "name": args.model,
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "temperature": args.temperature,
+        "reasoning_effort": args.reasoning_effort,
+        "max_tokens": args.max_tokens,
+        "timeout_s": args.timeout,
+        "concurrency": args.concurrency,
+        "price_input_per_mtok": args.price_input,
+        "price_output_per_mtok": args.price_output,
+    }
+    merged = settings.model.model_dump() | {k: v for k, v in updates.items() if v is not None}
+    try:
+        model = ModelConfig.model_validate(merged)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from exc
+    return settings.model_copy(update={"model": model})
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
@@ -115,6 +198,10 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "serve":
             serve_http(settings, args.host, args.port) if args.http else serve_stdio(settings)
             code = EXIT_OK
+        elif args.command == "explore":
+            code = anyio.run(_explore, args, _with_model_options(settings, args))
+        elif args.command == "adapt":
+            code = anyio.run(_adapt, args, _with_model_options(settings, args))
         elif args.command == "runs":
             code = _runs(args, settings)
         else:
@@ -122,9 +209,60 @@ def main(argv: list[str] | None = None) -> None:
     except AdaexploreError as exc:
         print(f"adaexplore: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
+    except BaseExceptionGroup as group:  # raised through a task group: report ours plainly, re-raise the rest
+        ours, rest = group.split(AdaexploreError)
+        if ours is None or rest is not None:
+            raise
+        for exc in _leaves(ours):
+            print(f"adaexplore: error: {exc}", file=sys.stderr)
+        code = EXIT_USAGE
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    for exc in group.exceptions:
+        leaves.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return leaves
+
+
+def _budgets(args: argparse.Namespace) -> dict[str, float | int | None]:
+    return {
+        "budget_tokens": args.budget_tokens,
+        "budget_usd": args.budget_usd,
+        "budget_seconds": parse_duration(args.budget_time) if args.budget_time else None,
+    }
+
+
+async def _explore(args: argparse.Namespace, settings: Settings) -> int:
+    options = ExploreOptions(
+        tasks=args.tasks,
+        steps=args.steps,
+        parallel=args.parallel,
+        seed=args.seed,
+        preset=args.preset,
+        mode=args.mode,
+        backend=args.backend,
+        resume=args.resume,
+        memory_updates=False if args.no_memory_updates else None,
+        out_dir=args.out,
+        **_budgets(args),  # type: ignore[arg-type]
+    )
+    return await explore(settings, options)
+
+
+async def _adapt(args: argparse.Namespace, settings: Settings) -> int:
+    options = AdaptOptions(
+        count=args.count,
+        steps=args.steps,
+        parallel=args.parallel,
+        seed=args.seed,
+        out_dir=args.out,
+        **_budgets(args),  # type: ignore[arg-type]
+    )
+    return await adapt(settings, options)
 
 
 def _runs(args: argparse.Namespace, settings: Settings) -> int:

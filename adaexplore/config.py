@@ -5,13 +5,22 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adaexplore.errors import ConfigError
 
-__all__ = ["ExecutorConfig", "MemoryConfig", "SearchConfig", "Settings", "StoreConfig", "default_home"]
+__all__ = [
+    "AgentConfig",
+    "ExecutorConfig",
+    "MemoryConfig",
+    "ModelConfig",
+    "SearchConfig",
+    "Settings",
+    "StoreConfig",
+    "default_home",
+]
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
 ModeName = Literal["strict", "kernelbench", "paper"]
@@ -140,6 +149,72 @@ class MemoryConfig(BaseModel):
         return self
 
 
+class ModelConfig(BaseModel):
+    """The built-in model client: any OpenAI-compatible chat-completions endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    DEFAULT_MODEL: ClassVar[str] = "gpt-5-mini"
+
+    # The model name the endpoint knows. "replay" is the offline generator, which serves the sample kernels
+    # beside example tasks and is not a language model. Unset: DEFAULT_MODEL when an API key or a base URL is
+    # configured, else "replay".
+    name: str | None = None
+    # None: the OpenAI API (or $OPENAI_BASE_URL, as the openai SDK reads it).
+    base_url: str | None = None
+    # The environment variable that holds the API key.
+    api_key_env: str = "OPENAI_API_KEY"
+    # Sent with every request (the authors' client always sent 1.0, whatever was configured).
+    temperature: float | None = Field(default=1.0, ge=0, le=2)
+    # Sent only when set, for endpoints that support it.
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    # The most tokens one reply may hold (max_completion_tokens).
+    max_tokens: int = Field(default=16384, ge=16)
+    # One request, from sending to the last byte of the reply.
+    timeout_s: float = Field(default=600.0, gt=0)
+    # Retries of one request after a 429, a 5xx, a timeout or a dropped connection, with exponential backoff.
+    max_retries: int = Field(default=5, ge=0, le=20)
+    backoff_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    # Requests in flight at once, over all tasks of a process.
+    concurrency: int = Field(default=8, ge=1, le=256)
+    # Prices in USD per million tokens, for the cost accounting (0: not counted).
+    price_input_per_mtok: float = Field(default=0.0, ge=0)
+    price_output_per_mtok: float = Field(default=0.0, ge=0)
+
+    def resolved_name(self) -> str:
+        """The model to use: the configured name, else DEFAULT_MODEL when a key or base URL is set, else replay."""
+        if self.name:
+            return self.name
+        if self.base_url or os.environ.get(self.api_key_env) or os.environ.get("OPENAI_BASE_URL"):
+            return self.DEFAULT_MODEL
+        return "replay"
+
+
+class AgentConfig(BaseModel):
+    """The headless loop around the model: how replies become kernels, and what it records."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Model calls per step that may go back to the model with what was wrong with its reply (no code, code
+    # that does not parse, edits that do not apply, a reply cut off at max_tokens) before the step is given up.
+    max_attempts: int = Field(default=2, ge=1, le=10)
+    # Steps given up in a row (no usable reply at all) after which a run stops with a message.
+    max_failed_steps: int = Field(default=5, ge=1)
+    # The reviewer's call before each small step (skipped when every kernel in the working memory failed,
+    # as the authors do).
+    reviewer: bool = True
+    # Distill failed evaluations into rules of the skill memory as the run goes.
+    memory_updates: bool = True
+    # Statuses whose failures are distilled; a wrong result rarely teaches a general rule (the authors'
+    # online default skips them too).
+    distill_statuses: list[str] = Field(
+        default_factory=lambda: ["syntax_error", "compile_error", "runtime_error", "rejected", "timeout", "crashed"]
+    )
+    # Evaluations of each synthetic task in `adapt`.
+    adapt_steps: int = Field(default=10, ge=1)
+
+
 class StoreConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -157,6 +232,8 @@ class Settings(BaseModel):
     search: SearchConfig = Field(default_factory=SearchConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
     @property
     def cache_dir(self) -> Path:

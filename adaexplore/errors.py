@@ -9,7 +9,9 @@ the caller's mistakes (a task that cannot be used, a bad setting) and for faults
      ├── EvaluatorError       the evaluator itself could not do its work (a worker died at start, …)
      ├── RequestError         a call names something that does not exist or asks for what cannot be done
      │    └── NotFoundError   an unknown task, run, node or expansion id
-     └── StoreError           the database cannot be used (locked, from a newer adaexplore, unreadable)
+     ├── StoreError           the database cannot be used (locked, from a newer adaexplore, unreadable)
+     └── ModelError           the model endpoint failed in a way retrying will not fix (unreachable after
+                              retries, a wrong key, an unknown model, a reply that never came)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ __all__ = [
     "AdaexploreError",
     "ConfigError",
     "EvaluatorError",
+    "ModelError",
     "NotFoundError",
     "RequestError",
     "StoreError",
@@ -51,3 +54,7 @@ class NotFoundError(RequestError):
 
 class StoreError(AdaexploreError):
     """The database cannot be used as it is."""
+
+
+class ModelError(AdaexploreError):
+    """The model endpoint could not give a reply; the message says what to check (address, key, model name)."""

@@ -5,19 +5,29 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "DistillContext",
+    "JudgeRuleContext",
     "KernelContext",
     "LargeStepContext",
+    "RetryContext",
+    "ReviewContext",
     "SmallStepContext",
+    "TuneContext",
     "render_distill_rule",
+    "render_judge_rule",
     "render_large_step",
+    "render_retry",
+    "render_review",
     "render_skill_memory",
     "render_small_step",
+    "render_tune",
+    "render_with_memory",
 ]
 
 
@@ -44,6 +54,42 @@ class DistillContext(BaseModel):
     code: str
     status: str
     error: str
+
+
+class ReviewContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_source: str
+    memory: str
+    current: KernelContext
+    error: str
+
+
+class TuneContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_source: str
+    memory: str
+    history: list[KernelContext]
+    current: KernelContext
+    error: str
+    notes: str
+    guidance: str
+
+
+class JudgeRuleContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str
+    candidates: list[str]
+
+
+class RetryContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    problem: str
+    expect: Literal["module", "edits"]
+    truncated: bool = False
 
 
 class SmallStepContext(BaseModel):
@@ -82,3 +128,27 @@ def render_skill_memory(rules: list[str]) -> str:
 
 def render_distill_rule(context: DistillContext) -> str:
     return _render("distill_rule.j2", context)
+
+
+def render_review(context: ReviewContext) -> str:
+    return _render("review.j2", context)
+
+
+def render_tune(context: TuneContext) -> str:
+    return _render("tune.j2", context)
+
+
+def render_judge_rule(context: JudgeRuleContext) -> str:
+    return _render("judge_rule.j2", context)
+
+
+def render_retry(context: RetryContext) -> str:
+    return _render("retry.j2", context)
+
+
+def render_with_memory(memory: str, instructions: str) -> str:
+    """A step's instructions with the skill memory's prompt block before them (the instructions alone when the
+    block is empty)."""
+    if not memory.strip():
+        return instructions
+    return _environment().get_template("with_memory.j2").render(memory=memory.strip(), instructions=instructions)

@@ -25,12 +25,11 @@ from adaexplore import __version__, tools
 from adaexplore._runs_view import render_run_tree
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, EvaluatorError
-from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate
+from adaexplore.executor import Evaluation, ProgressUpdate
 from adaexplore.prompts import DistillContext, render_distill_rule
 from adaexplore.server._trim import trim
-from adaexplore.store import open_store
 
-__all__ = ["build_server", "open_services"]
+__all__ = ["build_server"]
 
 Model = TypeVar("Model", bound=BaseModel)
 Action = Literal["small", "large"]
@@ -53,17 +52,6 @@ INSTRUCTIONS = (
     "the expansion_id; the result joins the tree) → if it failed, record_failure with a one-sentence rule "
     "'You cannot …'. Start with create_task and start_run; read get_skill_memory before writing kernels."
 )
-
-
-@contextlib.asynccontextmanager
-async def open_services(settings: Settings) -> AsyncIterator[tools.Services]:
-    """The evaluator (its workers started) and the store, for the server's lifetime."""
-    store = open_store(settings.database_url)
-    try:
-        async with Evaluator(settings) as evaluator:
-            yield tools.Services(settings=settings, store=store, evaluator=evaluator)
-    finally:
-        store.close()
 
 
 class _StaticToken:
@@ -152,7 +140,7 @@ def build_server(
     settings: Settings,
     *,
     token: str | None = None,
-    services: Callable[[Settings], contextlib.AbstractAsyncContextManager[tools.Services]] = open_services,
+    services: Callable[[Settings], contextlib.AbstractAsyncContextManager[tools.Services]] = tools.open_services,
 ) -> MCPServer:
     """The adaexplore MCP server. `token`: require this bearer token on HTTP. `services`: what the lifespan
     opens (tests pass services with a scripted evaluator)."""

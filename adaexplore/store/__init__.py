@@ -1,5 +1,6 @@
 """Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
 
+from adaexplore.store._agent import ModelCall, UsageTotals
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
@@ -12,6 +13,7 @@ __all__ = [
     "EvaluationRecord",
     "ExpansionRecord",
     "FailureRecord",
+    "ModelCall",
     "NewEvaluation",
     "NewRule",
     "NodeRecord",
@@ -21,6 +23,7 @@ __all__ = [
     "SqliteTreeView",
     "Store",
     "TaskRecord",
+    "UsageTotals",
     "open_store",
     "version_key",
 ]

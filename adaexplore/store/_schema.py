@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -122,5 +122,26 @@ UPGRADES: dict[int, list[str]] = {
             created_at TEXT NOT NULL
         )""",
         "CREATE INDEX failures_by_signature ON failures (signature)",
+    ],
+    # 3: the headless agent: its model calls (tokens and cost per run and task) and notes on nodes that the
+    # next prompt must carry (edits of a small step that did not apply).
+    2: [
+        """CREATE TABLE model_calls (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),
+            task_id TEXT,
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL,
+            seconds REAL NOT NULL,
+            attempts INTEGER NOT NULL,
+            finish_reason TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX model_calls_by_run ON model_calls (run_id)",
+        "CREATE INDEX model_calls_by_task ON model_calls (task_id)",
+        "CREATE TABLE node_notes (node_id INTEGER PRIMARY KEY REFERENCES nodes(id), text TEXT NOT NULL)",
     ],
 }

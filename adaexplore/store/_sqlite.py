@@ -13,6 +13,7 @@ from typing import Any
 
 from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreError
 from adaexplore.search import Kind, NodeStats, correct
+from adaexplore.store._agent import AgentTables
 from adaexplore.store._memory import MemoryTables
 from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import CREATE, SCHEMA_VERSION, UPGRADES
@@ -58,7 +59,7 @@ class NewEvaluation:
         self.status, self.speedup, self.result = status, speedup, result
 
 
-class SqliteStore(MemoryTables):
+class SqliteStore(MemoryTables, AgentTables):
     def __init__(self, path: str) -> None:
         self.path = path
         try:

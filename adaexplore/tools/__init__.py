@@ -49,6 +49,7 @@ from adaexplore.tools._service import (
     finish_run,
     get_node,
     get_run,
+    open_services,
     select_uct,
     start_run,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "get_skill_memory",
     "import_memory",
     "injected",
+    "open_services",
     "record_failure",
     "running_triton",
     "seed_starter_memory",

@@ -6,10 +6,11 @@ A kernel that fails is a result with a status. An exception (`RequestError`, `No
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -18,11 +19,11 @@ from pydantic import ValidationError
 
 from adaexplore.config import SearchConfig, Settings
 from adaexplore.errors import RequestError
-from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task, code_hash, task_from_source
+from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, Task, code_hash, task_from_source
 from adaexplore.memory import RuleJudge
 from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
 from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
-from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore
+from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
 from adaexplore.tools._models import (
     BestKernelRequest,
     BestKernelResult,
@@ -58,6 +59,7 @@ __all__ = [
     "finish_run",
     "get_node",
     "get_run",
+    "open_services",
     "select_uct",
     "start_run",
 ]
@@ -86,6 +88,17 @@ class Services:
     evaluator: EvaluatorLike
     # The third tier of rule merging; None: merge by signature and text similarity only.
     judge: RuleJudge | None = None
+
+
+@contextlib.asynccontextmanager
+async def open_services(settings: Settings, *, judge: RuleJudge | None = None) -> AsyncIterator[Services]:
+    """The store and the evaluator (its workers started), for as long as the caller needs them."""
+    store = open_store(settings.database_url)
+    try:
+        async with Evaluator(settings) as evaluator:
+            yield Services(settings=settings, store=store, evaluator=evaluator, judge=judge)
+    finally:
+        store.close()
 
 
 # ---- helpers -------------------------------------------------------------------------------------------

@@ -1,0 +1,33 @@
+"""The headless mode: the model client, code and edit extraction, and the explore and adapt loops."""
+
+from adaexplore.agent._client import Message, ModelClient, Reply, Usage
+from adaexplore.agent._explore import Budget, Explorer, StepRecord, TaskSummary, rule_from_reply, run_all
+from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
+from adaexplore.agent._headless import AdaptOptions, ExploreOptions, adapt, explore, parse_duration
+from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
+
+__all__ = [
+    "AdaptOptions",
+    "Budget",
+    "ExploreOptions",
+    "Explorer",
+    "Message",
+    "ModelClient",
+    "ModelWriter",
+    "ReplayWriter",
+    "Reply",
+    "StepRecord",
+    "TaskSummary",
+    "Usage",
+    "Writer",
+    "adapt",
+    "apply_edits",
+    "explore",
+    "extract_code",
+    "parse_duration",
+    "parse_edits",
+    "replay_kernels",
+    "rule_from_reply",
+    "run_all",
+    "syntax_problem",
+]

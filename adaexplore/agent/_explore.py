@@ -1,0 +1,536 @@
+"""The headless loop: the same tool calls an MCP client makes, with a writer in the assistant's place.
+
+One step: `select_uct` → `expand_node` → the writer (a large step writes a module; a small step reviews and
+then edits the current kernel) → `compile_and_profile` → on a failure, a rule distilled and `record_failure`.
+The tree lives in the store, so a run that stops for any reason (a budget, a kill, a model error) resumes
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from adaexplore import tools
+from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
+from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
+from adaexplore.errors import ModelError, RequestError
+from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task
+from adaexplore.memory import NO_GUIDANCE, check_rule_text
+from adaexplore.prompts import DistillContext, KernelContext
+from adaexplore.store import UsageTotals
+
+__all__ = [
+    "Budget",
+    "Explorer",
+    "Observer",
+    "StepRecord",
+    "TaskSummary",
+    "rule_from_reply",
+    "run_all",
+]
+
+# Error text shown to the model: the head and the tail of a long traceback.
+_ERROR_CHARS = 4000
+
+
+class Budget:
+    """Caps shared by every task of one invocation: model tokens, dollars, and wall time."""
+
+    def __init__(self, *, tokens: int | None = None, usd: float | None = None, seconds: float | None = None) -> None:
+        self.tokens, self.usd, self.seconds = tokens, usd, seconds
+        self.started = time.monotonic()
+        self.used_tokens = 0
+        self.used_usd = 0.0
+
+    def charge(self, tokens: int, usd: float) -> None:
+        self.used_tokens += tokens
+        self.used_usd += usd
+
+    def exhausted(self) -> str | None:
+        """Why no further step may start, or None."""
+        if self.tokens is not None and self.used_tokens >= self.tokens:
+            return f"the token budget is spent ({self.used_tokens:,} of {self.tokens:,} tokens)"
+        if self.usd is not None and self.used_usd >= self.usd:
+            return f"the cost budget is spent (${self.used_usd:.2f} of ${self.usd:.2f})"
+        if self.seconds is not None and time.monotonic() - self.started >= self.seconds:
+            return f"the time budget is spent ({_duration(self.seconds)})"
+        return None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass
+class StepRecord:
+    """One step as the progress display and the summary see it."""
+
+    step: int  # evaluations in the run after this step
+    total: int
+    node_id: int | None  # the new node; None when the step was given up
+    parent_id: int
+    action: str
+    status: str | None  # the verdict; None when no code was evaluated
+    speedup: float | None
+    best_speedup: float | None
+    best_node_id: int | None
+    is_new_best: bool
+    reused: bool
+    problem: str | None  # why the step was given up, or what went partly wrong (edits that did not apply)
+    rule: str | None  # what record_failure answered
+    model_s: float
+    eval_s: float
+    total_s: float
+
+    @property
+    def overhead_s(self) -> float:
+        return max(0.0, self.total_s - self.model_s - self.eval_s)
+
+
+@dataclass
+class TaskSummary:
+    task_id: str
+    task_name: str
+    run_id: str
+    status: str  # "finished", or "stopped" (resumable)
+    reason: str
+    steps_done: int
+    steps_total: int
+    counts: dict[str, int]
+    best_node_id: int | None
+    best_speedup: float | None
+    verified: bool
+    timed: bool
+    best_path: list[int]
+    best_file: Path | None
+    usage: UsageTotals
+    failed_steps: int
+    rules_recorded: int
+    records: list[StepRecord] = field(default_factory=list)
+
+
+class Observer(Protocol):
+    """What the loop reports as it goes; the terminal display implements it."""
+
+    def task_started(self, run_id: str, name: str, steps_done: int, steps_total: int) -> None: ...
+
+    def phase(self, run_id: str, text: str) -> None: ...
+
+    def step_done(self, run_id: str, record: StepRecord, counts: dict[str, int]) -> None: ...
+
+    def notice(self, run_id: str, text: str) -> None: ...
+
+    def task_finished(self, summary: TaskSummary) -> None: ...
+
+
+def rule_from_reply(text: str) -> str | None:
+    """The rule in a distillation reply: the last line that holds "You cannot …", cleaned up; None for
+    "no guidance", an empty reply, or a rule that is not a valid rule sentence."""
+    for line in reversed([ln.strip() for ln in text.splitlines() if ln.strip()]):
+        bare = line.strip("-*>`\"' \t")
+        if bare.lower().rstrip(".").startswith(NO_GUIDANCE):
+            return None
+        at = bare.find("You cannot ")
+        if at >= 0:
+            try:
+                return check_rule_text(bare[at:].strip("`\"' "))
+            except ValueError:
+                return None
+    return None
+
+
+def _error_text(evaluation: Evaluation | None) -> str:
+    if evaluation is None or evaluation.status is Status.ok:
+        return ""
+    parts = [evaluation.message]
+    if evaluation.error and evaluation.error.traceback:
+        parts.append(evaluation.error.traceback.rstrip())
+    text = "\n".join(parts)
+    if len(text) > _ERROR_CHARS:
+        half = _ERROR_CHARS // 2
+        text = f"{text[:half]}\n[… {len(text) - _ERROR_CHARS} characters cut …]\n{text[-half:]}"
+    return text
+
+
+def _kernel(kernel: tools.ContextKernel) -> KernelContext:
+    return KernelContext(
+        node_id=kernel.node_id,
+        kind=kernel.kind,
+        verdict=kernel.verdict,
+        correct=kernel.status == Status.ok,
+        code=kernel.code,
+    )
+
+
+class _TimedEvaluator:
+    """The evaluator, with the seconds spent in it counted (the loop's own overhead excludes them)."""
+
+    def __init__(self, inner: tools.EvaluatorLike) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:
+        start = time.perf_counter()
+        try:
+            return await self.inner.evaluate(task, code, **options)  # type: ignore[arg-type]
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+
+@dataclass
+class _Attempt:
+    code: str | None
+    problem: str | None  # why the step was given up (code is None), or a partial problem (edits skipped)
+    model_s: float
+
+
+class Explorer:
+    """Runs search runs to their end: one task at a time per call of `run`, any number concurrently."""
+
+    def __init__(
+        self,
+        svc: tools.Services,
+        writer: Writer,
+        *,
+        budget: Budget | None = None,
+        observer: Observer | None = None,
+        out_dir: Path | None = None,
+        memory_updates: bool | None = None,
+    ) -> None:
+        self._timed = _TimedEvaluator(svc.evaluator)
+        self.svc = dataclasses.replace(svc, evaluator=self._timed)
+        self.writer = writer
+        self.budget = budget or Budget()
+        self.observer = observer
+        self.out_dir = out_dir or svc.settings.home / "runs"
+        agent = svc.settings.agent
+        self.memory_updates = agent.memory_updates if memory_updates is None else memory_updates
+        self._stop: str | None = None
+
+    def stop(self, reason: str) -> None:
+        """Let every run stop after its current step (for a signal or a shared budget)."""
+        self._stop = self._stop or reason
+
+    # ---- one run ------------------------------------------------------------------------------------
+    async def run(self, run_id: str) -> TaskSummary:
+        """Take steps in a run until it has its evaluations, then finish it (the final re-evaluation).
+
+        Raises:
+            NotFoundError: the run id is unknown.
+            RequestError: the run is already finished.
+        """
+        svc = self.svc
+        run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
+        if run.status == "finished":
+            raise RequestError(f"run {run_id} is already finished; `adaexplore runs show {run_id}` shows its tree")
+        token = CURRENT_STEP.set(StepScope(run.run_id, run.task_id))
+        try:
+            return await self._run(run)
+        finally:
+            CURRENT_STEP.reset(token)
+
+    async def _run(self, run: tools.RunResult) -> TaskSummary:
+        svc, agent = self.svc, self.svc.settings.agent
+        if self.observer:
+            self.observer.task_started(run.run_id, run.task_name, run.steps_done, run.steps_total)
+        records: list[StepRecord] = []
+        failed_in_row = failed_steps = rules = 0
+        reason = ""
+        while True:
+            state = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id))
+            if state.steps_done >= state.steps_total:
+                break
+            stop = self._stop or self.budget.exhausted()
+            if stop:
+                self.stop(stop)
+                reason = stop
+                break
+            try:
+                record = await self._step(state)
+            except ModelError as exc:
+                reason = f"the model failed: {exc}"
+                break
+            records.append(record)
+            if record.node_id is None:
+                failed_steps += 1
+                failed_in_row += 1
+                if self.observer:
+                    self.observer.notice(run.run_id, f"step given up: {record.problem}")
+                if failed_in_row >= agent.max_failed_steps:
+                    reason = (
+                        f"{failed_in_row} steps in a row got no usable kernel from the model (last: "
+                        f"{record.problem}); check the model and --max-tokens"
+                    )
+                    break
+            else:
+                failed_in_row = 0
+                rules += record.rule is not None
+            if self.observer:
+                counts = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id)).counts
+                self.observer.step_done(run.run_id, record, counts)
+        finished = not reason
+        if finished:
+            if self.observer:
+                self.observer.phase(run.run_id, "re-evaluating the best candidates")
+            await tools.finish_run(svc, tools.FinishRunRequest(run_id=run.run_id))
+        return self._summary(run.run_id, finished, reason, records, failed_steps, rules)
+
+    # ---- one step -----------------------------------------------------------------------------------
+    async def _step(self, run: tools.RunResult) -> StepRecord:
+        svc = self.svc
+        started = time.perf_counter()
+        eval_before = self._timed.seconds
+        choice = tools.select_uct(svc, tools.SelectUctRequest(run_id=run.run_id))
+        expansion = tools.expand_node(
+            svc, tools.ExpandNodeRequest(run_id=run.run_id, node_id=choice.node_id, action=choice.action)
+        )
+        memory = tools.get_skill_memory(svc, tools.GetSkillMemoryRequest()).prompt or ""
+        seed = f"{run.seed}:{run.steps_done}:{choice.node_id}"
+        if self.observer:
+            what = "a new kernel (large step)" if choice.action == "large" else "edits (small step)"
+            self.observer.phase(run.run_id, f"asking for {what} at node {choice.node_id}")
+        if choice.action == "large":
+            attempt = await self._large(run, expansion, memory, seed)
+        else:
+            attempt = await self._small(run, expansion, memory, seed)
+        record = StepRecord(
+            step=run.steps_done,
+            total=run.steps_total,
+            node_id=None,
+            parent_id=choice.node_id,
+            action=choice.action,
+            status=None,
+            speedup=None,
+            best_speedup=run.best_speedup,
+            best_node_id=run.best_node_id,
+            is_new_best=False,
+            reused=False,
+            problem=attempt.problem,
+            rule=None,
+            model_s=attempt.model_s,
+            eval_s=0.0,
+            total_s=0.0,
+        )
+        if attempt.code is not None:
+            if self.observer:
+                self.observer.phase(run.run_id, f"evaluating a child of node {choice.node_id}")
+            result = await tools.compile_and_profile(
+                svc,
+                tools.CompileAndProfileRequest(code=attempt.code, expansion_id=expansion.expansion_id),
+                progress=self._progress(run.run_id),
+            )
+            record.status, record.speedup, record.node_id = result.status, result.speedup, result.node_id
+            record.is_new_best, record.reused = result.is_new_best, result.reused_evaluation
+            after = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id))
+            record.step, record.best_speedup, record.best_node_id = (
+                after.steps_done,
+                after.best_speedup,
+                after.best_node_id,
+            )
+            if result.node_id is None:
+                record.problem = result.message  # the evaluator failed; nothing was added
+            else:
+                if attempt.problem:
+                    svc.store.set_note(result.node_id, attempt.problem)
+                if self.memory_updates and result.status in svc.settings.agent.distill_statuses:
+                    rule, model_s = await self._distill(run, result.node_id, attempt.code, result.evaluation)
+                    record.rule, record.model_s = rule, record.model_s + model_s
+        record.eval_s = self._timed.seconds - eval_before
+        record.total_s = time.perf_counter() - started
+        return record
+
+    def _progress(self, run_id: str) -> Callable[[ProgressUpdate], Awaitable[None]]:
+        async def report(update: ProgressUpdate) -> None:
+            if self.observer:
+                self.observer.phase(run_id, update.message)
+
+        return report
+
+    async def _large(self, run: tools.RunResult, expansion: tools.ExpandNodeResult, memory: str, seed: str) -> _Attempt:
+        request = LargeRequest(
+            task_id=run.task_id,
+            task_name=run.task_name,
+            node_id=expansion.node_id,
+            instructions=expansion.instructions,
+            memory=memory,
+            seed=seed,
+        )
+        feedback: list[Feedback] = []
+        model_s = 0.0
+        problem = "no reply"
+        for _ in range(self.svc.settings.agent.max_attempts):
+            start = time.perf_counter()
+            reply = await self.writer.write_module(request, feedback)
+            model_s += time.perf_counter() - start
+            self._charge(reply)
+            extracted = extract_code(reply.text)
+            if extracted.code is None:
+                problem = extracted.problem or "no code"
+                if reply.truncated:
+                    problem += " (the reply was cut off at the token limit)"
+            elif reply.truncated and extracted.unterminated:
+                problem = "the reply was cut off at the token limit in the middle of the module"
+            elif (bad := syntax_problem(extracted.code)) is not None:
+                problem = bad
+            else:
+                return _Attempt(extracted.code, None, model_s)
+            self._notice(run.run_id, f"unusable reply ({problem}); asking again")
+            feedback.append(Feedback(reply.text, problem, reply.truncated))
+        return _Attempt(None, problem, model_s)
+
+    async def _small(self, run: tools.RunResult, expansion: tools.ExpandNodeResult, memory: str, seed: str) -> _Attempt:
+        svc = self.svc
+        assert expansion.current is not None
+        current = expansion.current
+        node = tools.get_node(svc, tools.GetNodeRequest(node_id=current.node_id, include_code=False))
+        request = SmallRequest(
+            task_id=run.task_id,
+            task_name=run.task_name,
+            task_source=expansion.task_source,
+            memory=memory,
+            current=_kernel(current),
+            history=[_kernel(k) for k in expansion.working_memory[:-1]],
+            error=_error_text(node.evaluation),
+            notes=svc.store.note(current.node_id) or "",
+            seed=seed,
+        )
+        model_s = 0.0
+        guidance = ""
+        any_correct = any(k.status == Status.ok for k in expansion.working_memory)
+        if svc.settings.agent.reviewer and any_correct:
+            start = time.perf_counter()
+            review = await self.writer.review(request)
+            model_s += time.perf_counter() - start
+            self._charge(review)
+            guidance = review.text.strip()
+        feedback: list[Feedback] = []
+        problem = "no reply"
+        for _ in range(svc.settings.agent.max_attempts):
+            start = time.perf_counter()
+            reply = await self.writer.write_edits(request, guidance, feedback)
+            model_s += time.perf_counter() - start
+            self._charge(reply)
+            edits = parse_edits(reply.text)
+            if not edits:
+                problem = "the reply holds no numbered <old_str_N>/<new_str_N> edits"
+                if reply.truncated:
+                    problem += " (the reply was cut off at the token limit)"
+            else:
+                report = apply_edits(current.code, edits)
+                if report.applied == 0:
+                    problem = "no edit applied: " + report.describe_failures()
+                elif (bad := syntax_problem(report.code)) is not None:
+                    problem = f"after the edits, {bad}"
+                else:
+                    partial = None
+                    if report.failures():
+                        partial = (
+                            f"{len(report.failures())} of {len(edits)} edits of the step that made this kernel did "
+                            f"not apply ({report.describe_failures()})"
+                        )
+                    return _Attempt(report.code, partial, model_s)
+            self._notice(run.run_id, f"unusable edits ({problem}); asking again")
+            feedback.append(Feedback(reply.text, problem, reply.truncated))
+        return _Attempt(None, problem, model_s)
+
+    async def _distill(
+        self, run: tools.RunResult, node_id: int, code: str, evaluation: Evaluation
+    ) -> tuple[str, float]:
+        start = time.perf_counter()
+        reply = await self.writer.distill(
+            DistillContext(code=code, status=evaluation.status.value, error=_error_text(evaluation))
+        )
+        seconds = time.perf_counter() - start
+        self._charge(reply)
+        rule = rule_from_reply(reply.text)
+        result = await tools.record_failure(
+            self.svc,
+            tools.RecordFailureRequest(task_id=run.task_id, node_id=node_id, rule=rule or NO_GUIDANCE),
+        )
+        return result.message, seconds
+
+    def _charge(self, reply: object) -> None:
+        usage = reply.usage  # type: ignore[attr-defined]
+        self.budget.charge(usage.input_tokens + usage.output_tokens, usage.cost_usd)
+
+    def _notice(self, run_id: str, text: str) -> None:
+        if self.observer:
+            self.observer.notice(run_id, text)
+
+    # ---- the end ------------------------------------------------------------------------------------
+    def _summary(
+        self, run_id: str, finished: bool, reason: str, records: list[StepRecord], failed_steps: int, rules: int
+    ) -> TaskSummary:
+        svc = self.svc
+        run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
+        best_id, speedup, verified, path, best_file, timed = None, None, False, [], None, False
+        if run.final_node_id is not None or run.best_node_id is not None:
+            best = tools.best_kernel(svc, tools.BestKernelRequest(run_id=run_id))
+            best_id, speedup, verified = best.node_id, best.speedup, best.verified
+            node = tools.get_node(svc, tools.GetNodeRequest(node_id=best_id, include_code=False))
+            timed = node.evaluation is not None and node.evaluation.timed
+            path = self._path(best_id)
+            folder = self.out_dir / run_id
+            folder.mkdir(parents=True, exist_ok=True)
+            best_file = folder / "best.py"
+            best_file.write_text(best.code)
+        summary = TaskSummary(
+            task_id=run.task_id,
+            task_name=run.task_name,
+            run_id=run_id,
+            status="finished" if finished else "stopped",
+            reason=reason or "all steps taken",
+            steps_done=run.steps_done,
+            steps_total=run.steps_total,
+            counts=run.counts,
+            best_node_id=best_id,
+            best_speedup=speedup,
+            verified=verified,
+            timed=timed,
+            best_path=path,
+            best_file=best_file,
+            usage=svc.store.usage(run_id=run_id),
+            failed_steps=failed_steps,
+            rules_recorded=rules,
+            records=records,
+        )
+        if self.observer:
+            self.observer.task_finished(summary)
+        return summary
+
+    def _path(self, node_id: int) -> list[int]:
+        path: list[int] = []
+        current: int | None = node_id
+        while current is not None:
+            path.append(current)
+            current = tools.get_node(self.svc, tools.GetNodeRequest(node_id=current, include_code=False)).parent_id
+        return path[::-1]
+
+
+async def run_all(explorer: Explorer, run_ids: list[str], parallel: int) -> list[TaskSummary]:
+    """Run several runs, `parallel` at a time; the summaries come back in the order of `run_ids`."""
+    limiter = anyio.CapacityLimiter(max(1, parallel))
+    results: dict[str, TaskSummary] = {}
+
+    async def one(run_id: str) -> None:
+        async with limiter:
+            results[run_id] = await explorer.run(run_id)
+
+    async with anyio.create_task_group() as group:
+        for run_id in run_ids:
+            group.start_soon(one, run_id)
+    return [results[r] for r in run_ids]

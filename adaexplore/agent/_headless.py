@@ -1,0 +1,296 @@
+"""`adaexplore explore` and `adaexplore adapt`: the settings and tasks checked up front, then the loop."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from adaexplore import tools
+from adaexplore.agent._client import ModelClient
+from adaexplore.agent._display import TerminalDisplay, format_speedup, summary_table
+from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
+from adaexplore.agent._synth import synthesize_tasks
+from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
+from adaexplore.config import Settings
+from adaexplore.errors import RequestError, TaskError
+from adaexplore.executor import load_task
+from adaexplore.store import open_store
+
+__all__ = ["AdaptOptions", "ExploreOptions", "adapt", "explore", "parse_duration"]
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '30m', '2h', '1h30m' → seconds."""
+    cleaned = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
+        return float(cleaned)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", cleaned)
+    if not parts or "".join(n + u for n, u in parts) != cleaned:
+        raise RequestError(f"cannot read the duration {text!r}; write it like 90, 90s, 30m, 2h or 1h30m")
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+@dataclass
+class ExploreOptions:
+    tasks: list[Path]
+    steps: int | None = None
+    parallel: int = 1
+    seed: int | None = None
+    preset: str | None = None
+    mode: str | None = None
+    backend: str | None = None
+    resume: list[str] | None = None
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    budget_seconds: float | None = None
+    memory_updates: bool | None = None
+    out_dir: Path | None = None
+
+
+@dataclass
+class AdaptOptions:
+    count: int
+    steps: int | None = None
+    parallel: int = 1
+    seed: int = 0
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    budget_seconds: float | None = None
+    out_dir: Path | None = None
+
+
+def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
+    if writer.is_model:
+        where = settings.model.base_url or "the OpenAI API"
+        out.write(f"model: {writer.label} at {where}\n")
+    else:
+        out.write(
+            "model: replay: the offline generator, NOT a language model. It serves the sample kernels beside each "
+            "example task (examples/kernels/<task>/). Set OPENAI_API_KEY or --base-url to use a model.\n"
+        )
+
+
+async def _model_writer(settings: Settings) -> ModelClient:
+    client = ModelClient(settings.model.model_copy(update={"name": settings.model.resolved_name()}))
+    try:
+        await client.check()
+    except BaseException:
+        await client.aclose()
+        raise
+    return client
+
+
+def _has_gpu(svc: tools.Services) -> bool:
+    environment = getattr(svc.evaluator, "environment", None)
+    return bool(getattr(environment, "has_gpu", False))
+
+
+def _timing_note(svc: tools.Services, backend: str | None) -> str | None:
+    if backend in ("compile", "interpret"):
+        return f"backend {backend}: kernels are checked for correctness only; speedups are not measured"
+    if not _has_gpu(svc):
+        return (
+            "no GPU here: kernels are checked by the compile and interpret backends (correctness only); "
+            "speedups are not measured, so the search can only tell correct kernels from failing ones"
+        )
+    return None
+
+
+def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) -> int:
+    out.write("\n" + summary_table(summaries) + "\n")
+    for s in summaries:
+        if s.best_file is not None:
+            path = " → ".join(str(n) for n in s.best_path)
+            speed = format_speedup(s.best_speedup) if s.best_speedup is not None else "not timed"
+            out.write(f"{s.task_name}: best kernel {s.best_file} (node {s.best_node_id}, {speed}; tree path {path})\n")
+        else:
+            out.write(f"{s.task_name}: no correct kernel in {s.steps_done} evaluations\n")
+        if s.status == "stopped":
+            out.write(f"{s.task_name}: stopped: {s.reason}. Resume with: adaexplore explore --resume {s.run_id}\n")
+    if timing_note:
+        out.write("note: speedups were not measured (no timing on this machine); the best kernel is a correct one.\n")
+    return 0 if all(s.status == "finished" or "budget" in s.reason for s in summaries) else 1
+
+
+async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = sys.stdout) -> int:
+    """Run (or resume) searches on tasks; returns the exit code.
+
+    Raises:
+        TaskError: a task file is missing or unusable (before any run starts).
+        RequestError: an option is wrong, or replay has no sample kernels for a task.
+        ModelError: the endpoint is unreachable, refuses the key, or does not know the model (before any
+            run starts).
+    """
+    if not options.tasks and not options.resume:
+        raise RequestError("name at least one task file, or a run to resume with --resume RUN")
+    for path in options.tasks:
+        load_task(path)  # a missing or broken task stops everything before a run starts
+    if options.resume:
+        store = open_store(settings.database_url)
+        try:
+            for run_id in options.resume:  # before the model is asked anything or a worker started
+                _check_resumable(tools.Services(settings, store, evaluator=None), run_id)  # type: ignore[arg-type]
+        finally:
+            store.close()
+    model_name = settings.model.resolved_name()
+    client = None if model_name == "replay" else await _model_writer(settings)
+    try:
+        async with tools.open_services(settings) as svc:
+            writer: Writer
+            if client is None:
+                writer = ReplayWriter(kernels={}, store=svc.store)
+            else:
+                writer = ModelWriter(client=client, store=svc.store, label=model_name)
+                svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+            run_ids = _prepare_runs(svc, writer, options)
+            _banner(settings, writer, out)
+            note = _timing_note(svc, options.backend or settings.executor.backend)
+            if note:
+                out.write(f"note: {note}.\n")
+            out.flush()
+            explorer = Explorer(
+                svc,
+                writer,
+                budget=Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds),
+                observer=TerminalDisplay(),
+                out_dir=options.out_dir,
+                memory_updates=options.memory_updates,
+            )
+            summaries = await run_all(explorer, run_ids, options.parallel)
+            return _report(summaries, out, note if not any(s.timed for s in summaries) else None)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) -> list[str]:
+    run_ids: list[str] = []
+    if options.resume:
+        by_name = {p.stem: p for p in options.tasks}
+        for run_id in options.resume:
+            run = _check_resumable(svc, run_id)
+            if isinstance(writer, ReplayWriter):
+                path = by_name.get(run.task_name) or Path("examples/tasks") / f"{run.task_name}.py"
+                _add_replay(writer, run.task_id, path)
+            run_ids.append(run_id)
+        if options.tasks and not isinstance(writer, ReplayWriter):
+            raise RequestError("give task files or --resume, not both (replay alone reads task files on resume)")
+        return run_ids
+    for path in options.tasks:
+        task = tools.create_task(svc, tools.CreateTaskRequest(path=str(path)))
+        if isinstance(writer, ReplayWriter):
+            _add_replay(writer, task.task_id, path)
+        started = tools.start_run(
+            svc,
+            tools.StartRunRequest(
+                task_id=task.task_id,
+                seed=options.seed,
+                total_steps=options.steps,
+                preset=options.preset,  # type: ignore[arg-type]
+                mode=options.mode,  # type: ignore[arg-type]
+                backend=options.backend,  # type: ignore[arg-type]
+                model=writer.label,
+            ),
+        )
+        run_ids.append(started.run_id)
+    return run_ids
+
+
+def _check_resumable(svc: tools.Services, run_id: str) -> tools.RunResult:
+    run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
+    if run.status == "finished":
+        raise RequestError(f"run {run_id} is already finished; `adaexplore runs show {run_id}` shows its tree")
+    return run
+
+
+def _add_replay(writer: ReplayWriter, task_id: str, path: Path) -> None:
+    kernels = replay_kernels(path)
+    if not kernels:
+        raise RequestError(
+            f"replay has no sample kernels for task {path.stem} (it looks in "
+            f"{path.resolve().parent.parent / 'kernels' / path.stem}); replay serves only the example tasks. "
+            "For other tasks use a model: --model NAME with OPENAI_API_KEY or --base-url"
+        )
+    writer.kernels[task_id] = kernels
+
+
+async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.stdout) -> int:
+    """Synthesize practice tasks, search them with memory updates on, and report what the memory gained.
+
+    Raises:
+        RequestError: the model is replay (it has no kernels for synthetic tasks).
+        ModelError: the endpoint cannot be used (before any run starts).
+        EvaluatorError: task synthesis failed.
+    """
+    model_name = settings.model.resolved_name()
+    if model_name == "replay":
+        raise RequestError(
+            "adapt needs a model: the replay generator only has sample kernels for the example tasks. Set "
+            "OPENAI_API_KEY (or --api-key-env) and --model, or --base-url for another endpoint"
+        )
+    client = await _model_writer(settings)
+    try:
+        out.write(f"synthesizing {options.count} tasks (seed {options.seed}) from the installed torch…\n")
+        out.flush()
+        report = await synthesize_tasks(options.count, seed=options.seed)
+        out.write(
+            f"{len(report.tasks)} tasks kept, {len(report.rejected)} candidates rejected "
+            f"(torch {report.torch_version}, {report.catalogue_size} operators usable)\n"
+        )
+        if not report.tasks:
+            raise TaskError("no synthetic task passed the checks: " + "; ".join(r.reason for r in report.rejected[:5]))
+        async with tools.open_services(settings) as svc:
+            writer = ModelWriter(client=client, store=svc.store, label=model_name)
+            svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+            folder = settings.home / "synthetic"
+            folder.mkdir(parents=True, exist_ok=True)
+            tools.seed_starter_memory(svc)
+            before = {r.id: (r.occurrences, r.tasks) for r in svc.store.rules()}
+            run_ids = []
+            steps = options.steps or settings.agent.adapt_steps
+            for task in report.tasks:
+                (folder / f"{task.name}.py").write_text(task.source)
+                created = tools.create_task(svc, tools.CreateTaskRequest(source=task.source, name=task.name))
+                started = tools.start_run(
+                    svc, tools.StartRunRequest(task_id=created.task_id, total_steps=steps, model=writer.label)
+                )
+                run_ids.append(started.run_id)
+            out.write(f"task sources: {folder}\n")
+            _banner(settings, writer, out)
+            explorer = Explorer(
+                svc,
+                writer,
+                budget=Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds),
+                observer=TerminalDisplay(),
+                out_dir=options.out_dir,
+                memory_updates=True,
+            )
+            summaries = await run_all(explorer, run_ids, options.parallel)
+            code = _report(summaries, out, None)
+            out.write("\n" + _memory_gains(svc, before) + "\n")
+            return code
+    finally:
+        await client.aclose()
+
+
+def _memory_gains(svc: tools.Services, before: dict[int, tuple[int, int]]) -> str:
+    rows = []
+    config = svc.settings.memory
+    running = tools.running_triton()
+    for rule in svc.store.rules():
+        old = before.get(rule.id)
+        if old is not None and old == (rule.occurrences, rule.tasks):
+            continue
+        gained = rule.occurrences - (old[0] if old else 0)
+        state = "injected" if tools.injected(rule, config, running) else "not yet injected"
+        label = "new" if old is None else f"+{gained}"
+        rows.append(
+            f"  rule {rule.id:<4} {label:<4} seen {rule.occurrences} times in {rule.tasks} task(s), {state}: "
+            + rule.text
+        )
+    if not rows:
+        return "skill memory: no rule gained or counted in this run"
+    return f"skill memory: {len(rows)} rule(s) gained or counted\n" + "\n".join(rows)

@@ -1,0 +1,241 @@
+"""Practice tasks for `adaexplore adapt`, synthesized from the installed torch's operator catalogue.
+
+This is the caller's side and it never imports torch (DESIGN §2): the work runs in a subprocess,
+`python -m adaexplore.agent._synth_worker`, which introspects `torch.nn` and `torch.nn.functional`,
+keeps the operators that pass a probe, combines 3 to 6 of them in one of three shape families taken from
+`examples/tasks` (gemm_epilogue, conv2d_activation, row_softmax), and keeps the tasks that are
+deterministic, depend on their input, and have outputs well above KernelBench's tolerance. The worker's
+docstring describes the catalogue, the composition and every check with its threshold.
+
+The request goes to the worker as JSON on stdin and the reply comes back as JSON on stdout. The worker
+runs in its own session; past the timeout its whole process group is killed. A worker that fails or
+says something unreadable is an `EvaluatorError` with the tail of what it wrote on stderr.
+
+Same seed and same torch give byte-identical tasks; nothing is cached on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any, TypeVar
+
+import anyio
+from anyio.abc import ByteReceiveStream
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from adaexplore.errors import EvaluatorError, RequestError
+
+__all__ = [
+    "Catalogue",
+    "CatalogueOperator",
+    "Rejection",
+    "SynthesisReport",
+    "SyntheticTask",
+    "TaskCheck",
+    "check_task_sources",
+    "operator_catalogue",
+    "run_worker",
+    "synthesize_tasks",
+]
+
+WORKER_MODULE = "adaexplore.agent._synth_worker"
+TRIES_PER_TASK = 20
+_STDERR_TAIL = 4000
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class SyntheticTask(BaseModel):
+    """A synthesized task module in the KernelBench format (with `SMALL_SIZES`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # "syn_0003_linear_gelu_layernorm": stable for a seed, safe as a file name
+    source: str
+    operators: list[str]  # ["nn.Linear", "F.gelu", "nn.LayerNorm"]
+    seed_task: str  # the example task whose shape family it follows, e.g. "gemm_epilogue"
+
+
+class Rejection(BaseModel):
+    """A drafted task that was not kept, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    operators: list[str]
+    reason: str  # "not deterministic (…)", "output does not depend on the input (…)", "raised …", …
+
+
+class SynthesisReport(BaseModel):
+    """What `synthesize_tasks` made: the tasks kept (maybe fewer than asked) and the drafts rejected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[SyntheticTask]
+    rejected: list[Rejection]
+    catalogue_size: int  # operators usable in the installed torch
+    torch_version: str
+
+
+class TaskCheck(BaseModel):
+    """The synthesis checks' verdict on one task source, with what they measured (at small sizes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    reason: str | None = None
+    output_shape: list[int] | None = None
+    gpu_output_shape: list[int] | None = None
+    rms: float | None = None
+    near_zero_fraction: float | None = None
+    relative_change: float | None = None  # between the outputs for two random inputs
+    wide_rms: float | None = None  # at GPU widths (batch and image sizes kept small), when measured
+
+
+class _Checks(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    checks: list[TaskCheck]
+
+
+class CatalogueOperator(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str  # "nn.GELU", "F.gelu"
+    ranks: list[int]  # input ranks it is usable at: 2 = (batch, features), 4 = (N, C, H, W)
+    changes_shape: bool  # changes height and width of a 4-D input (pools, pads, unpadded convolutions)
+
+
+class Catalogue(BaseModel):
+    """The operators of the installed torch that passed the probe, and why the others did not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    torch_version: str
+    operators: list[CatalogueOperator]
+    anchors: dict[str, str]  # family (example task) -> the operator its tasks start with
+    excluded: dict[str, str]  # operator -> reason
+
+    def names(self) -> set[str]:
+        return {op.name for op in self.operators}
+
+
+async def synthesize_tasks(count: int, *, seed: int, timeout_s: float = 300.0) -> SynthesisReport:
+    """Synthesize up to `count` checked practice tasks, deterministically for `seed` and the installed torch.
+
+    At most `20 * count` drafts are tried; when fewer than `count` pass, the report holds what passed and
+    its rejections say why the others failed.
+
+    Raises:
+        RequestError: `count` is negative.
+        EvaluatorError: the worker failed, timed out, or replied with something unreadable.
+    """
+    if count < 0:
+        raise RequestError(f"cannot synthesize {count} tasks; ask for zero or more")
+    request = {"command": "synthesize", "count": count, "seed": seed, "max_tries": TRIES_PER_TASK * count}
+    return _parse(SynthesisReport, await run_worker(request, timeout_s=timeout_s))
+
+
+async def check_task_sources(
+    sources: list[str], *, narrow: list[str] | None = None, timeout_s: float = 120.0
+) -> list[TaskCheck]:
+    """Run the synthesis checks on task sources, in one worker; one verdict per source, in order.
+
+    `narrow` names the sizes kept small when the output is measured at GPU widths (default: batch_size,
+    batch, height, width, depth, rows, seq_len, length).
+
+    Raises:
+        EvaluatorError: the worker failed or timed out.
+    """
+    reply = await run_worker({"command": "check", "sources": list(sources), "narrow": narrow}, timeout_s)
+    return _parse(_Checks, reply).checks
+
+
+async def operator_catalogue(*, timeout_s: float = 120.0) -> Catalogue:
+    """The installed torch's usable operators, probed in a worker.
+
+    Raises:
+        EvaluatorError: the worker failed or timed out.
+    """
+    return _parse(Catalogue, await run_worker({"command": "catalogue"}, timeout_s))
+
+
+def _parse(model: type[_M], reply: Any) -> _M:
+    try:
+        return model.model_validate(reply)
+    except ValidationError as exc:
+        raise EvaluatorError(f"the task synthesis worker replied with an unexpected {model.__name__}: {exc}") from exc
+
+
+async def run_worker(request: dict[str, Any], timeout_s: float) -> Any:
+    """Send `request` to a fresh synthesis worker and return its JSON reply.
+
+    Raises:
+        EvaluatorError: the worker exited with an error, ran past `timeout_s` (its process group is then
+            killed), or wrote something that is not JSON; the message carries the tail of its stderr.
+    """
+    payload = json.dumps(request).encode()
+    stdout = bytearray()
+    stderr = bytearray()
+    process = await anyio.open_process(
+        [sys.executable, "-m", WORKER_MODULE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        with anyio.move_on_after(timeout_s) as scope:
+            async with anyio.create_task_group() as group:
+                assert process.stdout is not None and process.stderr is not None and process.stdin is not None
+                group.start_soon(_read, process.stdout, stdout, None)
+                group.start_soon(_read, process.stderr, stderr, _STDERR_TAIL)
+                try:
+                    await process.stdin.send(payload)
+                    await process.stdin.aclose()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    pass  # it died before reading; its exit code and stderr say why
+            await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                _kill_group(process.pid)
+                with anyio.move_on_after(5):
+                    await process.wait()
+            await process.aclose()
+    tail = _tail(stderr)
+    if scope.cancelled_caught:
+        raise EvaluatorError(
+            f"task synthesis did not finish within {timeout_s:g} s and was stopped; allow more time "
+            f"(timeout_s) or ask for fewer tasks.{tail}"
+        )
+    if process.returncode != 0:
+        raise EvaluatorError(f"the task synthesis worker failed (exit code {process.returncode}).{tail}")
+    try:
+        return json.loads(stdout.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EvaluatorError(f"the task synthesis worker wrote no readable reply ({exc}).{tail}") from exc
+
+
+async def _read(stream: ByteReceiveStream, into: bytearray, keep: int | None) -> None:
+    try:
+        async for chunk in stream:
+            into += chunk
+            if keep is not None and len(into) > 2 * keep:
+                del into[:-keep]
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(stderr: bytearray) -> str:
+    text = bytes(stderr[-_STDERR_TAIL:]).decode(errors="replace").strip()
+    return f" Its stderr ends with:\n{text}" if text else " It wrote nothing on stderr."

@@ -1,0 +1,404 @@
+"""`adaexplore explore` end to end: the real CLI in a subprocess, a scripted OpenAI-compatible server on
+127.0.0.1, and real evaluations (compile + interpret on this machine)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adaexplore.store import open_store
+from tests.agent.fake_openai import Fail, FakeOpenAI, Raw, Say, Slow
+from tests.conftest import EXAMPLES, ROOT
+
+TASK = EXAMPLES / "tasks" / "row_softmax.py"
+KERNELS = EXAMPLES / "kernels" / "row_softmax"
+CORRECT = (KERNELS / "correct.py").read_text()
+COMPILE_ERROR = (KERNELS / "compile_error.py").read_text()
+WRONG = (KERNELS / "wrong_result.py").read_text()
+KEY = "sk-test-key"
+RULE = "You cannot make tl.static_assert depend on a block size that is always positive; drop the assertion."
+# A compile error that the starter memory does not cover, so its distilled rule starts a new rule.
+STATIC_ASSERT = CORRECT.replace(
+    "    row = tl.program_id(0)\n",
+    '    row = tl.program_id(0)\n    tl.static_assert(BLOCK < 0, "BLOCK must be negative")\n',
+    1,
+)
+assert STATIC_ASSERT != CORRECT
+
+
+def fenced(code: str) -> str:
+    return f"Here is the module.\n```python\n{code}```\n"
+
+
+def purpose(body: dict[str, Any]) -> str:
+    first = body["messages"][0]["content"]
+    if first.startswith("A Triton kernel failed"):
+        return "distill"
+    if first.startswith("A skill memory holds"):
+        return "judge"
+    if first.startswith("You review a Triton kernel"):
+        return "review"
+    if "Answer with numbered edits" in first:
+        return "tune"
+    return "large"
+
+
+class Scripted:
+    """Answers by purpose: each purpose has a queue of replies, then a default."""
+
+    def __init__(
+        self, queues: dict[str, list[Say]], defaults: dict[str, Say | Callable[[dict[str, Any]], Say]]
+    ) -> None:
+        self.queues, self.defaults = queues, defaults
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.answers: list[Say] = []
+
+    def __call__(self, body: dict[str, Any]) -> Say:
+        kind = purpose(body)
+        self.seen.append((kind, body))
+        queue = self.queues.get(kind, [])
+        default = self.defaults[kind]
+        say = queue.pop(0) if queue else default(body) if callable(default) else default
+        self.answers.append(say)
+        return say
+
+
+def current_kernel(body: dict[str, Any]) -> str:
+    """The kernel a tune prompt asks to edit."""
+    prompt = body["messages"][0]["content"]
+    match = re.search(r"## The current kernel \(node \d+\).*?\n```python\n(.*?)\n```", prompt, re.S)
+    assert match, prompt[-2000:]
+    return match.group(1)
+
+
+def rewrite_to(code: str) -> Callable[[dict[str, Any]], Say]:
+    """A tuner that edits the whole current kernel into `code` (one edit, old text = the whole kernel)."""
+
+    def answer(body: dict[str, Any]) -> Say:
+        old = current_kernel(body)
+        if old.strip() == code.strip():
+            new = code.replace("x = x.contiguous()", "x = x.contiguous()  # same, once more")
+        else:
+            new = code
+        return Say(f"<old_str_1>\n{old}\n</old_str_1>\n<new_str_1>\n{new}\n</new_str_1>")
+
+    return answer
+
+
+def write_config(path: Path, **agent: object) -> Path:
+    lines = [
+        "[executor]",
+        "trial_timeout_s = 20.0",
+        "[model]",
+        "backoff_s = 0.01",
+        "backoff_max_s = 0.05",
+        "timeout_s = 1.5",
+        "price_input_per_mtok = 1.0",
+        "price_output_per_mtok = 2.0",
+        "temperature = 0.7",
+        "[agent]",
+        *(f"{k} = {v!r}" if not isinstance(v, bool) else f"{k} = {str(v).lower()}" for k, v in agent.items()),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def cli_env(home: Path, key: str | None = KEY) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["ADAEXPLORE_HOME"] = str(home)
+    if key is not None:
+        env["OPENAI_API_KEY"] = key
+    return env
+
+
+def adaexplore(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adaexplore", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def distiller(body: dict[str, Any]) -> Say:
+    prompt = body["messages"][0]["content"]
+    if "static_assert" in prompt:
+        return Say(f"Looking at the error…\n{RULE}")
+    return Say("You cannot use a lambda inside a Triton kernel; write the expression inline.")
+
+
+def test_explore_end_to_end_with_a_scripted_model(tmp_path: Path) -> None:
+    script = Scripted(
+        queues={
+            "large": [
+                Say("I would fuse the max and the sum into one pass."),  # no code: asked again
+                Say(fenced(COMPILE_ERROR)),
+                Say("```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self", "length"),
+                Say(fenced(STATIC_ASSERT)),
+                Say(fenced(WRONG)),
+            ],
+            "tune": [
+                Say("<old_str_1>\nthis line is not in the kernel\n</old_str_1>\n<new_str_1>\nx = 1\n</new_str_1>"),
+            ],
+        },
+        defaults={
+            "large": Say(fenced(CORRECT), prompt_tokens=1000, completion_tokens=400),
+            "review": Say("1. Use fewer warps for short rows."),
+            "tune": rewrite_to(CORRECT),
+            "distill": distiller,
+            "judge": Say('{"same_as": null}'),
+        },
+    )
+    # The first request meets a malformed reply, then a 429, then a reply slower than the timeout; the client
+    # retries each, and the fourth attempt reaches the script.
+    transport = [Raw(b"{not json"), Fail(429, "slow down", headers={"Retry-After": "0"}), Slow(3.0, Say("late"))]
+    home = tmp_path / "home"
+    config = write_config(tmp_path / "settings.toml")
+    with FakeOpenAI(transport, responder=script, api_key=KEY) as fake:
+        done = adaexplore(
+            "--config", str(config), "explore", str(TASK), "--steps", "5", "--seed", "11",
+            "--model", "fake-model", "--base-url", fake.base_url,
+            env=cli_env(home),
+        )  # fmt: skip
+        requests = list(fake.requests)
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    out = done.stdout
+    assert "model: fake-model at " + fake.base_url in out
+    assert "speedups are not measured" in out  # no GPU on this machine
+
+    store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
+    try:
+        (run,) = store.runs()
+        nodes = store.nodes(run.id)
+        assert run.status == "finished" and run.steps == 5 and run.model == "fake-model"
+        assert len(nodes) == 6  # the root and five evaluated children
+        statuses = [n.status for n in nodes[1:]]
+        assert statuses[0] == "compile_error"  # the malformed/429/slow/no-code replies cost no evaluation
+        assert statuses.count("compile_error") >= 2 and "ok" in statuses
+        # The best kernel is correct, and it is the scripted correct module (or an edit of it).
+        best = store.node(run.final_node_id or run.best_node_id)
+        assert best.status == "ok" and "_softmax_kernel" in best.code
+        # The lambda failure counted toward the starter rule that covers its signature; the static_assert
+        # failure, which nothing covered, was distilled into a new rule.
+        failures = {f.code: f for f in store.failures()}
+        lambda_rule = store.rule(failures[COMPILE_ERROR].rule_id)
+        assert lambda_rule.source == "curated" and "lambda" in lambda_rule.text.lower()
+        (rule,) = [r for r in store.rules() if r.text == RULE]
+        assert rule.source == "distilled" and rule.occurrences >= 1 and rule.tasks == 1
+        assert failures[STATIC_ASSERT].rule_id == rule.id
+        # Token accounting: every successful completion is filed under the run, with the prices applied.
+        usage = store.usage(run_id=run.id)
+        served = len(requests) - len(transport)
+        assert usage.calls == served == len(script.seen)
+        assert usage.input_tokens == sum(a.prompt_tokens for a in script.answers)
+        assert usage.output_tokens == sum(a.completion_tokens for a in script.answers)
+        assert usage.by_purpose["large_step"] == [k for k, _ in script.seen].count("large")
+        rows = store._db.execute("SELECT purpose, attempts FROM model_calls WHERE run_id=? ORDER BY id", (run.id,))
+        calls = [tuple(r) for r in rows]
+        assert calls[0] == ("large_step", 4)  # malformed, 429, timeout, then the reply
+        assert store.usage(task_id=run.task_id).calls == usage.calls
+        assert usage.cost_usd == pytest.approx((usage.input_tokens * 1.0 + usage.output_tokens * 2.0) / 1e6)
+    finally:
+        store.close()
+
+    kinds = [k for k, _ in script.seen]
+    assert kinds[0] == "large" and "distill" in kinds
+    bodies = [b for _, b in script.seen]
+    assert all(b["temperature"] == 0.7 and b["model"] == "fake-model" for b in bodies)
+    assert all(b["max_completion_tokens"] == 16384 for b in bodies)
+    # The reply without code and the one cut off were answered with what was wrong, in the same conversation.
+    followups = [b["messages"][-1]["content"] for b in bodies if len(b["messages"]) > 1]
+    assert any("has no fenced ```python block" in text for text in followups)
+    assert any("cut off at the token limit" in text for text in followups)
+    # The large-step prompt carries the skill memory's block.
+    assert "Rules learned from earlier failures" in bodies[0]["messages"][0]["content"]
+    # An edit that did not apply was reported back, not dropped.
+    if "tune" in kinds:
+        assert any("edit 1: the old text was not found" in text for text in followups)
+
+    # The summary table and the best kernel's file.
+    assert re.search(r"row_softmax\s+run-\S+\s+finished\s+5/5", out)
+    match = re.search(r"best kernel (\S+best\.py)", out)
+    assert match and Path(match.group(1)).read_text() == best.code
+
+
+def test_replay_runs_a_real_search_offline(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = adaexplore("explore", str(TASK.relative_to(ROOT)), "--steps", "4", "--seed", "2", env=cli_env(home, None))
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert "NOT a language model" in done.stdout
+    store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
+    try:
+        (run,) = store.runs()
+        assert run.model == "replay" and run.status == "finished" and run.steps == 4
+        served = {n.code for n in store.nodes(run.id)[1:]}
+        samples = {p.read_text() for p in KERNELS.glob("*.py")}
+        assert served <= samples  # replay serves the sample kernels, nothing else
+        assert store.usage(run_id=run.id).tokens == 0
+    finally:
+        store.close()
+
+
+def test_resume_after_a_kill_continues_the_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = write_config(tmp_path / "settings.toml")
+    answers = [Say(fenced(CORRECT)), Say(fenced(WRONG)), Say(fenced(COMPILE_ERROR))]
+    counter = {"n": 0}
+
+    def responder(body: dict[str, Any]) -> Say | Slow:
+        kind = purpose(body)
+        if kind == "distill":
+            return Say("no guidance")
+        if kind == "review":
+            return Say("1. Keep it.")
+        counter["n"] += 1
+        if kind == "tune":
+            return Say(
+                "<old_str_1>\n        x = x.contiguous()\n</old_str_1>\n<new_str_1>\n        x = x.contiguous()  # "
+                f"v{counter['n']}\n</new_str_1>"
+            )
+        return answers[counter["n"] % len(answers)]
+
+    db = home / "adaexplore.db"
+    with FakeOpenAI(responder=responder, api_key=KEY) as fake:
+        args = ["--config", str(config), "explore", str(TASK), "--steps", "6", "--seed", "5"]
+        model = ["--model", "fake-model", "--base-url", fake.base_url]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "adaexplore", *args, *model],
+            cwd=ROOT,
+            env=cli_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 300
+            steps = 0
+            while time.monotonic() < deadline and process.poll() is None:
+                if db.exists():
+                    store = open_store(f"sqlite:///{db}")
+                    try:
+                        runs = store.runs()
+                        steps = runs[0].steps if runs else 0
+                    finally:
+                        store.close()
+                if steps >= 2:
+                    break
+                time.sleep(0.2)
+            assert steps >= 2, "the run did not get going"
+            os.killpg(process.pid, signal.SIGKILL)
+        finally:
+            process.wait(timeout=30)
+            for stream in (process.stdout, process.stderr):
+                if stream:
+                    stream.close()
+        store = open_store(f"sqlite:///{db}")
+        try:
+            (run,) = store.runs()
+            killed_at = run.steps
+            assert run.status == "running" and 2 <= killed_at < 6
+        finally:
+            store.close()
+        done = adaexplore("--config", str(config), "explore", "--resume", run.id, *model, env=cli_env(home))
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert f"resuming at step {killed_at}" in done.stderr
+    store = open_store(f"sqlite:///{db}")
+    try:
+        (after,) = store.runs()
+        assert after.id == run.id and after.status == "finished" and after.steps == 6
+        nodes = store.nodes(run.id)
+        assert len(nodes) == 7
+        root = nodes[0]
+        assert root.visits == 6  # statistics carried over the kill: every evaluation back-propagated once
+    finally:
+        store.close()
+    again = adaexplore("explore", "--resume", run.id, *model, env=cli_env(home))
+    assert again.returncode == 2 and "already finished" in again.stderr
+
+
+# ---- bad input: a clear message, exit code 2, and nothing started ------------------------------------------
+def assert_nothing_started(home: Path) -> None:
+    db = home / "adaexplore.db"
+    if db.exists():
+        store = open_store(f"sqlite:///{db}")
+        try:
+            assert store.runs() == []
+        finally:
+            store.close()
+
+
+def test_an_unreachable_endpoint_is_reported_before_any_run(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    home = tmp_path / "home"
+    url = f"http://127.0.0.1:{port}/v1"
+    done = adaexplore(
+        "explore", str(TASK), "--model", "m", "--base-url", url, "--timeout", "2", env=cli_env(home), timeout=120
+    )
+    assert done.returncode == 2
+    assert url in done.stderr and "--base-url" in done.stderr
+    assert_nothing_started(home)
+
+
+def test_a_wrong_key_and_an_unknown_model_are_reported_before_any_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with FakeOpenAI(api_key=KEY) as fake:
+        wrong = adaexplore(
+            "explore", str(TASK), "--model", "fake-model", "--base-url", fake.base_url, env=cli_env(home, "sk-wrong")
+        )
+        unknown = adaexplore("explore", str(TASK), "--model", "nope", "--base-url", fake.base_url, env=cli_env(home))
+        assert fake.requests == []  # no chat request was sent: the check comes first
+    assert wrong.returncode == 2 and "OPENAI_API_KEY" in wrong.stderr and "--api-key-env" in wrong.stderr
+    assert unknown.returncode == 2 and "does not know model 'nope'" in unknown.stderr
+    assert "--model" in unknown.stderr
+    assert_nothing_started(home)
+
+
+def test_a_task_that_does_not_import_is_reported_before_any_run(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x)\n        return x\n")
+    missing = tmp_path / "missing.py"
+    home = tmp_path / "home"
+    done = adaexplore("explore", str(TASK), str(broken), env=cli_env(home, None))
+    assert done.returncode == 2 and "broken" in done.stderr
+    gone = adaexplore("explore", str(missing), env=cli_env(home, None))
+    assert gone.returncode == 2 and "does not exist" in gone.stderr
+    assert_nothing_started(home)
+
+
+def test_a_model_that_never_writes_code_stops_the_run_resumably(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    config = write_config(tmp_path / "settings.toml", max_attempts=2, max_failed_steps=2)
+    with FakeOpenAI(responder=lambda body: Say("I cannot help with that."), api_key=KEY) as fake:
+        done = adaexplore(
+            "--config", str(config), "explore", str(TASK), "--steps", "3",
+            "--model", "fake-model", "--base-url", fake.base_url,
+            env=cli_env(home),
+        )  # fmt: skip
+        sent = len(fake.requests)
+    assert done.returncode == 1
+    assert "2 steps in a row got no usable kernel" in done.stdout
+    assert "has no fenced ```python block" in done.stderr
+    assert "adaexplore explore --resume run-" in done.stdout
+    assert sent == 4  # two steps, two attempts each
+    store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
+    try:
+        (run,) = store.runs()
+        assert run.status == "running" and run.steps == 0 and len(store.nodes(run.id)) == 1
+        assert store.usage(run_id=run.id).calls == 4
+    finally:
+        store.close()
