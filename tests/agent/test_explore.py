@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from adaexplore.store import open_store
 from tests.agent.fake_openai import Fail, FakeOpenAI, Raw, Say, Slow
+from tests.agent.scripted import KEY, Scripted, adaexplore, cli_env, fenced, purpose, rewrite_to, write_config
 from tests.conftest import EXAMPLES, ROOT
 
 TASK = EXAMPLES / "tasks" / "row_softmax.py"
@@ -24,7 +24,6 @@ KERNELS = EXAMPLES / "kernels" / "row_softmax"
 CORRECT = (KERNELS / "correct.py").read_text()
 COMPILE_ERROR = (KERNELS / "compile_error.py").read_text()
 WRONG = (KERNELS / "wrong_result.py").read_text()
-KEY = "sk-test-key"
 RULE = "You cannot make tl.static_assert depend on a block size that is always positive; drop the assertion."
 # A compile error that the starter memory does not cover, so its distilled rule starts a new rule.
 STATIC_ASSERT = CORRECT.replace(
@@ -33,102 +32,6 @@ STATIC_ASSERT = CORRECT.replace(
     1,
 )
 assert STATIC_ASSERT != CORRECT
-
-
-def fenced(code: str) -> str:
-    return f"Here is the module.\n```python\n{code}```\n"
-
-
-def purpose(body: dict[str, Any]) -> str:
-    first = body["messages"][0]["content"]
-    if first.startswith("A Triton kernel failed"):
-        return "distill"
-    if first.startswith("A skill memory holds"):
-        return "judge"
-    if first.startswith("You review a Triton kernel"):
-        return "review"
-    if "Answer with numbered edits" in first:
-        return "tune"
-    return "large"
-
-
-class Scripted:
-    """Answers by purpose: each purpose has a queue of replies, then a default."""
-
-    def __init__(
-        self, queues: dict[str, list[Say]], defaults: dict[str, Say | Callable[[dict[str, Any]], Say]]
-    ) -> None:
-        self.queues, self.defaults = queues, defaults
-        self.seen: list[tuple[str, dict[str, Any]]] = []
-        self.answers: list[Say] = []
-
-    def __call__(self, body: dict[str, Any]) -> Say:
-        kind = purpose(body)
-        self.seen.append((kind, body))
-        queue = self.queues.get(kind, [])
-        default = self.defaults[kind]
-        say = queue.pop(0) if queue else default(body) if callable(default) else default
-        self.answers.append(say)
-        return say
-
-
-def current_kernel(body: dict[str, Any]) -> str:
-    """The kernel a tune prompt asks to edit."""
-    prompt = body["messages"][0]["content"]
-    match = re.search(r"## The current kernel \(node \d+\).*?\n```python\n(.*?)\n```", prompt, re.S)
-    assert match, prompt[-2000:]
-    return match.group(1)
-
-
-def rewrite_to(code: str) -> Callable[[dict[str, Any]], Say]:
-    """A tuner that edits the whole current kernel into `code` (one edit, old text = the whole kernel)."""
-
-    def answer(body: dict[str, Any]) -> Say:
-        old = current_kernel(body)
-        if old.strip() == code.strip():
-            new = code.replace("x = x.contiguous()", "x = x.contiguous()  # same, once more")
-        else:
-            new = code
-        return Say(f"<old_str_1>\n{old}\n</old_str_1>\n<new_str_1>\n{new}\n</new_str_1>")
-
-    return answer
-
-
-def write_config(path: Path, **agent: object) -> Path:
-    lines = [
-        "[executor]",
-        "trial_timeout_s = 20.0",
-        "[model]",
-        "backoff_s = 0.01",
-        "backoff_max_s = 0.05",
-        "timeout_s = 1.5",
-        "price_input_per_mtok = 1.0",
-        "price_output_per_mtok = 2.0",
-        "temperature = 0.7",
-        "[agent]",
-        *(f"{k} = {v!r}" if not isinstance(v, bool) else f"{k} = {str(v).lower()}" for k, v in agent.items()),
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def cli_env(home: Path, key: str | None = KEY) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env["ADAEXPLORE_HOME"] = str(home)
-    if key is not None:
-        env["OPENAI_API_KEY"] = key
-    return env
-
-
-def adaexplore(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adaexplore", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=timeout,
-    )
 
 
 def distiller(body: dict[str, Any]) -> Say:
