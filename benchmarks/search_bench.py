@@ -30,10 +30,12 @@ KERNEL = (ROOT / "tests" / "executor" / "data" / "scale_relu_kernel.py").read_te
 VERDICTS = [("compile_error", None), ("mismatch", None), ("ok", 0.8), ("ok", 1.3), ("ok", 2.1)]
 
 
-def grow(svc: Services, nodes: int, seed: int) -> str:
+def grow(svc: Services, nodes: int, seed: int, total_steps: int | None = None) -> str:
+    """A run of `nodes` nodes on the scale_relu task (id "bench"), grown by the search with scripted verdicts;
+    `total_steps` (default: just those) leaves room for more steps."""
     store = svc.store
     store.put_task("bench", "scale_relu", TASK, "benchmark")
-    config = SearchConfig(total_steps=nodes)
+    config = SearchConfig(total_steps=total_steps or nodes)
     run = store.create_run(
         "bench", config=config.model_dump_json(), mode="strict", backend="auto", model="bench", seed=seed
     )

@@ -12,7 +12,7 @@ def first_commands() -> list[str]:
 
 def test_readme_opens_with_run_and_test_commands() -> None:
     run, test = first_commands()
-    assert run.startswith("./install.sh && .venv/bin/adaexplore profile examples/")
+    assert run.startswith("./install.sh && .venv/bin/adaexplore explore examples/")
     assert test == "./install.sh --dev && .venv/bin/python -m pytest"
 
 
@@ -46,3 +46,16 @@ def test_the_python_examples_run_as_written(tmp_path) -> None:
         )
         assert done.returncode == 0, done.stderr[-3000:]
         assert done.stdout.startswith("ok "), done.stdout
+
+
+def test_the_settings_examples_load(tmp_path) -> None:
+    import re
+
+    from adaexplore.config import Settings
+
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert len(blocks) >= 3
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"settings-{index}.toml"
+        path.write_text(block)
+        Settings.load(path)  # unknown keys and bad values raise

@@ -250,8 +250,10 @@ class Explorer:
         records: list[StepRecord] = []
         failed_in_row = failed_steps = rules = 0
         reason = ""
+        counts = dict(run.counts)  # kept up to date here: get_run counts the whole tree, O(nodes)
+        state = run
         while True:
-            state = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id))
+            state = self._refresh(state)
             if state.steps_done >= state.steps_total:
                 break
             stop = self._stop or self.budget.exhausted()
@@ -279,15 +281,31 @@ class Explorer:
             else:
                 failed_in_row = 0
                 rules += record.rule is not None
+                if record.status is not None:
+                    counts[record.status] = counts.get(record.status, 0) + 1
             if self.observer:
-                counts = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id)).counts
-                self.observer.step_done(run.run_id, record, counts)
+                self.observer.step_done(run.run_id, record, dict(counts))
         finished = not reason
         if finished:
             if self.observer:
                 self.observer.phase(run.run_id, "re-evaluating the best candidates")
             await tools.finish_run(svc, tools.FinishRunRequest(run_id=run.run_id))
         return self._summary(run.run_id, finished, reason, records, failed_steps, rules)
+
+    def _refresh(self, run: tools.RunResult) -> tools.RunResult:
+        """The run's progress and best node re-read from the store, in constant time (the counts by status
+        and the depth are left as they were)."""
+        record = self.svc.store.run(run.run_id)
+        best = self.svc.store.node(record.best_node_id) if record.best_node_id is not None else None
+        return run.model_copy(
+            update={
+                "status": record.status,
+                "steps_done": record.steps,
+                "best_node_id": record.best_node_id,
+                "best_speedup": best.speedup if best else None,
+                "final_node_id": record.final_node_id,
+            }
+        )
 
     # ---- one step -----------------------------------------------------------------------------------
     async def _step(self, run: tools.RunResult) -> StepRecord:
@@ -335,7 +353,7 @@ class Explorer:
             )
             record.status, record.speedup, record.node_id = result.status, result.speedup, result.node_id
             record.is_new_best, record.reused = result.is_new_best, result.reused_evaluation
-            after = tools.get_run(svc, tools.GetRunRequest(run_id=run.run_id))
+            after = self._refresh(run)
             record.step, record.best_speedup, record.best_node_id = (
                 after.steps_done,
                 after.best_speedup,

@@ -124,7 +124,7 @@ UPGRADES: dict[int, list[str]] = {
         "CREATE INDEX failures_by_signature ON failures (signature)",
     ],
     # 3: the headless agent: its model calls (tokens and cost per run and task) and notes on nodes that the
-    # next prompt must carry (edits of a small step that did not apply).
+    # next prompt must carry (edits of a small step that did not apply); an index for a run's shape.
     2: [
         """CREATE TABLE model_calls (
             id INTEGER PRIMARY KEY,
@@ -143,5 +143,7 @@ UPGRADES: dict[int, list[str]] = {
         "CREATE INDEX model_calls_by_run ON model_calls (run_id)",
         "CREATE INDEX model_calls_by_task ON model_calls (task_id)",
         "CREATE TABLE node_notes (node_id INTEGER PRIMARY KEY REFERENCES nodes(id), text TEXT NOT NULL)",
+        # get_run's counts by status and depth, read from the index alone
+        "CREATE INDEX nodes_by_run_status ON nodes (run_id, status, depth)",
     ],
 }

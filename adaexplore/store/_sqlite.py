@@ -393,6 +393,19 @@ class SqliteTreeView:
         )
         return [self._stats(r) for r in rows]
 
+    def shape(self) -> tuple[int, int, dict[str, int]]:
+        """The tree's node count, its depth, and its nodes counted by verdict, from aggregates (no rows)."""
+        nodes, depth = 0, 0
+        counts: dict[str, int] = {}
+        rows = self._db.execute(
+            "SELECT status, COUNT(*), MAX(depth) FROM nodes WHERE run_id=? GROUP BY status", (self.run_id,)
+        )
+        for status, count, deepest in rows:
+            nodes, depth = nodes + count, max(depth, deepest)
+            if status is not None:
+                counts[status] = count
+        return nodes, depth, counts
+
     def rows(self) -> list[dict[str, Any]]:
         return [
             dict(r) for r in self._db.execute(f"SELECT {_STATS} FROM nodes WHERE run_id=? ORDER BY id", (self.run_id,))

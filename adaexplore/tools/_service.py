@@ -432,11 +432,7 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
     """
     run = svc.store.run(req.run_id)
     task = svc.store.task(run.task_id)
-    rows = svc.store.view(run.id).rows()
-    counts: dict[str, int] = {}
-    for row in rows:
-        if row["status"] is not None:
-            counts[row["status"]] = counts.get(row["status"], 0) + 1
+    nodes, depth, counts = svc.store.view(run.id).shape()
     best = svc.store.node(run.best_node_id) if run.best_node_id is not None else None
     config = _config(run)
     return RunResult(
@@ -448,9 +444,9 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
         seed=run.seed,
         steps_done=run.steps,
         steps_total=config.total_steps,
-        nodes=len(rows),
+        nodes=nodes,
         counts=counts,
-        max_depth=max(r["depth"] for r in rows),
+        max_depth=depth,
         best_node_id=run.best_node_id,
         best_speedup=best.speedup if best else None,
         final_node_id=run.final_node_id,
