@@ -151,14 +151,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             if note:
                 out.write(f"note: {note}.\n")
             out.flush()
-            explorer = Explorer(
-                svc,
-                writer,
-                budget=Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds),
-                observer=TerminalDisplay(),
-                out_dir=options.out_dir,
-                memory_updates=options.memory_updates,
-            )
+            explorer = _explorer(svc, writer, options, options.memory_updates)
             summaries = await run_all(explorer, run_ids, options.parallel)
             return _report(summaries, out, note if not any(s.timed for s in summaries) else None)
     finally:
@@ -197,6 +190,15 @@ def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) 
         )
         run_ids.append(started.run_id)
     return run_ids
+
+
+def _explorer(
+    svc: tools.Services, writer: Writer, options: ExploreOptions | AdaptOptions, memory_updates: bool | None
+) -> Explorer:
+    budget = Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds)
+    return Explorer(
+        svc, writer, budget=budget, observer=TerminalDisplay(), out_dir=options.out_dir, memory_updates=memory_updates
+    )
 
 
 def _check_resumable(svc: tools.Services, run_id: str) -> tools.RunResult:
@@ -260,14 +262,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
                 run_ids.append(started.run_id)
             out.write(f"task sources: {folder}\n")
             _banner(settings, writer, out)
-            explorer = Explorer(
-                svc,
-                writer,
-                budget=Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds),
-                observer=TerminalDisplay(),
-                out_dir=options.out_dir,
-                memory_updates=True,
-            )
+            explorer = _explorer(svc, writer, options, True)
             summaries = await run_all(explorer, run_ids, options.parallel)
             code = _report(summaries, out, None)
             out.write("\n" + _memory_gains(svc, before) + "\n")

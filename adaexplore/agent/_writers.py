@@ -117,6 +117,26 @@ def _conversation(first: str, feedback: list[Feedback], expect: str) -> list[Mes
     return messages
 
 
+def _filed(store: SqliteStore, reply: Reply, purpose: str) -> Reply:
+    """`reply`, after filing its usage under the current step's run and task."""
+    scope = CURRENT_STEP.get()
+    store.record_model_call(
+        ModelCall(
+            run_id=scope.run_id,
+            task_id=scope.task_id,
+            purpose=purpose,
+            model=reply.model,
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cost_usd=reply.usage.cost_usd,
+            seconds=reply.seconds,
+            attempts=reply.attempts,
+            finish_reason=reply.finish_reason,
+        )
+    )
+    return reply
+
+
 @dataclass
 class ModelWriter:
     """Prompts rendered from prompts/, sent through the model client; usage filed in the store."""
@@ -127,23 +147,7 @@ class ModelWriter:
     is_model: bool = True
 
     async def _call(self, messages: list[Message], purpose: str) -> Reply:
-        reply = await self.client.complete(messages, purpose=purpose)
-        scope = CURRENT_STEP.get()
-        self.store.record_model_call(
-            ModelCall(
-                run_id=scope.run_id,
-                task_id=scope.task_id,
-                purpose=purpose,
-                model=reply.model,
-                input_tokens=reply.usage.input_tokens,
-                output_tokens=reply.usage.output_tokens,
-                cost_usd=reply.usage.cost_usd,
-                seconds=reply.seconds,
-                attempts=reply.attempts,
-                finish_reason=reply.finish_reason,
-            )
-        )
-        return reply
+        return _filed(self.store, await self.client.complete(messages, purpose=purpose), purpose)
 
     async def write_module(self, request: LargeRequest, feedback: list[Feedback]) -> Reply:
         first = render_with_memory(request.memory, request.instructions)
@@ -221,22 +225,9 @@ class ReplayWriter:
     served: dict[str, int] = field(default_factory=dict)
 
     def _reply(self, text: str, purpose: str) -> Reply:
-        scope = CURRENT_STEP.get()
-        self.store.record_model_call(
-            ModelCall(
-                run_id=scope.run_id,
-                task_id=scope.task_id,
-                purpose=purpose,
-                model=self.label,
-                input_tokens=0,
-                output_tokens=0,
-                cost_usd=0.0,
-                seconds=0.0,
-                attempts=1,
-                finish_reason="stop",
-            )
-        )
-        return Reply(text=text, finish_reason="stop", usage=Usage(0, 0, 0.0), seconds=0.0, attempts=1, model=self.label)
+        usage = Usage(0, 0, 0.0)
+        reply = Reply(text=text, finish_reason="stop", usage=usage, seconds=0.0, attempts=1, model=self.label)
+        return _filed(self.store, reply, purpose)
 
     def _draw(self, task_id: str, seed: str, avoid: str | None = None) -> tuple[str, str]:
         samples = {k: v for k, v in self.kernels[task_id].items() if v != avoid} or self.kernels[task_id]
