@@ -126,6 +126,12 @@ async def main() -> None:
                 ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
             )
         )
+        print(
+            f"{name}: {len(records)} steps in {wall:.1f} s; overhead p50 {ms(overhead, 0.5):.1f} ms, "
+            f"max {1000 * max(overhead):.1f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
     head = ("scenario", "steps", "overhead p50", "p95", "max", "model p50", "eval p50", "wall", "verdicts")
     print("{:<8} {:>5} {:>12} {:>8} {:>8} {:>10} {:>9} {:>7}  {}".format(*head))
     for name, n, p50, p95, top, model, ev, wall, verdicts in rows:
