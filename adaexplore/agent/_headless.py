@@ -101,6 +101,8 @@ def _timing_note(svc: tools.Services, backend: str | None) -> str | None:
 
 def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) -> int:
     out.write("\n" + summary_table(summaries) + "\n")
+    if any(s.verified for s in summaries):
+        out.write("✓: confirmed by the final re-evaluation of the best candidates in fresh processes\n")
     for s in summaries:
         if s.best_file is not None:
             path = " → ".join(str(n) for n in s.best_path)
