@@ -1,5 +1,6 @@
 """Latency of the skill memory with 10^4 stored rules: `record_failure` (no model judge; each call a new
-signature, so rules are matched by text) and the rendering of `get_skill_memory`.
+signature, so rules are matched by text) and the rendering of `get_skill_memory` after each of them; then
+`get_skill_memory` again with no rule changed in between, as the search loop asks at every step.
 
     python benchmarks/memory_bench.py               # 10000 rules, 300 calls each
     python benchmarks/memory_bench.py --rules 1000
@@ -108,12 +109,23 @@ async def main() -> None:
     fill(svc, args.rules, rng)
     task = create_task(svc, CreateTaskRequest(path=str(ROOT / "tests/executor/data/scale_relu_task.py")))
     record, render = await measure(svc, task.task_id, args.calls, rng)
+    repeat = []  # what the search loop sees between failures: the rules have not changed since the last call
+    for _ in range(args.calls):
+        start = time.perf_counter()
+        get_skill_memory(svc, GetSkillMemoryRequest())
+        repeat.append((time.perf_counter() - start) * 1e3)
+    repeat.sort()
 
     def p(values: list[float], q: float) -> float:
         return values[int(q * (len(values) - 1))]
 
     print(f"{'operation':<32}{'rules':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
-    for name, values in (("record_failure (no judge)", record), ("get_skill_memory (prompt)", render)):
+    rows = (
+        ("record_failure (no judge)", record),
+        ("get_skill_memory (prompt)", render),
+        ("get_skill_memory (unchanged)", repeat),
+    )
+    for name, values in rows:
         print(
             f"{name:<32}{svc.store.rule_count():>8}{statistics.median(values):>9.2f}{p(values, 0.99):>9.2f}"
             f"{values[-1]:>9.2f}"

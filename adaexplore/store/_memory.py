@@ -206,6 +206,11 @@ class MemoryTables:
         self._index_cache = index
         return index
 
+    def rules_version(self) -> int:
+        """A number that moves whenever any rule changes (text, status, counts, scope, or a new rule), from any
+        connection."""
+        return self._rules_version(self._db)
+
     @staticmethod
     def _rules_version(db: sqlite3.Connection) -> int:
         row = db.execute("SELECT value FROM meta WHERE key='rules_version'").fetchone()
@@ -345,6 +350,7 @@ class MemoryTables:
             "triton_min=?, triton_max=?, backends=?, first_seen=COALESCE(first_seen, ?), last_seen=? WHERE id=?",
             (rule_id, low, high, json.dumps(sorted(backends)), now, now, rule_id),
         )
+        self._bump(db)  # the counts decide what is injected: a cached skill memory is stale now
 
     def set_rule_status(self, rule_id: int, status: str) -> RuleRecord:
         self.rule(rule_id)

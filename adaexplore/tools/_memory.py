@@ -3,6 +3,7 @@ manage the memory (list, show, retire, pin, edit, export, import)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 from typing import Literal
@@ -59,7 +60,7 @@ class RecordFailureRequest(BaseModel):
 
 
 class SkillRule(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rule_id: int
     text: str
@@ -93,7 +94,7 @@ class GetSkillMemoryRequest(BaseModel):
 
 
 class GetSkillMemoryResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)  # served from a cache: callers must not change it
 
     triton: str
     min_occurrences: int
@@ -102,8 +103,9 @@ class GetSkillMemoryResult(BaseModel):
     prompt: str | None
 
 
+@functools.cache
 def running_triton() -> str:
-    """The installed Triton's version, read from its metadata (nothing is imported)."""
+    """The installed Triton's version, read from its metadata once (nothing is imported)."""
     return importlib.metadata.version("triton")
 
 
@@ -307,6 +309,12 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
     seed_starter_memory(svc)
     config = svc.settings.memory
     triton = req.triton or running_triton()
+    # The answer is a function of the rules, the request and the settings: the last one is kept, and it is
+    # served again until a rule changes (the headless loop asks at every step).
+    key = (svc.store.rules_version(), req.model_dump_json(), config.model_dump_json(), triton)
+    cached: tuple[object, GetSkillMemoryResult] | None = getattr(svc.store, "_skill_memory_cache", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     # The store filters by status and counts; scope and backend are checked here, in frequency order, until
     # enough rules are found (so a large memory costs no more than the rules it returns).
     floor_occurrences = req.min_occurrences or config.min_occurrences
@@ -320,13 +328,15 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
             rules.append(rule)
     skills = [_skill(r) for r in rules]
     prompt = render_skill_memory([r.text for r in rules]) if req.format == "prompt" else None
-    return GetSkillMemoryResult(
+    result = GetSkillMemoryResult(
         triton=triton,
         min_occurrences=req.min_occurrences or config.min_occurrences,
         min_tasks=req.min_tasks or config.min_tasks,
         rules=skills,
         prompt=prompt,
     )
+    svc.store._skill_memory_cache = (key, result)  # type: ignore[attr-defined]
+    return result
 
 
 # ---- export and import -------------------------------------------------------------------------------

@@ -235,3 +235,23 @@ async def test_our_export_round_trips_with_counts_tasks_and_signatures(svc: Serv
         original.triton_min,
     )
     assert export_memory(svc, "paper") == f"{BREAK_RULE}||2\n"
+
+
+async def test_the_skill_memory_answer_follows_every_rule_change_from_any_connection(svc: Services) -> None:
+    a, b = tasks(svc)
+    for _ in range(3):
+        await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
+    ask = GetSkillMemoryRequest()
+    before = get_skill_memory(svc, ask)
+    assert before.rules == [] and get_skill_memory(svc, ask) is before  # unchanged rules: the same answer
+    # A count alone (no new rule, no new text) moves the rule over the threshold.
+    await record_failure(svc, failure("mistake/break/elementwise_chain", b))
+    after = get_skill_memory(svc, ask)
+    assert [r.text for r in after.rules] == [BREAK_RULE]
+    # Another connection to the same file retires it; this one sees that at once.
+    other = open_store(svc.settings.database_url)
+    try:
+        other.set_rule_status(after.rules[0].rule_id, "retired")
+    finally:
+        other.close()
+    assert get_skill_memory(svc, ask).rules == []
