@@ -67,6 +67,9 @@ class ExecutorConfig(BaseModel):
     time_on_cpu: bool = False
     # Captured stdout/stderr of a candidate kept in a result (head and tail).
     output_limit_bytes: int = Field(default=16384, ge=256)
+    # Where the per-GPU lock files live, so that every adaexplore process on the machine (the MCP server,
+    # headless runs, benchmarks) measures on a GPU alone. None: adaexplore-device-locks in the temp directory.
+    device_lock_dir: Path | None = None
 
 
 class SearchConfig(BaseModel):

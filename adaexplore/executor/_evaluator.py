@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError, EvaluatorError, TaskError
+from adaexplore.executor._device_lock import DeviceLock, default_lock_dir, physical_gpu
 from adaexplore.executor._environment import Environment, probe_environment
 from adaexplore.executor._models import (
     Audit,
@@ -179,7 +180,7 @@ class Evaluator:
         self._pools: dict[tuple[Backend, int], WorkerPool] = {}
         self._judges: dict[str, JudgeClient] = {}
         self._slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
-        self._device_locks: dict[int, anyio.Lock] = {}
+        self._device_locks: dict[int, DeviceLock] = {}
         self._next_device = 0
         self._worker_env = self._make_worker_env()
 
@@ -246,11 +247,7 @@ class Evaluator:
 
         # Candidate workers warm up while holding the device. The judge does not wait for it: a judge
         # restarted under the lock (by the evaluation holding it) would wait forever.
-        gate = (
-            self._device_locks.setdefault(device, anyio.Lock())
-            if backend is Backend.cuda and role == "candidate"
-            else None
-        )
+        gate = self._device_lock(device) if backend is Backend.cuda and role == "candidate" else None
 
         async def spawn() -> WorkerProcess:
             assert self._tg is not None
@@ -265,6 +262,14 @@ class Evaluator:
             )
 
         return spawn
+
+    def _device_lock(self, device: int) -> DeviceLock:
+        """The lock of visible GPU `device`, shared with every adaexplore process on this machine."""
+        if device not in self._device_locks:
+            folder = self.config.device_lock_dir or default_lock_dir()
+            name = physical_gpu(device, self._worker_env).replace("/", "_")
+            self._device_locks[device] = DeviceLock(folder / f"cuda-{name}.lock")
+        return self._device_locks[device]
 
     def _pool(self, backend: Backend, device: int) -> WorkerPool:
         key = (backend, device)
@@ -530,7 +535,7 @@ class Evaluator:
         device = self._pick_device(backend)
         job = self._job(run, backend, task_path)
         judge = self._judge(backend, device)
-        lock = self._device_locks.setdefault(device, anyio.Lock()) if backend is Backend.cuda else None
+        lock = self._device_lock(device) if backend is Backend.cuda else None
         async with self._candidate(run, backend, device) as (worker, _):
             await worker.send(
                 RunCandidate(
