@@ -210,12 +210,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"adaexplore: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
     except BaseExceptionGroup as group:  # raised through a task group: report ours plainly, re-raise the rest
-        ours, rest = group.split(AdaexploreError)
-        if ours is None or rest is not None:
-            raise
-        for exc in _leaves(ours):
-            print(f"adaexplore: error: {exc}", file=sys.stderr)
-        code = EXIT_USAGE
+        interrupted, others = group.split(KeyboardInterrupt)
+        if interrupted is not None and others is None:
+            code = 130
+        else:
+            ours, rest = group.split(AdaexploreError)
+            if ours is None or rest is not None:
+                raise
+            for exc in _leaves(ours):
+                print(f"adaexplore: error: {exc}", file=sys.stderr)
+            code = EXIT_USAGE
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+import anyio
 
 from adaexplore import tools
 from adaexplore.agent._client import ModelClient
@@ -114,7 +118,50 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) 
             out.write(f"{s.task_name}: stopped: {s.reason}. Resume with: adaexplore explore --resume {s.run_id}\n")
     if timing_note:
         out.write("note: speedups were not measured (no timing on this machine); the best kernel is a correct one.\n")
+    if any(s.reason.startswith(INTERRUPTED) for s in summaries):
+        return 130
     return 0 if all(s.status == "finished" or "budget" in s.reason for s in summaries) else 1
+
+
+INTERRUPTED = "interrupted"
+
+
+async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: int) -> list[TaskSummary]:
+    """`run_all`, where a first SIGINT or SIGTERM lets each run finish its current step and stop (resumably,
+    with the summary printed), and a second one stops at once.
+
+    Raises:
+        KeyboardInterrupt: the second signal came; the steps in flight were abandoned (the store holds
+            every step that completed).
+    """
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        return await run_all(explorer, run_ids, parallel)
+    summaries: list[TaskSummary] | None = None
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                count = 0
+                async for signum in received:
+                    count += 1
+                    if count > 1:
+                        group.cancel_scope.cancel()
+                        return
+                    explorer.stop(f"{INTERRUPTED} ({signal.Signals(signum).name})")
+                    sys.stderr.write(
+                        f"\n{signal.Signals(signum).name}: stopping after the current step; "
+                        "send it again to stop at once\n"
+                    )
+                    sys.stderr.flush()
+
+        group.start_soon(watch)
+        try:
+            summaries = await run_all(explorer, run_ids, parallel)
+        finally:
+            group.cancel_scope.cancel()
+    if summaries is None:
+        raise KeyboardInterrupt
+    return summaries
 
 
 async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = sys.stdout) -> int:
@@ -154,7 +201,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
                 out.write(f"note: {note}.\n")
             out.flush()
             explorer = _explorer(svc, writer, options, options.memory_updates)
-            summaries = await run_all(explorer, run_ids, options.parallel)
+            summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
             return _report(summaries, out, note if not any(s.timed for s in summaries) else None)
     finally:
         if client is not None:
@@ -265,7 +312,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             out.write(f"task sources: {folder}\n")
             _banner(settings, writer, out)
             explorer = _explorer(svc, writer, options, True)
-            summaries = await run_all(explorer, run_ids, options.parallel)
+            summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
             code = _report(summaries, out, None)
             out.write("\n" + _memory_gains(svc, before) + "\n")
             return code

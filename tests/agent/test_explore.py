@@ -305,3 +305,51 @@ def test_a_model_that_never_writes_code_stops_the_run_resumably(tmp_path: Path) 
         assert store.usage(run_id=run.id).calls == 4
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["once: after the step", "twice: at once"])
+def test_an_interrupt_stops_the_run_resumably(tmp_path: Path, signals: int) -> None:
+    home = tmp_path / "home"
+    db = home / "adaexplore.db"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adaexplore", "explore", str(TASK), "--steps", "40", "--seed", "5"],
+        cwd=ROOT,
+        env=cli_env(home, None),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        steps = 0
+        while time.monotonic() < deadline and process.poll() is None and steps < 1:
+            time.sleep(0.2)
+            if db.exists():
+                store = open_store(f"sqlite:///{db}")
+                try:
+                    runs = store.runs()
+                    steps = runs[0].steps if runs else 0
+                finally:
+                    store.close()
+        assert steps >= 1, "the run did not get going"
+        process.send_signal(signal.SIGINT)
+        if signals == 2:
+            time.sleep(0.3)
+            process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, out + err[-3000:]
+    assert "SIGINT: stopping after the current step" in err
+    if signals == 1:
+        assert "stopped: interrupted (SIGINT)" in out and "Resume with: adaexplore explore --resume run-" in out
+        assert re.search(r"row_softmax\s+run-\S+\s+stopped\s+\d+/40", out)  # the summary table is printed
+    store = open_store(f"sqlite:///{db}")
+    try:
+        (run,) = store.runs()
+        assert run.status == "running" and 1 <= run.steps < 40
+        assert store.nodes(run.id)[0].visits == run.steps  # every completed step is in the tree
+    finally:
+        store.close()
