@@ -62,6 +62,9 @@ class NewEvaluation:
 class SqliteStore(MemoryTables, AgentTables):
     def __init__(self, path: str) -> None:
         self.path = path
+        # Answers that callers derive from the store, kept per connection under a name of theirs; each entry
+        # holds the key (a version read from the store, at least) it was computed for.
+        self.memo: dict[str, tuple[object, object]] = {}
         try:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=10.0, check_same_thread=False)
             self._db.row_factory = sqlite3.Row

@@ -312,9 +312,9 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
     # The answer is a function of the rules, the request and the settings: the last one is kept, and it is
     # served again until a rule changes (the headless loop asks at every step).
     key = (svc.store.rules_version(), req.model_dump_json(), config.model_dump_json(), triton)
-    cached: tuple[object, GetSkillMemoryResult] | None = getattr(svc.store, "_skill_memory_cache", None)
+    cached = svc.store.memo.get("skill_memory")
     if cached is not None and cached[0] == key:
-        return cached[1]
+        return cached[1]  # type: ignore[return-value]
     # The store filters by status and counts; scope and backend are checked here, in frequency order, until
     # enough rules are found (so a large memory costs no more than the rules it returns).
     floor_occurrences = req.min_occurrences or config.min_occurrences
@@ -335,7 +335,7 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
         rules=skills,
         prompt=prompt,
     )
-    svc.store._skill_memory_cache = (key, result)  # type: ignore[attr-defined]
+    svc.store.memo["skill_memory"] = (key, result)
     return result
 
 

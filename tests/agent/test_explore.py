@@ -186,20 +186,7 @@ def test_resume_after_a_kill_continues_the_run(tmp_path: Path) -> None:
             start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + 300
-            steps = 0
-            while time.monotonic() < deadline and process.poll() is None:
-                if db.exists():
-                    store = open_store(f"sqlite:///{db}")
-                    try:
-                        runs = store.runs()
-                        steps = runs[0].steps if runs else 0
-                    finally:
-                        store.close()
-                if steps >= 2:
-                    break
-                time.sleep(0.2)
-            assert steps >= 2, "the run did not get going"
+            wait_for_steps(db, process, 2)
             os.killpg(process.pid, signal.SIGKILL)
         finally:
             process.wait(timeout=30)
@@ -228,6 +215,22 @@ def test_resume_after_a_kill_continues_the_run(tmp_path: Path) -> None:
         store.close()
     again = adaexplore("explore", "--resume", run.id, *model, env=cli_env(home))
     assert again.returncode == 2 and "already finished" in again.stderr
+
+
+def wait_for_steps(db: Path, process: subprocess.Popen[Any], steps: int) -> None:
+    """Until the run that `process` started has taken `steps` steps (read from its database)."""
+    deadline = time.monotonic() + 300
+    done = 0
+    while time.monotonic() < deadline and process.poll() is None and done < steps:
+        time.sleep(0.2)
+        if db.exists():
+            store = open_store(f"sqlite:///{db}")
+            try:
+                runs = store.runs()
+                done = runs[0].steps if runs else 0
+            finally:
+                store.close()
+    assert done >= steps, "the run did not get going"
 
 
 # ---- bad input: a clear message, exit code 2, and nothing started ------------------------------------------
@@ -320,18 +323,7 @@ def test_an_interrupt_stops_the_run_resumably(tmp_path: Path, signals: int) -> N
         text=True,
     )
     try:
-        deadline = time.monotonic() + 300
-        steps = 0
-        while time.monotonic() < deadline and process.poll() is None and steps < 1:
-            time.sleep(0.2)
-            if db.exists():
-                store = open_store(f"sqlite:///{db}")
-                try:
-                    runs = store.runs()
-                    steps = runs[0].steps if runs else 0
-                finally:
-                    store.close()
-        assert steps >= 1, "the run did not get going"
+        wait_for_steps(db, process, 1)
         process.send_signal(signal.SIGINT)
         if signals == 2:
             time.sleep(0.3)
