@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
 from adaexplore.executor import Evaluation, Evaluator, Status, load_task  # noqa: E402
 
-SECTIONS = ("cost", "repeat", "dobench", "concurrency", "cpu", "memory")
+SECTIONS = ("cost", "repeat", "backtoback", "dobench", "concurrency", "cpu", "memory")
 
 
 def rss_kib(pid: int | str = "self") -> int:
@@ -61,7 +61,8 @@ def own_overhead(result: Evaluation) -> float | None:
     """Seconds of an evaluation that are neither the candidate's compile nor its kernels running."""
     if result.timing is None:
         return None
-    calls = result.timing.candidate.n + 5 + 5 + 1  # timed calls, warm-up, trials, the audit call
+    candidate = result.timing.candidate
+    calls = candidate.n + candidate.warmup_n + 5 + 1  # timed calls, warm-up, trials, the audit call
     kernels = calls * result.timing.candidate.median_ms / 1e3
     return result.phases["total"] - result.phases.get("compile", 0.0) - kernels
 
@@ -75,7 +76,7 @@ async def section_cost(ev: Evaluator, task, code: str, home: Path, evals: int) -
         fresh = index % 2 == 1
         if fresh:
             shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
-        await anyio.sleep(1)  # let the pool start the next spare, as between search steps
+        await ev.wait_warm()  # spares started and warmed up, as between search steps
         result = await ev.evaluate(task, code)
         assert result.status is Status.ok, result.message
         row = dict(result.phases)
@@ -88,14 +89,33 @@ async def section_cost(ev: Evaluator, task, code: str, home: Path, evals: int) -
     return summary
 
 
-async def section_repeat(ev: Evaluator, task, code: str, times: int) -> dict[str, Any]:
-    speedups, medians = [], []
+async def section_repeat(ev: Evaluator, task, code: str, times: int, *, settle: bool) -> dict[str, Any]:
+    """The same candidate `times` times: with the pool warm before each (`settle`), or back to back, so
+    that replacement workers start and warm up while the next candidates are measured."""
+    speedups, medians, waits, spread = [], [], [], []
     for _ in range(times):
+        if settle:
+            await ev.wait_warm()
         result = await ev.evaluate(task, code)
         assert result.status is Status.ok and result.timing is not None, result.message
         speedups.append(result.timing.speedup)
         medians.append(result.timing.candidate.median_ms)
-    return {"speedups": speedups, "candidate_median_ms": medians, "max_over_min": max(speedups) / min(speedups)}
+        waits.append(result.phases.get("wait_device", 0.0))
+        spread.append(
+            {
+                "p10_ms": result.timing.candidate.p10_ms,
+                "p90_ms": result.timing.candidate.p90_ms,
+                "n": result.timing.candidate.n,
+                "host_bound_calls": result.timing.host_bound_calls,
+            }
+        )
+    return {
+        "within_evaluation": spread,
+        "speedups": speedups,
+        "candidate_median_ms": medians,
+        "wait_device_s": waits,
+        "max_over_min": max(speedups) / min(speedups),
+    }
 
 
 def section_dobench(task_path: Path, kernel_path: Path) -> dict[str, Any]:
@@ -166,8 +186,11 @@ async def main() -> None:
         if gpu and "cost" in only:
             results["cost"] = await section_cost(ev, task, code, home, args.evals)
         if gpu and "repeat" in only:
-            results["repeat"] = await section_repeat(ev, task, code, 5)
+            results["repeat"] = await section_repeat(ev, task, code, 5, settle=True)
+        if gpu and "backtoback" in only:
+            results["backtoback"] = await section_repeat(ev, task, code, 5, settle=False)
         if gpu and "dobench" in only:
+            await ev.wait_warm()
             ours = await ev.evaluate(task, code)
             assert ours.timing is not None, ours.message
             independent = section_dobench(args.task, args.kernel)
@@ -207,9 +230,14 @@ def print_table(results: dict[str, Any]) -> None:
         for label, row in results["cost"].items():
             parts = ", ".join(f"{k} {v:.3f}" for k, v in row.items())
             print(f"cost, {label} (median s): {parts}")
-    if "repeat" in results:
-        r = results["repeat"]
-        print(f"repeat x5: speedups {', '.join(f'{s:.3f}' for s in r['speedups'])}; max/min {r['max_over_min']:.4f}")
+    for key, label in (("repeat", "repeat x5, pool warm"), ("backtoback", "repeat x5, back to back")):
+        if key in results:
+            r = results[key]
+            print(
+                f"{label}: speedups {', '.join(f'{s:.3f}' for s in r['speedups'])}; "
+                f"max/min {r['max_over_min']:.4f}; waited for the device "
+                f"{', '.join(f'{w:.2f}' for w in r['wait_device_s'])} s"
+            )
     if "dobench" in results:
         d = results["dobench"]
         print(

@@ -199,6 +199,25 @@ class Evaluator:
                     self._tg.start_soon(self._start_judge, self._judge(backend, device))
         return self
 
+    async def wait_warm(self, timeout: float = 120.0) -> None:
+        """Wait until no spare worker is starting or warming up and every judge is up: the next evaluation
+        pays for no process start, and no start runs beside a measurement (benchmarks call this before
+        measuring a warm evaluation; the evaluator before timing a reference).
+
+        Raises:
+            EvaluatorError: a judge failed to start, or the workers were not ready within `timeout`.
+        """
+        if self._tg is None:
+            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        try:
+            with anyio.fail_after(timeout):
+                for judge in list(self._judges.values()):
+                    await judge.start()
+                for pool in list(self._pools.values()):
+                    await pool.wait_warm()
+        except TimeoutError:
+            raise EvaluatorError(f"the worker pools were not warm within {timeout:.0f} s") from None
+
     @staticmethod
     async def _start_judge(judge: JudgeClient) -> None:
         # A judge that fails here fails again, with its output, on the first request that needs it.
@@ -432,6 +451,7 @@ class Evaluator:
             allow_tf32_matmul=spec.allow_tf32_matmul,
             allow_tf32_cudnn=spec.allow_tf32_cudnn,
             allowed_precision=run.task.allowed_precision,
+            generate_on_device=spec.generate_on_device and backend is Backend.cuda,
             **seeds,
         )
 
@@ -440,14 +460,20 @@ class Evaluator:
         pool = self._pool(backend, device)
         async with self._slots[(backend, device)]:
             await run.report("handover", f"starting a {backend.value} worker")
-            with run.phase("handover"):
-                worker, ready = await pool.acquire()
+            try:
+                with run.phase("handover"):
+                    worker, ready = await pool.acquire()
+            except BaseException:
+                pool.fill()
+                raise
             run.versions = dict(ready.versions)
             await run.report("handover", f"candidate handed to {backend.value} worker pid {worker.pid}")
             try:
                 yield worker, ready
             finally:
                 await worker.aclose()
+                # The replacement starts now, not while this candidate was being measured.
+                pool.fill()
                 text = run.scrub(worker.output.text()).strip()
                 if text:
                     run.output.append(text if len(run.planned) == 1 else f"[{backend.value}]\n{text}")
@@ -560,6 +586,22 @@ class Evaluator:
                 run.add_flags(compiled.flags)
                 with run.phase("reference_load"):
                     await loading.result()
+                if (
+                    timed
+                    and backend is Backend.cuda
+                    and self._cached_reference(
+                        self._reference_timing_path(run, job, device), with_compile=with_compile, fresh=fresh_reference
+                    )
+                    is None
+                ):
+                    # The reference is timed once and divides every later speedup, so it is timed with no
+                    # spare worker starting up beside it.
+                    await run.report("waiting", "waiting for starting workers before timing the reference")
+                    with run.phase("wait_workers"):
+                        try:
+                            await self.wait_warm()
+                        except EvaluatorError as exc:
+                            raise _Verdict(Status.infra_error, str(exc)) from exc
                 await run.report("waiting", "waiting for the device" if lock else "preparing the reference")
                 with run.phase("wait_device"):
                     if lock is not None:
@@ -617,7 +659,12 @@ class Evaluator:
                 judge, Prepare(job_id=job.job_id), cfg.trial_timeout_s * (job.trials + 3), run
             )
         assert isinstance(prepared, Prepared)
-        run.seeds = Seeds(init=prepared.init_seed, trials=prepared.trial_seeds, timing=prepared.timing_seed)
+        run.seeds = Seeds(
+            init=prepared.init_seed,
+            trials=prepared.trial_seeds,
+            timing=prepared.timing_seed,
+            generator="cuda" if job.generate_on_device else "cpu",
+        )
         run.add_flags(prepared.task_flags)
         judge_ready = judge.ready
         if judge_ready is not None and not run.versions.get("gpu"):
@@ -669,6 +716,12 @@ class Evaluator:
     ) -> None:
         cfg, timing = self.config, run.spec.timing
         assert self.environment is not None and run.correctness is not None
+        # The reference first, while the candidate's process waits idle: once its timing is done that
+        # process exits, and tearing down its CUDA context beside a measurement slows the measurement.
+        with run.phase("reference_timing"):
+            reference, compiled, cached = await self._reference_timing(
+                run, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
+            )
         recheck_at = (
             [secrets.SystemRandom().uniform(0.3, 0.999) for _ in range(cfg.recheck_reps)] if timing.fresh_inputs else []
         )
@@ -705,10 +758,6 @@ class Evaluator:
                     f"{bad.message}. Results must not be cached or reused across calls; every call must "
                     "compute its output from its own inputs",
                 )
-        with run.phase("reference_timing"):
-            reference, compiled, cached = await self._reference_timing(
-                run, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
-            )
         statistic = timing.statistic
         run.fingerprint = self.environment.fingerprint(device)
         speedup = reference.value(statistic) / max(timed.stats.value(statistic), 1e-9)
@@ -738,9 +787,8 @@ class Evaluator:
                 ]
             )
 
-    async def _reference_timing(
-        self, run: _Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
-    ) -> tuple[Stats, Stats | None, bool]:
+    def _reference_timing_path(self, run: _Run, job: JobSpec, device: int) -> Path:
+        """Where the reference timing of this task, environment and protocol is cached."""
         assert self.environment is not None
         cfg, timing = self.config, run.spec.timing
         key_text = json.dumps(
@@ -758,11 +806,20 @@ class Evaluator:
             sort_keys=True,
         )
         key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
-        path = self.settings.cache_dir / "reference-timing" / f"{key}.json"
-        cached: dict[str, Any] = {}
-        if path.exists() and not fresh:
-            cached = json.loads(path.read_text())
-        if "eager" in cached and (not with_compile or "compile" in cached):
+        return self.settings.cache_dir / "reference-timing" / f"{key}.json"
+
+    def _cached_reference(self, path: Path, *, with_compile: bool, fresh: bool) -> dict[str, Any] | None:
+        """The cached reference timing if it holds what is asked for, else None."""
+        cached: dict[str, Any] = json.loads(path.read_text()) if path.exists() and not fresh else {}
+        return cached if "eager" in cached and (not with_compile or "compile" in cached) else None
+
+    async def _reference_timing(
+        self, run: _Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
+    ) -> tuple[Stats, Stats | None, bool]:
+        cfg, timing = self.config, run.spec.timing
+        path = self._reference_timing_path(run, job, device)
+        cached = self._cached_reference(path, with_compile=with_compile, fresh=fresh)
+        if cached is not None:
             compiled = Stats.model_validate(cached["compile"]) if with_compile else None
             return Stats.model_validate(cached["eager"]), compiled, True
         await run.report(
@@ -782,6 +839,7 @@ class Evaluator:
             run,
         )
         assert isinstance(answer, ReferenceTimed)
+        cached = json.loads(path.read_text()) if path.exists() and not fresh else {}
         cached["eager"] = answer.stats.model_dump()
         if answer.compile_stats is not None:
             cached["compile"] = answer.compile_stats.model_dump()

@@ -96,6 +96,8 @@ class Stats(_Model):
     n: int
     median_ms: float
     mean_ms: float
+    # untimed warm-up calls made before the n timed ones
+    warmup_n: int = 0
     std_ms: float
     min_ms: float
     max_ms: float
@@ -158,6 +160,9 @@ class Seeds(_Model):
     init: int
     trials: list[int]
     timing: int | None = None
+    # Where the seeded generator ran: "cpu" (KernelBench's way, then moved to the device) or "cuda" (the
+    # task's factories called with the GPU as default device, so inputs and weights are drawn there).
+    generator: Literal["cpu", "cuda"] = "cpu"
 
 
 class Provenance(_Model):

@@ -24,6 +24,9 @@ class TimingSpec(BaseModel):
     method: str
     statistic: Statistic
     warmup_calls: int
+    # Warm-up continues past `warmup_calls` until this much time has gone by, so an idle GPU has raised
+    # its clocks before the first timed call (0: the call count alone, as the fixed protocols do).
+    warmup_ms: float = 0.0
     # None: as many as the timing budget allows (strict); otherwise a fixed count.
     reps: int | None
     discard_first: int = 0
@@ -42,6 +45,9 @@ class ModeSpec(BaseModel):
     trials: int
     fresh_seeds: bool
     base_seed: int = 42
+    # On a GPU, draw the task's inputs and initial weights there (the task's functions run with the GPU as
+    # default device) instead of on the CPU and copying them over; the values differ from KernelBench's.
+    generate_on_device: bool = False
     # "float64": the reference runs in float64 on upcast inputs; "native": in the task's own dtypes.
     reference_precision: Literal["float64", "native"]
     # KernelBench and the paper cast every floating input and the models to float32.
@@ -58,6 +64,7 @@ _SPECS: dict[Mode, ModeSpec] = {
         mode=Mode.strict,
         trials=5,
         fresh_seeds=True,
+        generate_on_device=True,
         reference_precision="float64",
         cast_floats_to=None,
         allow_tf32_matmul=False,
@@ -67,6 +74,7 @@ _SPECS: dict[Mode, ModeSpec] = {
             method="events+host, median, fresh inputs, L2 flushed",
             statistic="median",
             warmup_calls=5,
+            warmup_ms=100.0,
             reps=None,
             flush_l2="device",
             fresh_inputs=True,

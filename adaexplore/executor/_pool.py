@@ -25,47 +25,61 @@ class WorkerPool:
         self._warm = warm
         self._ready_timeout = ready_timeout
         self._spares: list[WorkerProcess] = []
+        self._starting = 0  # spares asked for and not yet ready
+        self._spawning = 0  # spares asked for whose process is not yet in `_spares`
         self._closed = False
 
     def fill(self) -> None:
-        for _ in range(self._warm - len(self._spares)):
+        for _ in range(self._warm - len(self._spares) - self._spawning):
+            # counted from now, so that `wait_warm` called right after waits for it
+            self._starting += 1
+            self._spawning += 1
             self._tg.start_soon(self._add_spare)
 
     async def _add_spare(self) -> None:
-        if self._closed:
-            return
-        worker = await self._spawn()
-        self._spares.append(worker)
         try:
-            await worker.ready(self._ready_timeout)
-        except (WorkerDied, WorkerTimeout):
-            if worker in self._spares:
-                self._spares.remove(worker)
-            await worker.aclose()
+            if self._closed:
+                self._spawning -= 1
+                return
+            try:
+                worker = await self._spawn()
+            finally:
+                self._spawning -= 1
+            self._spares.append(worker)
+            try:
+                await worker.ready(self._ready_timeout)
+            except (WorkerDied, WorkerTimeout):
+                if worker in self._spares:
+                    self._spares.remove(worker)
+                await worker.aclose()
+        finally:
+            self._starting -= 1
 
     async def acquire(self) -> tuple[WorkerProcess, Ready]:
-        """A ready worker, used for exactly one candidate; the pool starts a replacement.
+        """A ready worker, used for exactly one candidate. The caller calls `fill` once it is done with it,
+        so the replacement does not start while the candidate is being measured.
 
         Raises:
             EvaluatorError: a new worker could not start (its output says why).
         """
-        try:
-            while self._spares:
-                worker = self._spares.pop(0)
-                try:
-                    return worker, await worker.ready(self._ready_timeout)
-                except (WorkerDied, WorkerTimeout):
-                    await worker.aclose()
-            worker = await self._spawn()
+        while self._spares:
+            worker = self._spares.pop(0)
             try:
                 return worker, await worker.ready(self._ready_timeout)
-            except (WorkerDied, WorkerTimeout) as exc:
+            except (WorkerDied, WorkerTimeout):
                 await worker.aclose()
-                raise EvaluatorError(
-                    f"a {worker.backend} worker failed to start: {worker.output.text()[-3000:]}"
-                ) from exc
-        finally:
-            self.fill()
+        worker = await self._spawn()
+        try:
+            return worker, await worker.ready(self._ready_timeout)
+        except (WorkerDied, WorkerTimeout) as exc:
+            await worker.aclose()
+            raise EvaluatorError(f"a {worker.backend} worker failed to start: {worker.output.text()[-3000:]}") from exc
+
+    async def wait_warm(self) -> None:
+        """Return once no spare of the pool is starting or warming up (a spare that failed to start is
+        dropped, as it is when the pool starts it)."""
+        while self._starting:
+            await anyio.sleep(0.02)
 
     async def aclose(self) -> None:
         self._closed = True

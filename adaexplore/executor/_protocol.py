@@ -54,6 +54,8 @@ class JobSpec(_Msg):
     allow_tf32_matmul: bool = False
     allow_tf32_cudnn: bool = False
     allowed_precision: str | None = None
+    # Call get_inputs, get_init_inputs and the model constructors with the (CUDA) device as default device.
+    generate_on_device: bool = False
 
 
 # ---- commands: evaluator -> worker ---------------------------------------------------------------

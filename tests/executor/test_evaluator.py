@@ -83,6 +83,8 @@ async def test_a_correct_kernel_on_the_gpu_is_checked_timed_and_audited(evaluato
     assert all(r.passed for r in result.correctness.rechecks)
     assert result.audit.triton_time_share is not None and 0 < result.audit.triton_time_share <= 1
     assert result.provenance.sizes == "full" and result.provenance.gpu
+    # strict mode draws the inputs and weights on the GPU itself, and says so
+    assert result.provenance.seeds is not None and result.provenance.seeds.generator == "cuda"
 
 
 async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator: Evaluator) -> None:
@@ -93,6 +95,9 @@ async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator
     assert paper[0].status is Status.ok
     assert paper[0].provenance.seeds == paper[1].provenance.seeds
     assert paper[0].provenance.seeds is not None and paper[0].provenance.seeds.init == 42
+    # KernelBench's protocols draw on the CPU everywhere; strict draws on the GPU where there is one
+    assert paper[0].provenance.seeds.generator == "cpu"
+    assert first.provenance.seeds.generator == ("cuda" if ON_GPU else "cpu")
     assert paper[0].correctness is not None and paper[0].correctness.tolerance.atol == 5e-2
 
 
@@ -255,3 +260,30 @@ async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home
     assert not orphan.exists()
     assert mine.exists()
     mine.rmdir()
+
+
+async def test_wait_warm_returns_once_every_spare_worker_is_ready(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(TASK, KERNEL)  # takes a spare from each pool it uses
+    assert result.status is Status.ok, result.message
+    pools = list(evaluator._pools.values())
+    assert pools and any(pool._starting for pool in pools)  # the replacement starts after the evaluation
+    with anyio.fail_after(60):
+        await evaluator.wait_warm()
+    for pool in pools:
+        assert pool._starting == 0
+        assert len(pool._spares) == pool._warm
+        assert all(worker._ready is not None for worker in pool._spares)
+
+
+async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Evaluator) -> None:
+    pool = next(iter(evaluator._pools.values()))
+    with anyio.fail_after(60):
+        await evaluator.wait_warm()
+    worker, _ = await pool.acquire()
+    await worker.aclose()
+    pool.fill()
+    pool.fill()  # before the first replacement has even spawned
+    assert pool._starting == 1
+    with anyio.fail_after(60):
+        await evaluator.wait_warm()
+    assert len(pool._spares) == pool._warm

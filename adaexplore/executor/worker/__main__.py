@@ -68,8 +68,7 @@ def main() -> None:
 
     backend = Backend(options.backend)
     if backend is Backend.cuda:
-        device = torch.device("cuda", options.device)
-        torch.cuda.set_device(device)
+        device = torch.device("cuda", options.device)  # its context is made after the handshake below
     else:
         device = torch.device("cpu")
 
@@ -91,9 +90,11 @@ def main() -> None:
         # Warming up runs kernels; the evaluator says when, so that no other candidate is being timed.
         from adaexplore.executor._protocol import Started, Warm
 
+        # Making the CUDA context is part of it: it touches the device too.
         channel.send(Started())
         if not isinstance(channel.receive(), Warm):
             return
+        torch.cuda.set_device(device)
     _warm_up(backend, device, options.role)
 
     versions = {

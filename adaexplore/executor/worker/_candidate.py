@@ -154,8 +154,11 @@ class CandidateRunner:
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)
-        init_args = make_args(task, "get_init_inputs", init_seed, self.device, cast)
-        trial_inputs = [make_args(task, "get_inputs", seed, self.device, cast) for seed in trial_seeds]
+        on_device = job.generate_on_device
+        init_args = make_args(task, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
+        trial_inputs = [
+            make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
+        ]
         guard = Guard()
 
         try:
@@ -178,7 +181,7 @@ class CandidateRunner:
             )
         try:
             with self._numerics():
-                model = build_model(model_cls, init_args, init_seed, self.device, cast)
+                model = build_model(model_cls, init_args, init_seed, self.device, cast, on_device=on_device)
         except BaseException as exc:
             params = ", ".join(list(inspect.signature(task.Model.__init__).parameters)[1:])
             self._fail(
@@ -219,7 +222,7 @@ class CandidateRunner:
             )
         )
         timing: TimeCandidate = self._wait(TimeCandidate)
-        self._time(model, task, trial_inputs[0], timing_seed, cast, timing, guard, exchange)
+        self._time(model, task, trial_inputs[0], timing_seed, cast, on_device, timing, guard, exchange)
 
     def _compile_pass(self, model: torch.nn.Module, inputs: list[Any], command: RunCandidate, guard: Guard) -> float:
         self.channel.send(Phase(phase="compiling"))
@@ -349,6 +352,7 @@ class CandidateRunner:
         share_inputs: list[Any],
         timing_seed: int,
         cast: torch.dtype | None,
+        on_device: bool,
         timing: TimeCandidate,
         guard: Guard,
         exchange: Path,
@@ -358,7 +362,7 @@ class CandidateRunner:
         try:
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(share_inputs)))
-            base = make_args(task, "get_inputs", timing_seed, self.device, cast)
+            base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
             with self._numerics():
                 measured = Timer(self.device).measure(
                     call,
@@ -379,7 +383,7 @@ class CandidateRunner:
         ]
         self.channel.send(
             Timed(
-                stats=summarize(measured.times_ms, timing.timing),
+                stats=summarize(measured.times_ms, timing.timing, measured.warmup_n),
                 method=timing.timing.method,
                 host_bound_calls=measured.host_bound,
                 rechecks=rechecks,

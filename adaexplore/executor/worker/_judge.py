@@ -62,6 +62,7 @@ class _Job:
     tolerances: list[Tolerance] = field(default_factory=list)
     allowance: list[float] = field(default_factory=list)
     dtypes: list[torch.dtype] = field(default_factory=list)
+    timing_base: list[Any] | None = None
 
 
 class Judge:
@@ -110,9 +111,10 @@ class Judge:
         module = self._module(spec)
         cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
         init_seed, trial_seeds, timing_seed = resolve_seeds(spec)
-        init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast)
+        on_device = spec.generate_on_device
+        init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
         try:
-            native = build_model(module.Model, init_args, init_seed, self.device, cast)
+            native = build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
         except Exception as exc:
             raise TaskFault(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
         float64 = mode.reference_precision == "float64"
@@ -127,7 +129,9 @@ class Judge:
             trial_seeds=trial_seeds,
             timing_seed=timing_seed,
         )
-        job.inputs = [make_args(module, "get_inputs", seed, self.device, cast) for seed in trial_seeds]
+        job.inputs = [
+            make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
+        ]
         self.jobs[spec.job_id] = job
 
     def prepare(self, job: _Job) -> Prepared:
@@ -189,7 +193,7 @@ class Judge:
         if key in self._task_flags:
             return self._task_flags[key]
         flags: list[AuditFlag] = []
-        args = make_args(job.module, "get_inputs", job.trial_seeds[0], self.device, job.cast)
+        args = self._inputs(job, job.trial_seeds[0])
         pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         again = self._forward(job.native, args)
         mutates = any(
@@ -243,9 +247,22 @@ class Judge:
             results.append(self._judge_one(job, index, seed, files, refs, directory))
         return Compared(results=results)
 
+    def _inputs(self, job: _Job, seed: int) -> list[Any]:
+        return make_args(job.module, "get_inputs", seed, self.device, job.cast, on_device=job.spec.generate_on_device)
+
+    def _timing_base(self, job: _Job) -> list[Any]:
+        """The timing seed's inputs, drawn once per job (the rechecks and the reference timing scale them)."""
+        if job.timing_base is None:
+            job.timing_base = self._inputs(job, job.timing_seed)
+        return job.timing_base
+
     def _scaled_reference(self, job: _Job, scale: float) -> list[torch.Tensor]:
-        base = make_args(job.module, "get_inputs", job.timing_seed, self.device, job.cast)
-        args = scaled_inputs(base, scale)
+        # scaled_inputs makes new floating tensors; the others are copied so a reference that writes
+        # to its inputs cannot change the kept base.
+        args = [
+            a.clone() if isinstance(a, torch.Tensor) and not a.is_floating_point() else a
+            for a in scaled_inputs(self._timing_base(job), scale)
+        ]
         return self._forward(job.reference, upcast(args) if job.float64 else args)
 
     def _judge_one(
@@ -296,7 +313,7 @@ class Judge:
         job = self.jobs[command.job_id]
         if self._timer is None:
             self._timer = Timer(self.device)
-        base = make_args(job.module, "get_inputs", job.timing_seed, self.device, job.cast)
+        base = self._timing_base(job)
         stats = self._measure(lambda args: job.native(*args), base, command)
         compile_stats = None
         if command.with_compile:
@@ -319,4 +336,4 @@ class Judge:
             )
         except Exception as exc:
             raise TaskFault(f"the reference Model raised while being timed: {type(exc).__name__}: {exc}") from exc
-        return summarize(measured.times_ms, command.timing)
+        return summarize(measured.times_ms, command.timing, measured.warmup_n)

@@ -74,6 +74,10 @@ class LaunchTracker:
                 shared = int(getattr(kernel.metadata, "shared", 0) or 0)
                 name = jit.__name__
                 tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
+                if tracker.backend is Backend.cuda:
+                    # Triton loads the binary and builds its C launcher on the first launch; on a GPU that is
+                    # compile work too, so it happens here, before the candidate waits for the device.
+                    kernel.run  # noqa: B018
             if own and not warmup and tracker.counting:
                 tracker.launches.append(jit.__name__)
             return kernel

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import sys
@@ -91,15 +92,30 @@ def _place(value: Any, device: torch.device, cast: torch.dtype | None) -> Any:
     return value
 
 
-def make_args(module: ModuleType, fn_name: str, seed: int, device: torch.device, cast: torch.dtype | None) -> list[Any]:
-    """Call `get_inputs` or `get_init_inputs` under `seed` and move tensors to `device`.
+def _drawing_on(device: torch.device, on_device: bool) -> contextlib.AbstractContextManager[Any]:
+    """Where the task's factories create tensors: the GPU itself when asked, else PyTorch's default."""
+    return device if on_device and device.type == "cuda" else contextlib.nullcontext()
+
+
+def make_args(
+    module: ModuleType,
+    fn_name: str,
+    seed: int,
+    device: torch.device,
+    cast: torch.dtype | None,
+    *,
+    on_device: bool = False,
+) -> list[Any]:
+    """Call `get_inputs` or `get_init_inputs` under `seed` and move tensors to `device`; with `on_device`
+    (a CUDA device only) the function runs with `device` as default device, so values are drawn there.
 
     Raises:
         TaskFault: the function raised or did not return a list or tuple.
     """
     torch.manual_seed(seed)
     try:
-        values = getattr(module, fn_name)()
+        with _drawing_on(device, on_device):
+            values = getattr(module, fn_name)()
     except Exception as exc:
         raise TaskFault(f"{fn_name}() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(values, list | tuple):
@@ -108,11 +124,18 @@ def make_args(module: ModuleType, fn_name: str, seed: int, device: torch.device,
 
 
 def build_model(
-    cls: Callable[..., torch.nn.Module], init_args: list[Any], seed: int, device: torch.device, cast: torch.dtype | None
+    cls: Callable[..., torch.nn.Module],
+    init_args: list[Any],
+    seed: int,
+    device: torch.device,
+    cast: torch.dtype | None,
+    *,
+    on_device: bool = False,
 ) -> torch.nn.Module:
-    """Construct under `seed` on the CPU (as KernelBench does), then move to `device` (and cast)."""
+    """Construct under `seed` on the CPU (as KernelBench does), or on a CUDA `device` itself with
+    `on_device`, then move to `device` (and cast)."""
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with torch.no_grad(), _drawing_on(device, on_device):
         model = cls(*init_args)
     model = model.to(device)
     if cast is not None:

@@ -36,11 +36,12 @@ def call_scale(index: int) -> float:
 @dataclass
 class Measurement:
     times_ms: list[float]
+    warmup_n: int = 0
     host_bound: int = 0
     kept: list[tuple[float, list[torch.Tensor]]] = field(default_factory=list)
 
 
-def summarize(times_ms: list[float], spec: TimingSpec) -> Stats:
+def summarize(times_ms: list[float], spec: TimingSpec, warmup_n: int = 0) -> Stats:
     values = sorted(times_ms)
     n = len(values)
 
@@ -54,6 +55,7 @@ def summarize(times_ms: list[float], spec: TimingSpec) -> Stats:
         trimmed = sum(kept) / len(kept)
     return Stats(
         n=n,
+        warmup_n=warmup_n,
         median_ms=statistics.median(values),
         mean_ms=sum(values) / n,
         std_ms=statistics.pstdev(values) if n > 1 else 0.0,
@@ -148,14 +150,20 @@ class Timer:
 
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()
         with grad:
-            warm = [self._one(call, inputs()[1], spec)[0] for _ in range(max(1, spec.warmup_calls))]
+            warm: list[float] = []
+            started = time.perf_counter()
+            while len(warm) < max(1, spec.warmup_calls) or (
+                (time.perf_counter() - started) * 1e3 < spec.warmup_ms and len(warm) < max_reps
+            ):
+                warm.append(self._one(call, inputs()[1], spec)[0])
             if spec.reps is None:
-                estimate = max(statistics.median(warm), 1e-3)
+                # the last calls, made at the clocks the timed calls will see
+                estimate = max(statistics.median(warm[-max(1, spec.warmup_calls) :]), 1e-3)
                 reps = max(min_reps, min(max_reps, int(budget_ms / estimate)))
             else:
                 reps = spec.reps + spec.discard_first
             keep = _positions(keep_at, spec.discard_first, reps)
-            result = Measurement(times_ms=[])
+            result = Measurement(times_ms=[], warmup_n=len(warm) + min(spec.discard_first, reps))
             for rep in range(reps):
                 scale, args = inputs()
                 counted, host_bound, out = self._one(call, args, spec)
