@@ -19,6 +19,14 @@ from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, l
 from adaexplore.executor._render import render_evaluation
 from adaexplore.server import serve_http, serve_stdio
 from adaexplore.store import open_store
+from adaexplore.tools import (
+    ConfirmRuleRequest,
+    CreateTaskRequest,
+    confirm_rule,
+    create_task,
+    open_services,
+    seed_starter_memory,
+)
 
 __all__ = ["main"]
 
@@ -142,6 +150,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     load = memory_commands.add_parser("import", help="add rules from a file (either format), all or nothing")
     load.add_argument("file")
+    confirm = memory_commands.add_parser(
+        "confirm",
+        help="back a rule with a reproducer that fails with its mistake (gives an imported rule its scope)",
+        description="Evaluate REPRODUCER (a module defining ModelNew) against TASK. If it fails with a mistake "
+        "no other rule covers, its signature joins the rule, the rule becomes curated, and its scope starts at "
+        "the running Triton, so it is injected into prompts while that holds.",
+    )
+    confirm.add_argument("rule", type=int, help="rule id")
+    confirm.add_argument("reproducer", type=Path, help="a module defining ModelNew that makes the rule's mistake")
+    confirm.add_argument("--task", type=Path, required=True, help="the task the reproducer is a candidate for")
+    confirm.add_argument(
+        "--backend", choices=["auto", "cuda", "compile", "interpret"], default=None, help="where it runs"
+    )
     return parser
 
 
@@ -204,6 +225,8 @@ def main(argv: list[str] | None = None) -> None:
             code = anyio.run(_adapt, args, _with_model_options(settings, args))
         elif args.command == "runs":
             code = _runs(args, settings)
+        elif args.memory_command == "confirm":
+            code = anyio.run(_confirm, args, settings)
         else:
             code = _memory(args, settings)
     except AdaexploreError as exc:
@@ -284,6 +307,20 @@ def _memory(args: argparse.Namespace, settings: Settings) -> int:
         print(run_memory_command(store, settings, args))
     finally:
         store.close()
+    return EXIT_OK
+
+
+async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.reproducer.is_file():
+        raise AdaexploreError(f"reproducer file {args.reproducer} does not exist")
+    code = args.reproducer.read_text()
+    async with open_services(settings) as svc:
+        seed_starter_memory(svc)
+        task = create_task(svc, CreateTaskRequest(path=str(args.task)))
+        result = await confirm_rule(
+            svc, ConfirmRuleRequest(rule_id=args.rule, task_id=task.task_id, code=code, backend=args.backend)
+        )
+    print(result.message)
     return EXIT_OK
 
 

@@ -716,8 +716,8 @@ class Evaluator:
     ) -> None:
         cfg, timing = self.config, run.spec.timing
         assert self.environment is not None and run.correctness is not None
-        # The reference first, while the candidate's process waits idle: once its timing is done that
-        # process exits, and tearing down its CUDA context beside a measurement slows the measurement.
+        # The reference first, while the candidate's process waits idle, rather than after the candidate's
+        # timing, when that process is exiting (and tearing its CUDA context down) beside the measurement.
         with run.phase("reference_timing"):
             reference, compiled, cached = await self._reference_timing(
                 run, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.errors import NotFoundError
+from adaexplore.errors import NotFoundError, RequestError
 
 __all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
 
@@ -331,6 +331,56 @@ class MemoryTables:
                         "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key)
                     )
         return failure_id, rule_id
+
+    def confirm_rule(
+        self,
+        rule_id: int,
+        *,
+        task_id: str,
+        signature: str,
+        signature_key: str,
+        status: str,
+        error_type: str,
+        error_text: str,
+        code: str,
+        triton: str,
+        backend: str | None,
+    ) -> RuleRecord:
+        """Back a rule with a reproducer's failure, in one transaction: the failure is stored and counted,
+        its signature joins the rule's, and the rule becomes curated with its scope starting at `triton`
+        (an imported rule's unknown scope becomes known). Returns the rule as it is now."""
+        self.rule(rule_id)
+        with self._write() as db:
+            owner = db.execute("SELECT rule_id FROM rule_signatures WHERE signature=?", (signature,)).fetchone()
+            if owner is not None and owner["rule_id"] != rule_id:
+                raise RequestError(
+                    f"the reproducer's failure (signature {signature}) already belongs to rule {owner['rule_id']}"
+                )
+            db.execute(
+                "UPDATE rules SET source='curated', triton_min=COALESCE(triton_min, ?), "
+                "triton_max=COALESCE(triton_max, ?) WHERE id=?",
+                (triton, triton, rule_id),
+            )
+            db.execute(
+                "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
+                "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task_id,
+                    signature,
+                    signature_key,
+                    status,
+                    error_type,
+                    error_text,
+                    code,
+                    rule_id,
+                    triton,
+                    backend,
+                    _now(),
+                ),
+            )
+            self._count(db, rule_id, task_id, triton, backend)
+            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key))
+        return self.rule(rule_id)
 
     def _count(
         self, db: sqlite3.Connection, rule_id: int, task_id: str, triton: str | None, backend: str | None

@@ -1,11 +1,14 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
 from adaexplore.tools._memory import (
+    ConfirmRuleRequest,
+    ConfirmRuleResult,
     GetSkillMemoryRequest,
     GetSkillMemoryResult,
     RecordFailureRequest,
     RecordFailureResult,
     SkillRule,
+    confirm_rule,
     describe_scope,
     export_memory,
     get_skill_memory,
@@ -59,6 +62,8 @@ __all__ = [
     "BestKernelResult",
     "CompileAndProfileRequest",
     "CompileAndProfileResult",
+    "ConfirmRuleRequest",
+    "ConfirmRuleResult",
     "ContextKernel",
     "CreateTaskRequest",
     "CreateTaskResult",
@@ -86,6 +91,7 @@ __all__ = [
     "TrailStep",
     "best_kernel",
     "compile_and_profile",
+    "confirm_rule",
     "create_task",
     "describe_scope",
     "expand_node",

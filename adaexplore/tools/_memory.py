@@ -25,14 +25,17 @@ from adaexplore.memory import (
 )
 from adaexplore.prompts import render_skill_memory
 from adaexplore.store import NewRule, RuleRecord
-from adaexplore.tools._service import Services
+from adaexplore.tools._service import Services, _task
 
 __all__ = [
+    "ConfirmRuleRequest",
+    "ConfirmRuleResult",
     "GetSkillMemoryRequest",
     "GetSkillMemoryResult",
     "RecordFailureRequest",
     "RecordFailureResult",
     "SkillRule",
+    "confirm_rule",
     "describe_scope",
     "export_memory",
     "get_skill_memory",
@@ -79,6 +82,26 @@ class RecordFailureResult(BaseModel):
     signature_key: str | None
     merged_by: Literal["signature", "similarity", "judge", "new", "none"]
     rule: SkillRule | None
+    injected: bool
+    message: str
+
+
+class ConfirmRuleRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule_id: int = Field(description="the rule to back with evidence (see `adaexplore memory list`)")
+    task_id: str = Field(description="the task the reproducer is a candidate for (from create_task)")
+    code: str = Field(description="the reproducer: a module defining ModelNew that fails with the rule's mistake")
+    backend: str | None = Field(default=None, description="the evaluator backend (default: this machine's)")
+
+
+class ConfirmRuleResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: SkillRule
+    status: str
+    signature: str
+    signature_key: str
     injected: bool
     message: str
 
@@ -435,3 +458,67 @@ def _parse_ours(text: str) -> list[NewRule]:
         return rules
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RequestError(f"the file is not a valid adaexplore memory export: {exc}; nothing was imported") from exc
+
+
+async def confirm_rule(svc: Services, req: ConfirmRuleRequest) -> ConfirmRuleResult:
+    """Back a rule with a reproducer: the reproducer is evaluated, and when it fails with a mistake no other
+    rule covers, its signature joins the rule, the rule becomes curated, and its scope starts at the running
+    Triton. This is how a rule imported with an unknown scope gets into prompts outside the paper preset.
+
+    Raises:
+        NotFoundError: the rule or task is unknown.
+        RequestError: the reproducer does not fail, fails for the evaluator's own reasons, fails too
+            generically to name one mistake, or fails with a mistake another rule covers.
+    """
+    rule = svc.store.rule(req.rule_id)
+    task = _task(svc, req.task_id)
+    if not req.code.strip():
+        raise RequestError("the reproducer is empty; give a module defining ModelNew that makes the rule's mistake")
+    evaluation = await svc.evaluator.evaluate(task, req.code, backend=req.backend)
+    if evaluation.status is Status.ok:
+        raise RequestError(
+            f"the reproducer passed ({evaluation.message}); it must fail with the mistake rule {rule.id} describes"
+        )
+    if evaluation.status is Status.infra_error:
+        raise RequestError(
+            f"the evaluator failed on its own ({evaluation.message}); that says nothing about rule {rule.id}"
+        )
+    sig = signature(evaluation, req.code)
+    if not sig.specific:
+        raise RequestError(
+            f"the reproducer failed with {evaluation.status.value}, but too generically to name one mistake "
+            f"(signature {sig.key[:_DISPLAY]!r}); make it fail with an error message of its own"
+        )
+    owner = svc.store.rule_for_signature(sig.id)
+    if owner is not None and owner.id != rule.id:
+        raise RequestError(
+            f"the reproducer fails with the mistake of rule {owner.id} ({owner.text!r}), not of rule {rule.id}"
+        )
+    triton = evaluation.provenance.triton or running_triton()
+    text = "\n".join(
+        part for part in (evaluation.message, evaluation.error.traceback if evaluation.error else "") if part
+    )
+    confirmed = svc.store.confirm_rule(
+        rule.id,
+        task_id=req.task_id,
+        signature=sig.id,
+        signature_key=sig.key,
+        status=evaluation.status.value,
+        error_type=evaluation.error.type if evaluation.error else "",
+        error_text=text,
+        code=req.code,
+        triton=triton,
+        backend=evaluation.backends[-1].value if evaluation.backends else None,
+    )
+    now_injected = injected(confirmed, svc.settings.memory, running_triton())
+    return ConfirmRuleResult(
+        rule=_skill(confirmed),
+        status=evaluation.status.value,
+        signature=sig.id,
+        signature_key=sig.key[:_DISPLAY],
+        injected=now_injected,
+        message=(
+            f"rule {confirmed.id} is backed by a reproducer that fails with {evaluation.status.value}; "
+            f"scope {describe_scope(confirmed)}; {'injected into prompts' if now_injected else 'not injected'}"
+        ),
+    )
