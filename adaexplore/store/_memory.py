@@ -306,30 +306,12 @@ class MemoryTables:
         transaction. Returns (failure id, rule id)."""
         with self._write() as db:
             rule_id = self._insert_rule(db, rule) if isinstance(rule, NewRule) else rule
-            failure_id = db.execute(
-                "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
-                "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    signature,
-                    signature_key,
-                    status,
-                    error_type,
-                    error_text,
-                    code,
-                    rule_id,
-                    triton,
-                    backend,
-                    _now(),
-                ),
-            ).lastrowid
-            assert failure_id is not None
-            if rule_id is not None:
-                self._count(db, rule_id, task_id, triton, backend)
-                if specific:
-                    db.execute(
-                        "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key)
-                    )
+            failure_id = self._add_failure(
+                db,
+                rule_id,
+                specific=specific,
+                row=(task_id, signature, signature_key, status, error_type, error_text, code, triton, backend),
+            )
         return failure_id, rule_id
 
     def confirm_rule(
@@ -361,26 +343,38 @@ class MemoryTables:
                 "triton_max=COALESCE(triton_max, ?) WHERE id=?",
                 (triton, triton, rule_id),
             )
-            db.execute(
-                "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
-                "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    signature,
-                    signature_key,
-                    status,
-                    error_type,
-                    error_text,
-                    code,
-                    rule_id,
-                    triton,
-                    backend,
-                    _now(),
-                ),
+            self._add_failure(
+                db,
+                rule_id,
+                specific=True,
+                row=(task_id, signature, signature_key, status, error_type, error_text, code, triton, backend),
             )
-            self._count(db, rule_id, task_id, triton, backend)
-            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key))
         return self.rule(rule_id)
+
+    def _add_failure(
+        self,
+        db: sqlite3.Connection,
+        rule_id: int | None,
+        *,
+        specific: bool,
+        row: tuple[str, str, str, str, str, str, str, str | None, str | None],
+    ) -> int:
+        """Insert a failure (task, signature, key, status, error type, error text, code, triton, backend) and
+        count it toward `rule_id`, whose signatures it joins when specific. Returns the failure's id."""
+        task_id, signature, signature_key, status, error_type, error_text, code, triton, backend = row
+        failure_id = db.execute(
+            "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
+            "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (task_id, signature, signature_key, status, error_type, error_text, code, rule_id, triton, backend, _now()),
+        ).lastrowid
+        assert failure_id is not None
+        if rule_id is not None:
+            self._count(db, rule_id, task_id, triton, backend)
+            if specific:
+                db.execute(
+                    "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key)
+                )
+        return failure_id
 
     def _count(
         self, db: sqlite3.Connection, rule_id: int, task_id: str, triton: str | None, backend: str | None
