@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from adaexplore.executor import Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
+from adaexplore.executor import Backend, Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
 
 Verdict = tuple[Status, float | None]
 
@@ -13,7 +13,14 @@ def _stats(ms: float) -> Stats:
     return Stats(n=10, median_ms=ms, mean_ms=ms, std_ms=0.0, min_ms=ms, max_ms=ms, p10_ms=ms, p90_ms=ms)
 
 
-def make_evaluation(task: Task, code: str, status: Status, speedup: float | None, mode: str = "strict") -> Evaluation:
+def make_evaluation(
+    task: Task,
+    code: str,
+    status: Status,
+    speedup: float | None,
+    mode: str = "strict",
+    backends: tuple[Backend, ...] = (Backend.cuda,),
+) -> Evaluation:
     timing = None
     if status is Status.ok and speedup is not None:
         timing = Timing(
@@ -36,7 +43,7 @@ def make_evaluation(task: Task, code: str, status: Status, speedup: float | None
         status=status,
         message=f"scripted {status.value}",
         mode=Mode(mode),
-        backends=[],
+        backends=list(backends),
         timed=timing is not None,
         timing=timing,
         provenance=provenance,
@@ -55,7 +62,9 @@ class FakeEvaluator:
     ) -> Evaluation:
         self.calls += 1
         status, speedup = self.script(code, self.calls)
-        return make_evaluation(task, code, status, speedup, mode or "strict")
+        # the path a GPU machine takes, or the backend asked for
+        backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
+        return make_evaluation(task, code, status, speedup, mode or "strict", backends)
 
     def fingerprint(self) -> str:
         return "fake-env"

@@ -15,8 +15,9 @@ from adaexplore.errors import EvaluatorError
 
 __all__ = ["Environment", "probe_environment"]
 
-# Bump when a change to timing or comparison makes cached reference timings incomparable.
-PROTOCOL_VERSION = 1
+# Bump when a change to timing or comparison makes cached reference timings (and stored verdicts, which
+# identical code reuses) incomparable. 2: strict mode draws inputs on the GPU and warms up for 100 ms.
+PROTOCOL_VERSION = 2
 
 
 class Environment(BaseModel):

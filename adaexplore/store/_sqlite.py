@@ -312,13 +312,13 @@ class SqliteStore(MemoryTables, AgentTables):
         )
 
     # evaluations and expansions --------------------------------------------------------------------
-    def find_evaluation(self, task_id: str, code_hash: str, environment: str, mode: str) -> EvaluationRecord | None:
-        row = self._db.execute(
-            "SELECT * FROM evaluations WHERE task_id=? AND code_hash=? AND environment=? AND "
-            "mode=? ORDER BY id LIMIT 1",
+    def find_evaluations(self, task_id: str, code_hash: str, environment: str, mode: str) -> list[EvaluationRecord]:
+        """Stored evaluations of this code for this task, environment and mode, oldest first."""
+        rows = self._db.execute(
+            "SELECT * FROM evaluations WHERE task_id=? AND code_hash=? AND environment=? AND mode=? ORDER BY id",
             (task_id, code_hash, environment, mode),
-        ).fetchone()
-        return EvaluationRecord(**dict(row)) if row else None
+        ).fetchall()
+        return [EvaluationRecord(**dict(row)) for row in rows]
 
     def evaluation(self, evaluation_id: int) -> EvaluationRecord:
         row = self._db.execute("SELECT * FROM evaluations WHERE id=?", (evaluation_id,)).fetchone()

@@ -306,13 +306,15 @@ async def compile_and_profile(
     backend = req.backend or (run.backend if run else None) or svc.settings.executor.backend
     config = _config(run) if run is not None else svc.settings.search
     digest = code_hash(req.code)
-    reused = (
-        svc.store.find_evaluation(task_id, digest, svc.evaluator.fingerprint(), mode)
-        if config.reuse_identical
-        else None
-    )
-    if reused is not None:
-        evaluation = Evaluation.model_validate_json(reused.result)
+    reused, earlier = None, None
+    if config.reuse_identical:
+        for record in svc.store.find_evaluations(task_id, digest, svc.evaluator.fingerprint(), mode):
+            candidate = Evaluation.model_validate_json(record.result)
+            if _same_backends(candidate, backend):
+                reused, earlier = record, candidate
+                break
+    if earlier is not None:
+        evaluation = earlier
     else:
         evaluation = await svc.evaluator.evaluate(task, req.code, mode=mode, backend=backend, progress=progress)
     speedup = evaluation.speedup
@@ -361,6 +363,15 @@ async def compile_and_profile(
         reused_evaluation=reused is not None,
         evaluation=evaluation,
     )
+
+
+def _same_backends(evaluation: Evaluation, backend: str | None) -> bool:
+    """Whether a stored verdict came from the backends a new evaluation asked for `backend` would use: the
+    machine's automatic path (the GPU, or compile then interpret), or exactly the one named."""
+    used = [b.value for b in evaluation.backends]
+    if backend in (None, "auto"):
+        return used in (["cuda"], ["compile", "interpret"])
+    return used == [backend]
 
 
 def _target(

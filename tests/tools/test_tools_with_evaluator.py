@@ -55,3 +55,27 @@ async def test_a_step_with_the_real_evaluator_stores_its_verdict_and_reuses_it(
     )
     assert again.reused_evaluation and again.status == "ok"
     assert best_kernel(svc, BestKernelRequest(run_id=run.run_id)).code == kernel
+
+
+async def test_a_verdict_is_reused_only_for_the_backends_that_gave_it(evaluator: Evaluator, tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=evaluator)
+    task = create_task(svc, CreateTaskRequest(path=str(DATA / "scale_relu_task.py")))
+    kernel = (DATA / "scale_relu_kernel.py").read_text()
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+
+    def ask(backend: str) -> CompileAndProfileRequest:
+        return CompileAndProfileRequest(
+            code=kernel, run_id=run.run_id, parent_id=run.root_node_id, action="large", backend=backend
+        )
+
+    compiled = await compile_and_profile(svc, ask("compile"))
+    assert compiled.status == "ok" and not compiled.reused_evaluation
+    assert compiled.evaluation is not None and compiled.evaluation.correctness is None  # compiled, never run
+    # the compile-only verdict says nothing about the numbers: the interpreter runs it
+    interpreted = await compile_and_profile(svc, ask("interpret"))
+    assert not interpreted.reused_evaluation
+    assert interpreted.evaluation is not None and interpreted.evaluation.correctness is not None
+    again = await compile_and_profile(svc, ask("interpret"))
+    assert again.reused_evaluation and again.evaluation is not None
+    assert again.evaluation.backends == interpreted.evaluation.backends
