@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
 from adaexplore.executor import Evaluation, Evaluator, Status, load_task  # noqa: E402
 
-SECTIONS = ("cost", "repeat", "backtoback", "dobench", "concurrency", "cpu", "memory")
+SECTIONS = ("cost", "repeat", "backtoback", "dobench", "references", "concurrency", "cpu", "memory")
 
 
 def rss_kib(pid: int | str = "self") -> int:
@@ -163,6 +163,39 @@ async def section_memory(ev: Evaluator, task, code: str, evals: int) -> dict[str
     return {"samples": samples}
 
 
+async def section_references(task, code: str, processes: int, retimes: int) -> dict[str, Any]:
+    """The reference's timing, which every speedup of a process divides by: in `processes` evaluators one
+    after another (each a new judge process, nothing cached), and `retimes` times again in the last one
+    (the same judge). Tells a spread between judge processes from a spread between measurements."""
+
+    def row(result: Evaluation) -> dict[str, float]:
+        assert result.timing is not None, result.message
+        ref = result.timing.reference
+        return {"median_ms": ref.median_ms, "p10_ms": ref.p10_ms, "p90_ms": ref.p90_ms, "n": ref.n}
+
+    across, within = [], []
+    for index in range(processes):
+        home = Path(tempfile.mkdtemp(prefix="adaexplore-bench-ref-"))
+        try:
+            async with Evaluator(Settings(home=home, executor=ExecutorConfig())) as ev:
+                await ev.wait_warm()
+                across.append(row(await ev.evaluate(task, code)))
+                if index == processes - 1:
+                    for _ in range(retimes):
+                        await ev.wait_warm()
+                        within.append(row(await ev.evaluate(task, code, fresh_reference=True)))
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+    medians = [r["median_ms"] for r in across]
+    again = [r["median_ms"] for r in within]
+    return {
+        "across_processes": across,
+        "within_one_process": within,
+        "across_max_over_min": max(medians) / min(medians),
+        "within_max_over_min": max(again) / min(again) if again else None,
+    }
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", type=Path, default=ROOT / "examples/tasks/gemm_epilogue.py")
@@ -215,6 +248,8 @@ async def main() -> None:
             mem_task, mem_code = (task, code) if gpu else (load_task(args.cpu_task), args.cpu_kernel.read_text())
             results["memory"] = await section_memory(ev, mem_task, mem_code, args.memory_evals)
     shutil.rmtree(home, ignore_errors=True)
+    if results["environment"]["gpus"] and "references" in only:
+        results["references"] = await section_references(task, code, processes=4, retimes=3)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     print_table(results)
@@ -244,6 +279,15 @@ def print_table(results: dict[str, Any]) -> None:
             f"do_bench: ours {d['ours']:.3f}x, independent {d['speedup']:.3f}x "
             f"(ref {d['reference_ms']:.4f} ms, candidate {d['candidate_ms']:.4f} ms); "
             f"difference {d['relative_difference']:+.2%}"
+        )
+    if "references" in results:
+        r = results["references"]
+        across = ", ".join(f"{x['median_ms']:.4f}" for x in r["across_processes"])
+        within = ", ".join(f"{x['median_ms']:.4f}" for x in r["within_one_process"])
+        print(
+            f"reference median (ms) in {len(r['across_processes'])} judge processes: {across} "
+            f"(max/min {r['across_max_over_min']:.3f}); timed again in the last: {within}"
+            + (f" (max/min {r['within_max_over_min']:.3f})" if r["within_max_over_min"] else "")
         )
     if "concurrency" in results:
         c = results["concurrency"]
