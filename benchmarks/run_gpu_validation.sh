@@ -17,7 +17,7 @@ case "${1:-tests}" in
   bench)
     timeout 240 python3 -m adaexplore profile examples/tasks/gemm_epilogue.py examples/kernels/gemm_epilogue/correct.py \
       --compile 2>&1 | tee "$OUT/profile_compile.txt"
-    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py --only cost,repeat,dobench,concurrency,cpu \
-      --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py \
+      --only cost,repeat,backtoback,dobench,references,concurrency,cpu --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
     ;;
 esac
