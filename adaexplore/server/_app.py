@@ -327,6 +327,33 @@ def _register_tools(mcp: MCPServer) -> None:
         result = await _acall(lambda: tools.record_failure(_services(ctx), request))
         return _answer(result, result.message)
 
+    @mcp.tool(title="Back a rule with a reproducer", annotations=WRITES)
+    async def confirm_rule(
+        ctx: Context,
+        rule_id: Annotated[int, Field(description="the rule (from get_skill_memory with format='data')")],
+        task_id: Annotated[str, Field(description="the task the reproducer is written for (from create_task)")],
+        code: Annotated[
+            str,
+            Field(
+                description="a module defining ModelNew whose kernel makes the rule's mistake",
+                min_length=1,
+                max_length=_MAX_CODE,
+            ),
+        ],
+        backend: Annotated[BackendName | None, Field(description="where to run (default: auto)")] = None,
+    ) -> Annotated[CallToolResult, tools.ConfirmRuleResult]:
+        """Give a rule evidence: evaluate a small kernel that makes the rule's mistake. If it fails with a kind
+        of failure no other rule covers, that failure joins the rule, the rule becomes curated, and its scope
+        starts at the server's Triton, so it is put into prompts from then on. This is how a rule imported
+        from another memory (scope unknown) is trusted. A reproducer that passes, or shows another rule's
+        mistake, is refused and changes nothing."""
+        svc = _services(ctx)
+        request = tools.ConfirmRuleRequest(rule_id=rule_id, task_id=task_id, code=code, backend=backend)
+        result = await _with_progress(
+            ctx, lambda progress: _acall(lambda: tools.confirm_rule(svc, request, progress=progress))
+        )
+        return _answer(result, result.message)
+
     @mcp.tool(title="Read the skill memory", annotations=READ_ONLY)
     async def get_skill_memory(
         ctx: Context,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adaexplore.config import MemoryConfig
 from adaexplore.errors import RequestError
-from adaexplore.executor import Evaluation, Status
+from adaexplore.executor import Evaluation, Progress, Status
 from adaexplore.memory import (
     NO_GUIDANCE,
     RuleCandidate,
@@ -460,7 +460,9 @@ def _parse_ours(text: str) -> list[NewRule]:
         raise RequestError(f"the file is not a valid adaexplore memory export: {exc}; nothing was imported") from exc
 
 
-async def confirm_rule(svc: Services, req: ConfirmRuleRequest) -> ConfirmRuleResult:
+async def confirm_rule(
+    svc: Services, req: ConfirmRuleRequest, *, progress: Progress | None = None
+) -> ConfirmRuleResult:
     """Back a rule with a reproducer: the reproducer is evaluated, and when it fails with a mistake no other
     rule covers, its signature joins the rule, the rule becomes curated, and its scope starts at the running
     Triton. This is how a rule imported with an unknown scope gets into prompts outside the paper preset.
@@ -474,7 +476,7 @@ async def confirm_rule(svc: Services, req: ConfirmRuleRequest) -> ConfirmRuleRes
     task = _task(svc, req.task_id)
     if not req.code.strip():
         raise RequestError("the reproducer is empty; give a module defining ModelNew that makes the rule's mistake")
-    evaluation = await svc.evaluator.evaluate(task, req.code, backend=req.backend)
+    evaluation = await svc.evaluator.evaluate(task, req.code, backend=req.backend, progress=progress)
     if evaluation.status is Status.ok:
         raise RequestError(
             f"the reproducer passed ({evaluation.message}); it must fail with the mistake rule {rule.id} describes"

@@ -133,7 +133,7 @@ def post(port: int, headers: dict[str, str]) -> httpx2.Response:
 async def test_http_on_loopback_refuses_a_foreign_host_header(tmp_path: Path) -> None:
     process, port = start_http(tmp_path)
     try:
-        assert await tools_over_http(port) == 11
+        assert await tools_over_http(port) == 12
         assert post(port, {"Host": "evil.example"}).status_code == 421
     finally:
         process.kill()
@@ -145,7 +145,7 @@ async def test_http_with_a_token_refuses_requests_without_it(tmp_path: Path) -> 
     try:
         assert post(port, {}).status_code == 401
         assert post(port, {"Authorization": "Bearer wrong"}).status_code == 401
-        assert await tools_over_http(port, token="s3cret") == 11
+        assert await tools_over_http(port, token="s3cret") == 12
     finally:
         process.kill()
         process.wait()
@@ -159,7 +159,7 @@ async def test_http_on_all_interfaces_generates_a_token_and_requires_it(tmp_path
         token = re.search(r"Bearer (\S+)'", line)
         assert token, line
         assert post(port, {}).status_code == 401
-        assert await tools_over_http(port, token=token.group(1)) == 11
+        assert await tools_over_http(port, token=token.group(1)) == 12
     finally:
         process.kill()
         process.wait()

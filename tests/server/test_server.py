@@ -14,7 +14,7 @@ from adaexplore.config import Settings
 from adaexplore.executor import ErrorDetail, Status
 from adaexplore.server import build_server
 from adaexplore.store import open_store
-from adaexplore.tools import Services
+from adaexplore.tools import Services, import_memory
 from tests.fakes import FakeEvaluator, make_evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +82,7 @@ async def test_every_tool_is_described_flat_and_annotated(settings: Settings) ->
         "expand_node",
         "compile_and_profile",
         "record_failure",
+        "confirm_rule",
         "get_skill_memory",
         "get_node",
         "get_run",
@@ -184,6 +185,22 @@ async def test_bad_calls_are_tool_errors_that_say_how_to_fix_them_and_the_server
             rule="Do better.",
         )
         assert (await call(client, "get_run", run_id=run["run_id"]))["steps_done"] == 1
+
+
+async def test_a_reproducer_gives_an_imported_rule_its_scope_through_the_server(settings: Settings) -> None:
+    store = open_store(settings.database_url)
+    import_memory(Services(settings=settings, store=store, evaluator=FakeEvaluator(verdict)), "You cannot x.||5\n")
+    (rule,) = [r for r in store.rules() if r.source == "imported"]
+    store.close()
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK, name="scale_relu")
+        refused = await error_of(client, "confirm_rule", rule_id=rule.id, task_id=task["task_id"], code="good kernel")
+        assert "the reproducer passed" in refused
+        confirmed = await call(client, "confirm_rule", rule_id=rule.id, task_id=task["task_id"], code="broken kernel")
+        assert confirmed["status"] == "compile_error" and confirmed["injected"], confirmed["message"]
+        assert confirmed["rule"]["source"] == "curated" and confirmed["rule"]["scope"].startswith("triton ")
+        memory = await call(client, "get_skill_memory", format="data")
+        assert rule.id in [r["rule_id"] for r in memory["rules"]]
 
 
 async def test_resources_and_prompts(settings: Settings) -> None:
