@@ -8,7 +8,8 @@ the caller's mistakes (a task that cannot be used, a bad setting) and for faults
      ├── TaskError            a task module cannot serve as a reference (no Model, get_inputs raised, …)
      ├── EvaluatorError       the evaluator itself could not do its work (a worker died at start, …)
      ├── RequestError         a call names something that does not exist or asks for what cannot be done
-     │    └── NotFoundError   an unknown task, run, node or expansion id
+     │    ├── NotFoundError   an unknown task, run, node or expansion id
+     │    └── ConflictError   another client's step changed the node first; choose the step again
      ├── StoreError           the database cannot be used (locked, from a newer adaexplore, unreadable)
      └── ModelError           the model endpoint failed in a way retrying will not fix (unreachable after
                               retries, a wrong key, an unknown model, a reply that never came)
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "AdaexploreError",
     "ConfigError",
+    "ConflictError",
     "EvaluatorError",
     "ModelError",
     "NotFoundError",
@@ -50,6 +52,10 @@ class RequestError(AdaexploreError):
 
 class NotFoundError(RequestError):
     """An id that names nothing."""
+
+
+class ConflictError(RequestError):
+    """The tree changed under the call (another client's step landed first); choose the step again."""
 
 
 class StoreError(AdaexploreError):

@@ -18,7 +18,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from adaexplore.config import SearchConfig, Settings
-from adaexplore.errors import RequestError
+from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, Task, code_hash, task_from_source
 from adaexplore.memory import RuleJudge
 from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
@@ -255,9 +255,10 @@ def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
         if node.kind is Kind.root:
             raise RequestError("the root has no kernel to edit; take a large step from it")
         if node.small_children >= config.small_step_limit:
-            raise RequestError(
+            raise ConflictError(
                 f"node {node.id} already has {node.small_children} small-step children "
-                f"(small_step_limit is {config.small_step_limit}); take a large step from it"
+                f"(small_step_limit is {config.small_step_limit}); take a large step from it, or call "
+                "select_uct again"
             )
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
         current, history, representatives = memory[-1], memory[:-1], []
@@ -381,7 +382,15 @@ def _target(
         if req.run_id is not None or req.parent_id is not None or req.action is not None:
             raise RequestError("give expansion_id alone, or run_id with parent_id and action, not both")
         expansion = svc.store.expansion(req.expansion_id)
-        return svc.store.run(expansion.run_id), expansion.node_id, expansion.action, expansion.context_ids
+        run = svc.store.run(expansion.run_id)
+        parent = svc.store.node(expansion.node_id, run_id=run.id)
+        if expansion.action is Kind.small and parent.small_children >= _config(run).small_step_limit:
+            # another client's small step from this node landed since this expansion was handed out
+            raise ConflictError(
+                f"node {parent.id} has had {parent.small_children} small-step children since expansion "
+                f"{expansion.id} was made, its limit; call select_uct again (nothing was evaluated)"
+            )
+        return run, expansion.node_id, expansion.action, expansion.context_ids
     if req.run_id is not None:
         if req.parent_id is None or req.action is None:
             raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")

@@ -14,7 +14,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adaexplore.config import Settings
-from adaexplore.errors import StoreError
+from adaexplore.errors import ConflictError, StoreError
 from adaexplore.store import open_store
 from adaexplore.tools import (
     CompileAndProfileRequest,
@@ -38,6 +38,8 @@ async def main(url: str, run_id: str, steps: int, pause: float) -> None:
             await compile_and_profile(svc, CompileAndProfileRequest(code=code, expansion_id=context.expansion_id))
         except StoreError:
             continue  # another writer holds the database; try the step again
+        except ConflictError:
+            continue  # another writer's step changed the node chosen; choose again, as a client would
         time.sleep(pause)
 
 

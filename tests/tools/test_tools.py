@@ -240,6 +240,23 @@ async def test_small_steps_stop_at_the_limit(svc: Services) -> None:
     assert rows(svc, "nodes") == nodes
 
 
+async def test_two_clients_expanding_one_node_cannot_push_it_past_its_small_steps(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    head = await step(svc, run.run_id)
+    await compile_and_profile(
+        svc, CompileAndProfileRequest(code="x1", run_id=run.run_id, parent_id=head, action="small")
+    )
+    # one small step left: two clients are both handed it before either submits
+    first, second = (expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=head, action="small")) for _ in "ab")
+    done = await compile_and_profile(svc, CompileAndProfileRequest(code="x2", expansion_id=first.expansion_id))
+    assert done.node_id is not None
+    nodes, calls = rows(svc, "nodes"), svc.evaluator.calls
+    with pytest.raises(RequestError, match="call select_uct again"):
+        await compile_and_profile(svc, CompileAndProfileRequest(code="x3", expansion_id=second.expansion_id))
+    assert rows(svc, "nodes") == nodes and svc.evaluator.calls == calls  # nothing written, nothing evaluated
+
+
 async def test_a_whole_run_matches_the_in_memory_tree_and_finishes_on_fresh_measurements(svc: Services) -> None:
     task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
     run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=11, total_steps=30))
