@@ -226,6 +226,11 @@ def _failure(svc: Services, req: RecordFailureRequest) -> tuple[Signature, str, 
             raise RequestError(f"status {status!r} is not a verdict; use one of {', '.join(s.value for s in Status)}")
         sig = signature_of_text(status, req.error_type or "", text, req.code or "")
         return sig, status, req.error_type or "", text, req.code or "", None, None
+    return _described(evaluation, code)
+
+
+def _described(evaluation: Evaluation, code: str) -> tuple[Signature, str, str, str, str, str | None, str | None]:
+    """(signature, status, error type, error text, code, triton, backend) of an evaluated failure."""
     text = "\n".join(
         part for part in (evaluation.message, evaluation.error.traceback if evaluation.error else "") if part
     )
@@ -485,7 +490,7 @@ async def confirm_rule(
         raise RequestError(
             f"the evaluator failed on its own ({evaluation.message}); that says nothing about rule {rule.id}"
         )
-    sig = signature(evaluation, req.code)
+    sig, status, error_type, text, code, triton, backend = _described(evaluation, req.code)
     if not sig.specific:
         raise RequestError(
             f"the reproducer failed with {evaluation.status.value}, but too generically to name one mistake "
@@ -496,21 +501,17 @@ async def confirm_rule(
         raise RequestError(
             f"the reproducer fails with the mistake of rule {owner.id} ({owner.text!r}), not of rule {rule.id}"
         )
-    triton = evaluation.provenance.triton or running_triton()
-    text = "\n".join(
-        part for part in (evaluation.message, evaluation.error.traceback if evaluation.error else "") if part
-    )
     confirmed = svc.store.confirm_rule(
         rule.id,
         task_id=req.task_id,
         signature=sig.id,
         signature_key=sig.key,
-        status=evaluation.status.value,
-        error_type=evaluation.error.type if evaluation.error else "",
+        status=status,
+        error_type=error_type,
         error_text=text,
-        code=req.code,
-        triton=triton,
-        backend=evaluation.backends[-1].value if evaluation.backends else None,
+        code=code,
+        triton=triton or running_triton(),
+        backend=backend,
     )
     now_injected = injected(confirmed, svc.settings.memory, running_triton())
     return ConfirmRuleResult(
