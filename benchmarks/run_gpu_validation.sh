@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine: the GPU test suites, then the evaluator benchmark. Results go to $OUT (default ./gpu-results).
-#   benchmarks/run_gpu_validation.sh tests      # example verdicts, bad input, reward-hack battery, CLI
+#   benchmarks/run_gpu_validation.sh tests      # example verdicts, bad input, reward-hack battery, timing, CLI
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
 set -uo pipefail
 OUT=${OUT:-gpu-results}
@@ -12,6 +12,7 @@ case "${1:-tests}" in
   tests)
     timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
       tests/test_examples.py tests/adversarial tests/executor/test_evaluator.py tests/executor/test_device_lock.py \
+      tests/executor/worker/test_timing.py \
       tests/test_cli.py 2>&1 | tee "$OUT/pytest.log"
     ;;
   bench)

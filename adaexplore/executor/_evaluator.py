@@ -780,9 +780,9 @@ class Evaluator:
                     AuditFlag(
                         code="host_time_exceeds_device_time",
                         severity="warn",
-                        message="most timed calls took longer on the host than on the device (work on "
-                        "other streams or on the CPU after the last launch); host time was "
-                        "counted",
+                        message="the device stayed busy after the CUDA events on the current stream had "
+                        "finished (work on other streams that the current one never waits for); that time "
+                        "was added to every timed call",
                     )
                 ]
             )

@@ -123,8 +123,8 @@ class Timing(_Model):
     reference_compile: Stats | None = None
     speedup_vs_compile: float | None = None
     reference_cached: bool = False
-    # Calls whose host-side time exceeded their device-side time (work outside the current stream, or
-    # CPU work after the last launch); the larger of the two is what was counted.
+    # Timed calls charged with work their CUDA events could not see (the device still busy on other
+    # streams after the current one finished): in strict timing all of them or none.
     host_bound_calls: int = 0
 
 

@@ -94,7 +94,8 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
     ]
     row("environment", ", ".join(e for e in env if e) + f"  [{p.environment}]")
     if p.seeds is not None:
-        row("seeds", f"init {p.seeds.init}, timing {p.seeds.timing}, drawn on the {p.seeds.generator.upper()}")
+        where = "GPU" if p.seeds.generator == "cuda" else "CPU"
+        row("seeds", f"init {p.seeds.init}, timing {p.seeds.timing}, drawn on the {where}")
     row("phases", ", ".join(f"{k} {v:.3g} s" for k, v in ev.phases.items()))
     if ev.output.strip():
         row("output", ev.output.strip()[-1500:])

@@ -117,5 +117,5 @@ async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: E
     )
     assert honest.status is Status.ok and hidden.status is Status.ok, (honest.message, hidden.message)
     assert honest.timing is not None and hidden.timing is not None
-    # Events on the current stream would see almost nothing; host time keeps the speedup honest.
+    # Events on the current stream would see almost nothing; the probes for unseen work keep the speedup honest.
     assert hidden.timing.speedup < honest.timing.speedup * 1.5
