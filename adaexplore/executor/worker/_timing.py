@@ -207,26 +207,23 @@ class Timer:
         max_reps: int,
         keep_at: tuple[float, ...],
     ) -> Measurement:
-        warm: list[float] = []
-        excess: list[float] = []
         warmup_n = 0
         size = _MIN_CHUNK
         started = time.perf_counter()
-        while len(warm) < max(1, spec.warmup_calls) or (
+        while warmup_n < max(1, spec.warmup_calls) or (
             (time.perf_counter() - started) * 1e3 < spec.warmup_ms and warmup_n < max_reps
         ):
-            chunk = self._chunk(call, inputs, spec, size, keep_last=False)
-            warm, excess = chunk.times_ms, [chunk.excess_ms]
-            warmup_n += chunk.calls
-            size = _chunk_size(statistics.median(warm))
+            last = self._chunk(call, inputs, spec, size, keep_last=False)
+            warmup_n += last.calls
+            size = _chunk_size(statistics.median(last.times_ms))
         # the last chunk, run at the clocks the timed calls will see
-        estimate = max(statistics.median(warm) + max(0.0, excess[0]), 1e-3)
+        estimate = max(statistics.median(last.times_ms) + max(0.0, last.excess_ms), 1e-3)
         reps = spec.reps if spec.reps is not None else max(min_reps, min(max_reps, int(budget_ms / estimate)))
         size = _chunk_size(estimate)
         keep = sorted(_positions(keep_at, 0, reps))
         result = Measurement(times_ms=[], warmup_n=warmup_n)
         device: list[float] = []
-        excess = []
+        excess: list[float] = []
         while len(device) < reps:
             # a kept call ends its chunk, so its output is copied after the device is idle
             upcoming = [k for k in keep if k >= len(device)]
