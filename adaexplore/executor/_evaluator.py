@@ -773,6 +773,7 @@ class Evaluator:
             ),
             reference_cached=cached,
             host_bound_calls=timed.host_bound_calls,
+            unseen_ms=timed.unseen_ms,
         )
         if timed.host_bound_calls > timed.stats.n // 2:
             run.add_flags(
@@ -781,8 +782,8 @@ class Evaluator:
                         code="host_time_exceeds_device_time",
                         severity="warn",
                         message="the device stayed busy after the CUDA events on the current stream had "
-                        "finished (work on other streams that the current one never waits for); that time "
-                        "was added to every timed call",
+                        "finished (work on other streams that the current one never waits for); that time, "
+                        f"{timed.unseen_ms:.3f} ms, was added to every timed call",
                     )
                 ]
             )

@@ -126,6 +126,8 @@ class Timing(_Model):
     # Timed calls charged with work their CUDA events could not see (the device still busy on other
     # streams after the current one finished): in strict timing all of them or none.
     host_bound_calls: int = 0
+    # What the probes measured of that unseen work per call (median, ms), charged or not; 0 where not probed.
+    unseen_ms: float = 0.0
 
 
 class AuditFlag(_Model):

@@ -198,6 +198,7 @@ class Timed(_Msg):
     stats: Stats
     method: str
     host_bound_calls: int
+    unseen_ms: float = 0.0
     rechecks: list[list[TensorFile]] = Field(default_factory=list)
     recheck_scales: list[float] = Field(default_factory=list)
     triton_time_share: float | None = None

@@ -386,6 +386,7 @@ class CandidateRunner:
                 stats=summarize(measured.times_ms, timing.timing, measured.warmup_n),
                 method=timing.timing.method,
                 host_bound_calls=measured.host_bound,
+                unseen_ms=measured.unseen_ms,
                 rechecks=rechecks,
                 recheck_scales=[scale for scale, _ in measured.kept],
                 triton_time_share=share,
