@@ -12,7 +12,7 @@ case "${1:-tests}" in
   tests)
     timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
       tests/test_examples.py tests/adversarial tests/executor/test_evaluator.py tests/executor/test_device_lock.py \
-      tests/executor/worker/test_timing.py \
+      tests/executor/worker/test_timing.py tests/executor/worker/test_launcher_prebuild.py \
       tests/test_cli.py 2>&1 | tee "$OUT/pytest.log"
     ;;
   bench)

@@ -68,6 +68,7 @@ _WATCHED: dict[str, Callable[[], Any]] = {
     "triton.runtime.autotuner.Autotuner.run": lambda: Autotuner.run,
     "triton.knobs.runtime.launch_enter_hook": lambda: triton.knobs.runtime.launch_enter_hook,
     "triton.knobs.runtime.launch_exit_hook": lambda: triton.knobs.runtime.launch_exit_hook,
+    "triton.knobs.runtime.jit_cache_hook": lambda: triton.knobs.runtime.jit_cache_hook,
 }
 
 

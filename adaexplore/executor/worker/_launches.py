@@ -4,10 +4,16 @@ Installed before the candidate is imported. On `cuda` the count comes from Trito
 called by the launcher right before the kernel is handed to the driver, so a kernel that is defined
 but never reached does not count. On `compile` every launch is turned into a compile; on `interpret`
 the interpreter's run is counted.
+
+On `cuda`, the compile pass also builds each kernel's C launcher (Triton compiles it with the system's C
+compiler, about 0.4 s, on a kernel's first launch unless its cache holds one for the same kinds of
+arguments). That build is started on a thread as soon as Triton knows the kernel's signature, so it runs
+beside the kernel's own compile instead of after it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +42,10 @@ class LaunchTracker:
         self.shared_memory: dict[str, int] = {}
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] | None = None
         self._pending: torch.cuda.Event | None = None
+        self._prebuilds: list[threading.Thread] = []
+        # Launcher builds started early and what became of them: "built", or the error (then Triton builds
+        # the launcher itself at the first launch, and reports any real problem there).
+        self.prebuilt: list[str] = []
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
@@ -47,6 +57,7 @@ class LaunchTracker:
         if self.backend is Backend.cuda:
             knobs.runtime.launch_enter_hook.add(self._enter)
             knobs.runtime.launch_exit_hook.add(self._exit)
+            self._install_launcher_prebuild()
 
     def hooks_intact(self) -> bool:
         if self.backend is not Backend.cuda:
@@ -68,7 +79,10 @@ class LaunchTracker:
                 tracker.kernels.add(jit.__name__)
             if not tracker.compile_only:
                 return original(jit, *args, grid=grid, warmup=warmup, **kwargs)
-            kernel = original(jit, *args, grid=grid, warmup=True, **kwargs)
+            try:
+                kernel = original(jit, *args, grid=grid, warmup=True, **kwargs)
+            finally:
+                tracker._join_prebuilds()
             if kernel is not None and own:
                 kernel = kernel.result() if hasattr(kernel, "result") else kernel
                 shared = int(getattr(kernel.metadata, "shared", 0) or 0)
@@ -83,6 +97,50 @@ class LaunchTracker:
             return kernel
 
         JITFunction.run = run  # type: ignore[method-assign]
+
+    def _install_launcher_prebuild(self) -> None:
+        previous = knobs.runtime.jit_cache_hook
+        tracker = self
+
+        def hook(*, key: Any, repr: str, fn: Any, compile: dict[str, Any], **kwargs: Any) -> Any:
+            jit = fn.jit_function
+            if tracker.compile_only and tracker._own(jit):
+                configs = compile.get("configs") or [None]
+                thread = threading.Thread(
+                    target=tracker._prebuild,
+                    args=(jit, compile["signature"], compile["constants"], configs[0]),
+                    name="adaexplore-launcher-build",
+                    daemon=True,
+                )
+                thread.start()
+                tracker._prebuilds.append(thread)
+            if previous is not None:
+                return previous(key=key, repr=repr, fn=fn, compile=compile, **kwargs)
+            return None
+
+        knobs.runtime.jit_cache_hook = hook
+
+    def _prebuild(self, jit: JITFunction, signature: Any, constants: Any, attrs: Any) -> None:
+        """Build the launcher the way Triton's CUDA driver will ask for it, so that it finds it cached."""
+        try:
+            from triton.backends.nvidia import driver
+
+            src = jit.ASTSource(jit, signature, constants, attrs)
+            by_index = {((jit.arg_names.index(k),) if isinstance(k, str) else k): v for k, v in src.constants.items()}
+            driver.compile_module_from_src(
+                src=driver.make_launcher(by_index, dict(src.signature), None),
+                name="__triton_launcher",
+                library_dirs=driver.library_dirs(),
+                include_dirs=driver.include_dirs,
+                libraries=driver.libraries,
+            )
+            self.prebuilt.append("built")
+        except Exception as exc:  # Triton builds it at the first launch instead, and reports real errors
+            self.prebuilt.append(f"{type(exc).__name__}: {exc}")
+
+    def _join_prebuilds(self) -> None:
+        while self._prebuilds:
+            self._prebuilds.pop().join()
 
     def _wrap_autotuner_run(self) -> None:
         original = Autotuner.run
