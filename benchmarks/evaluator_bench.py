@@ -67,21 +67,37 @@ def own_overhead(result: Evaluation) -> float | None:
     return result.phases["total"] - result.phases.get("compile", 0.0) - kernels
 
 
+def clear_triton_cache(home: Path, *, keep_launchers: bool) -> None:
+    """Empty Triton's cache so the candidate compiles again. Its C launchers depend only on the kinds of a
+    kernel's arguments (not on dtypes or constexpr values), so in a search most candidates find theirs
+    built; `keep_launchers` keeps them, as a search would."""
+    root = home / "cache" / "triton"
+    for entry in root.iterdir() if root.exists() else []:
+        names = [p.name for p in entry.iterdir()] if entry.is_dir() else []
+        if keep_launchers and any(n.startswith(("__triton_launcher", "cuda_utils")) for n in names):
+            continue
+        shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+
+
+COST_ROWS = ("cached compile", "fresh kernel", "fresh kernel and launcher")
+
+
 async def section_cost(ev: Evaluator, task, code: str, home: Path, evals: int) -> dict[str, Any]:
-    """Warm evaluations of one candidate, reference cached: half with Triton's compile cache warm, half
-    with it cleared so the candidate really compiles."""
+    """Warm evaluations of one candidate, reference cached, in turn: with Triton's compile cache warm;
+    with the kernel compiling again but its launcher built (a new kernel whose arguments are of kinds
+    seen before); and with both built again (the first kernel of its argument kinds)."""
     await ev.evaluate(task, code)  # fills the reference-timing cache
-    rows: dict[str, list[dict[str, float]]] = {"cached compile": [], "fresh compile": []}
+    rows: dict[str, list[dict[str, float]]] = {label: [] for label in COST_ROWS}
     for index in range(evals):
-        fresh = index % 2 == 1
-        if fresh:
-            shutil.rmtree(home / "cache" / "triton", ignore_errors=True)
+        label = COST_ROWS[index % len(COST_ROWS)]
+        if label != "cached compile":
+            clear_triton_cache(home, keep_launchers=label == "fresh kernel")
         await ev.wait_warm()  # spares started and warmed up, as between search steps
         result = await ev.evaluate(task, code)
         assert result.status is Status.ok, result.message
         row = dict(result.phases)
         row["own_overhead"] = own_overhead(result) or 0.0
-        rows["fresh compile" if fresh else "cached compile"].append(row)
+        rows[label].append(row)
     summary = {}
     for label, items in rows.items():
         keys = sorted({k for item in items for k in item})
@@ -177,7 +193,7 @@ async def section_references(task, code: str, processes: int, retimes: int) -> d
     for index in range(processes):
         home = Path(tempfile.mkdtemp(prefix="adaexplore-bench-ref-"))
         try:
-            async with Evaluator(Settings(home=home, executor=ExecutorConfig())) as ev:
+            async with Evaluator(Settings(home=home, executor=EXECUTOR)) as ev:
                 await ev.wait_warm()
                 across.append(row(await ev.evaluate(task, code)))
                 if index == processes - 1:
@@ -196,6 +212,10 @@ async def section_references(task, code: str, processes: int, retimes: int) -> d
     }
 
 
+# What every evaluator of this benchmark runs with; `--timing-budget-ms` replaces it.
+EXECUTOR = ExecutorConfig()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", type=Path, default=ROOT / "examples/tasks/gemm_epilogue.py")
@@ -203,19 +223,26 @@ async def main() -> None:
     parser.add_argument("--cpu-task", type=Path, default=ROOT / "examples/tasks/row_softmax.py")
     parser.add_argument("--cpu-kernel", type=Path, default=ROOT / "examples/kernels/row_softmax/correct.py")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections of {SECTIONS}")
-    parser.add_argument("--evals", type=int, default=10, help="evaluations in the cost section")
+    parser.add_argument("--evals", type=int, default=12, help="evaluations in the cost section (a third in each row)")
     parser.add_argument("--memory-evals", type=int, default=500)
     parser.add_argument("--json", type=Path, help="write all numbers here")
+    parser.add_argument(
+        "--timing-budget-ms", type=float, help="strict timing's measured time per model (default: the setting's)"
+    )
     args = parser.parse_args()
+    global EXECUTOR
+    if args.timing_budget_ms is not None:
+        EXECUTOR = ExecutorConfig(timing_budget_ms=args.timing_budget_ms)
     only = set(args.only.split(","))
     home = Path(tempfile.mkdtemp(prefix="adaexplore-bench-"))
-    settings = Settings(home=home, executor=ExecutorConfig())
+    settings = Settings(home=home, executor=EXECUTOR)
     results: dict[str, Any] = {}
     task, code = load_task(args.task), args.kernel.read_text()
     async with Evaluator(settings) as ev:
         assert ev.environment is not None
         gpu = ev.environment.has_gpu
         results["environment"] = ev.environment.model_dump()
+        results["timing_budget_ms"] = EXECUTOR.timing_budget_ms
         if gpu and "cost" in only:
             results["cost"] = await section_cost(ev, task, code, home, args.evals)
         if gpu and "repeat" in only:
@@ -259,7 +286,7 @@ def print_table(results: dict[str, Any]) -> None:
     env = results["environment"]
     print(
         f"\nenvironment: {', '.join(env['gpus']) or 'no GPU'}; torch {env['torch']}, triton {env['triton']}, "
-        f"python {env['python']}, driver {env['driver']}"
+        f"python {env['python']}, driver {env['driver']}; strict timing budget {results['timing_budget_ms']:g} ms"
     )
     if "cost" in results:
         for label, row in results["cost"].items():

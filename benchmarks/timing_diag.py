@@ -1,8 +1,8 @@
-"""One process times a task's reference four ways, a few rounds over: the evaluator's strict Timer;
-one synchronized call at a time from an idle queue (CUDA events; the host's launch latency shows);
-calls queued behind a sleep kernel (the latency hidden); and `triton.testing.do_bench`. Run it in
-several processes to tell a spread between processes from a spread between measurements. Prints one
-JSON line.
+"""One process times a task's reference four ways, a few rounds over: the evaluator's strict Timer (and
+the same with one set of inputs reused, as do_bench does); one synchronized call at a time from an
+idle queue (CUDA events; the host's launch latency shows); calls queued behind a sleep kernel (the
+latency hidden); and `triton.testing.do_bench`. Run it in several processes to tell a spread between
+processes from a spread between measurements. Prints one JSON line.
 
     python benchmarks/timing_diag.py TASK [KERNEL] [--rounds 3] [--tracker]
 
@@ -92,6 +92,14 @@ def main() -> None:
                 min_reps=cfg.min_reps,
                 max_reps=cfg.max_reps,
             )
+            same = timer.measure(
+                lambda a, m=model: m(*a),
+                base,
+                timing.model_copy(update={"fresh_inputs": False}),
+                budget_ms=cfg.timing_budget_ms,
+                min_reps=cfg.min_reps,
+                max_reps=cfg.max_reps,
+            )
             alone = [timer._one(lambda a, m=model: m(*a), base, timing)[0] for _ in range(100)]
             rounds.append(
                 {
@@ -99,6 +107,8 @@ def main() -> None:
                     "strict_ms": statistics.median(measured.times_ms),
                     "n": len(measured.times_ms),
                     "host_bound": measured.host_bound,
+                    "unseen_ms": measured.unseen_ms,
+                    "same_inputs_ms": statistics.median(same.times_ms),
                     "alone_ms": statistics.median(alone),
                     "busy_device_ms": busy_device_ms(lambda m=model: m(*base)),
                     "do_bench_ms": triton.testing.do_bench(
