@@ -173,11 +173,15 @@ class Timer:
                     call, inputs, spec, budget_ms=budget_ms, min_reps=min_reps, max_reps=max_reps, keep_at=keep_at
                 )
             warm: list[float] = []
-            started = time.perf_counter()
+            started = 0.0
             while len(warm) < max(1, spec.warmup_calls) or (
                 (time.perf_counter() - started) * 1e3 < spec.warmup_ms and len(warm) < max_reps
             ):
-                warm.append(self._one(call, inputs()[1], spec)[0])
+                args = inputs()[1]
+                if not warm:
+                    # the warm-up's time counts from its first call, not from making that call's inputs
+                    started = time.perf_counter()
+                warm.append(self._one(call, args, spec)[0])
             if spec.reps is None:
                 # the last calls, made at the clocks the timed calls will see
                 estimate = max(statistics.median(warm[-max(1, spec.warmup_calls) :]), 1e-3)
