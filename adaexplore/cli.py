@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -33,6 +35,27 @@ __all__ = ["main"]
 # Exit codes: 0 the kernel is ok; 1 the kernel failed (a normal verdict); 2 the call was wrong (bad task,
 # bad option, missing file); 3 the evaluator itself failed (infra_error).
 EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]
+    """An argparse type: a number of `kind` in [low, high], refused with a message that says the range."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value != value or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    return parse
+
+
+_POSITIVE_INT = _number(int, 1, "a whole number of at least 1")
+_POSITIVE = _number(float, 1e-12, "a number above 0")
+_NONNEGATIVE = _number(float, 0, "a number of at least 0")
+_PORT = _number(int, 0, "a port number (0 to 65535; 0 picks a free one)", 65535)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (with --http; default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port to listen on (with --http; default 8765)")
+    serve.add_argument("--port", type=_PORT, default=8765, help="port to listen on (with --http; default 8765)")
 
     explore = commands.add_parser(
         "explore",
@@ -91,8 +114,8 @@ def _parser() -> argparse.ArgumentParser:
         "compile and interpret backends and speedups are not measured.",
     )
     explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
-    explore.add_argument("--steps", type=int, help="evaluations per run (default: settings, 50)")
-    explore.add_argument("--parallel", type=int, default=1, help="tasks searched at once (default 1)")
+    explore.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per run (default: settings, 50)")
+    explore.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
     explore.add_argument("--seed", type=int, help="the runs' random seed (default: drawn)")
     explore.add_argument("--preset", choices=["default", "paper"], help="'paper': the authors' search exactly")
     explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
@@ -112,9 +135,9 @@ def _parser() -> argparse.ArgumentParser:
         "input-dependent and well above the tolerance), run the search on each with memory updates, and report "
         "the rules gained. Needs a model (an API key or --base-url).",
     )
-    adapt.add_argument("--tasks", type=int, default=10, dest="count", help="synthetic tasks (default 10)")
-    adapt.add_argument("--steps", type=int, help="evaluations per task (default: settings, 10)")
-    adapt.add_argument("--parallel", type=int, default=1, help="tasks searched at once (default 1)")
+    adapt.add_argument("--tasks", type=_POSITIVE_INT, default=10, dest="count", help="synthetic tasks (default 10)")
+    adapt.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per task (default: settings, 10)")
+    adapt.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
     adapt.add_argument("--seed", type=int, default=0, help="seed of the task synthesis (default 0)")
     adapt.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
     _budget_options(adapt)
@@ -167,8 +190,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget-tokens", type=int, help="stop starting steps after this many model tokens")
-    parser.add_argument("--budget-usd", type=float, help="stop starting steps after this cost (needs prices)")
+    parser.add_argument("--budget-tokens", type=_POSITIVE_INT, help="stop starting steps after this many model tokens")
+    parser.add_argument("--budget-usd", type=_POSITIVE, help="stop starting steps after this cost (needs prices)")
     parser.add_argument("--budget-time", help="stop starting steps after this long (90s, 30m, 2h)")
 
 
@@ -177,13 +200,13 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--model", help="model name; 'replay' for the offline generator (default: see above)")
     group.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the OpenAI API)")
     group.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
-    group.add_argument("--temperature", type=float, help="sampling temperature (default 1.0)")
+    group.add_argument("--temperature", type=_NONNEGATIVE, help="sampling temperature (default 1.0)")
     group.add_argument("--reasoning-effort", choices=["minimal", "low", "medium", "high"], help="where supported")
-    group.add_argument("--max-tokens", type=int, help="the most tokens per reply (default 16384)")
-    group.add_argument("--timeout", type=float, help="seconds per request (default 600)")
-    group.add_argument("--concurrency", type=int, help="requests in flight at once (default 8)")
-    group.add_argument("--price-input", type=float, help="USD per million input tokens, for the cost")
-    group.add_argument("--price-output", type=float, help="USD per million output tokens, for the cost")
+    group.add_argument("--max-tokens", type=_POSITIVE_INT, help="the most tokens per reply (default 16384)")
+    group.add_argument("--timeout", type=_POSITIVE, help="seconds per request (default 600)")
+    group.add_argument("--concurrency", type=_POSITIVE_INT, help="requests in flight at once (default 8)")
+    group.add_argument("--price-input", type=_NONNEGATIVE, help="USD per million input tokens, for the cost")
+    group.add_argument("--price-output", type=_NONNEGATIVE, help="USD per million output tokens, for the cost")
 
 
 def _with_model_options(settings: Settings, args: argparse.Namespace) -> Settings:
@@ -229,6 +252,11 @@ def main(argv: list[str] | None = None) -> None:
             code = anyio.run(_confirm, args, settings)
         else:
             code = _memory(args, settings)
+        sys.stdout.flush()  # here, where a reader that went away can be handled, not at exit
+    except BrokenPipeError:
+        # the reader of the output stopped early (`adaexplore memory list | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + signal.SIGPIPE
     except AdaexploreError as exc:
         print(f"adaexplore: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
@@ -255,7 +283,13 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     return leaves
 
 
-def _budgets(args: argparse.Namespace) -> dict[str, float | int | None]:
+def _budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | int | None]:
+    model = settings.model
+    if args.budget_usd is not None and not (model.price_input_per_mtok or model.price_output_per_mtok):
+        raise ConfigError(
+            "--budget-usd needs the model's prices, or every call costs 0 and the budget never binds: give "
+            "--price-input and --price-output (USD per million tokens), or set them under [model] in the settings file"
+        )
     return {
         "budget_tokens": args.budget_tokens,
         "budget_usd": args.budget_usd,
@@ -275,7 +309,7 @@ async def _explore(args: argparse.Namespace, settings: Settings) -> int:
         resume=args.resume,
         memory_updates=False if args.no_memory_updates else None,
         out_dir=args.out,
-        **_budgets(args),  # type: ignore[arg-type]
+        **_budgets(args, settings),  # type: ignore[arg-type]
     )
     return await explore(settings, options)
 
@@ -287,7 +321,7 @@ async def _adapt(args: argparse.Namespace, settings: Settings) -> int:
         parallel=args.parallel,
         seed=args.seed,
         out_dir=args.out,
-        **_budgets(args),  # type: ignore[arg-type]
+        **_budgets(args, settings),  # type: ignore[arg-type]
     )
     return await adapt(settings, options)
 

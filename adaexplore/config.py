@@ -133,7 +133,8 @@ class MemoryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # "paper": a rule is injected on its occurrences alone (3), as the authors counted, whatever its scope.
+    # "paper": a rule is injected on its occurrences alone (3), as the authors counted, whatever its scope,
+    # and every such rule is injected, in the order the rules were made (the authors' file order).
     preset: Literal["default", "paper"] = "default"
     min_occurrences: int = Field(default=3, ge=1)
     # Distinct tasks a rule must have been seen in; one task's repeated mistake is not yet a general rule.
@@ -142,8 +143,8 @@ class MemoryConfig(BaseModel):
     similarity_threshold: float = Field(default=0.6, gt=0, le=1)
     # Below the threshold but above this, a configured model judge decides.
     judge_floor: float = Field(default=0.3, ge=0, le=1)
-    # Rules in a prompt block, most frequent first.
-    max_rules: int = Field(default=60, ge=1)
+    # Rules in a prompt block, most frequent first; None: no limit (the paper preset's choice).
+    max_rules: int | None = Field(default=60, ge=1)
 
     @model_validator(mode="after")
     def _apply_preset(self) -> MemoryConfig:
@@ -151,6 +152,8 @@ class MemoryConfig(BaseModel):
             if "min_tasks" in self.model_fields_set and self.min_tasks != 1:
                 raise ValueError("preset 'paper' counts occurrences only (min_tasks 1); remove min_tasks")
             self.min_tasks = 1
+            if "max_rules" not in self.model_fields_set:
+                self.max_rules = None
         return self
 
 

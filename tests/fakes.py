@@ -56,15 +56,28 @@ class FakeEvaluator:
     def __init__(self, script: Callable[[str, int], Verdict]) -> None:
         self.script = script
         self.calls = 0
+        self.fresh_seeds: list[bool] = []  # what each call asked for
+        self.checked: list[str] = []  # the tasks check_task was asked about
 
     async def evaluate(
-        self, task: Task, code: str, *, mode: str | None = None, backend: str | None = None, progress: object = None
+        self,
+        task: Task,
+        code: str,
+        *,
+        mode: str | None = None,
+        backend: str | None = None,
+        fresh_seeds: bool = False,
+        progress: object = None,
     ) -> Evaluation:
         self.calls += 1
+        self.fresh_seeds.append(fresh_seeds)
         status, speedup = self.script(code, self.calls)
         # the path a GPU machine takes, or the backend asked for
         backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
         return make_evaluation(task, code, status, speedup, mode or "strict", backends)
+
+    async def check_task(self, task: Task) -> None:
+        self.checked.append(task.name)
 
     def fingerprint(self) -> str:
         return "fake-env"

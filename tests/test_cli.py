@@ -68,6 +68,49 @@ def test_caller_errors_exit_2_with_a_message(tmp_path: Path) -> None:
     assert bad_option.returncode == 2 and "invalid choice" in bad_option.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["explore", "T.py", "--steps", "0"], "argument --steps: '0' is not a whole number of at least 1"),
+        (["adapt", "--steps", "-1"], "argument --steps: '-1' is not a whole number of at least 1"),
+        (["explore", "T.py", "--parallel", "0"], "argument --parallel"),
+        (["adapt", "--tasks", "x"], "argument --tasks: 'x' is not a whole number"),
+        (["explore", "T.py", "--budget-tokens", "-5"], "argument --budget-tokens"),
+        (["explore", "T.py", "--budget-usd", "0"], "argument --budget-usd: '0' is not a number above 0"),
+        (["explore", "T.py", "--timeout", "nan"], "argument --timeout"),
+        (["explore", "T.py", "--price-input", "-1"], "argument --price-input"),
+        (["serve", "--http", "--port", "99999"], "argument --port: '99999' is not a port number"),
+        (["explore", "T.py", "--budget-usd", "2"], "--budget-usd needs the model's prices"),
+    ],
+)
+def test_out_of_range_options_are_refused_before_anything_runs(
+    argv: list[str], fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from adaexplore.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", str(tmp_path), *argv])
+    assert exited.value.code == 2
+    assert fragment in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no store, no cache: nothing ran
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path: Path) -> None:
+    env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path))
+    listing = subprocess.Popen(
+        [sys.executable, "-m", "adaexplore", "memory", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    assert listing.stdout is not None and listing.stderr is not None
+    listing.stdout.close()  # gone before the command has written anything (it is still importing)
+    errors = listing.stderr.read()
+    assert listing.wait(timeout=120) == 141, errors
+    assert "Traceback" not in errors and "BrokenPipe" not in errors
+
+
 @pytest.mark.anyio
 async def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
     from adaexplore.config import Settings

@@ -187,6 +187,9 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
+    async def check_task(self, task: Task) -> None:
+        await self.inner.check_task(task)
+
     def fingerprint(self) -> str:
         return self.inner.fingerprint()
 

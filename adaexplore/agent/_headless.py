@@ -194,7 +194,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             else:
                 writer = ModelWriter(client=client, store=svc.store, label=model_name)
                 svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
-            run_ids = _prepare_runs(svc, writer, options)
+            run_ids = await _prepare_runs(svc, writer, options)
             _banner(settings, writer, out)
             note = _timing_note(svc, options.backend or settings.executor.backend)
             if note:
@@ -208,7 +208,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             await client.aclose()
 
 
-def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) -> list[str]:
+async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) -> list[str]:
     run_ids: list[str] = []
     if options.resume:
         by_name = {p.stem: p for p in options.tasks}
@@ -221,8 +221,10 @@ def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) 
         if options.tasks and not isinstance(writer, ReplayWriter):
             raise RequestError("give task files or --resume, not both (replay alone reads task files on resume)")
         return run_ids
-    for path in options.tasks:
-        task = tools.create_task(svc, tools.CreateTaskRequest(path=str(path)))
+    # every task is loaded in the evaluator's own process before any run starts, so a task whose code
+    # fails stops the command with its reason and leaves no run behind
+    tasks = [await tools.create_checked_task(svc, tools.CreateTaskRequest(path=str(path))) for path in options.tasks]
+    for path, task in zip(options.tasks, tasks, strict=True):
         if isinstance(writer, ReplayWriter):
             _add_replay(writer, task.task_id, path)
         started = tools.start_run(

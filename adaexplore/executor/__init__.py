@@ -19,7 +19,7 @@ from adaexplore.executor._models import (
     TrialResult,
 )
 from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
-from adaexplore.executor._task import Task, code_hash, load_task, task_from_source
+from adaexplore.executor._task import Task, code_hash, load_task, read_task_file, task_from_source
 
 __all__ = [
     "Audit",
@@ -45,6 +45,7 @@ __all__ = [
     "TrialResult",
     "code_hash",
     "load_task",
+    "read_task_file",
     "mode_spec",
     "task_from_source",
     "tolerance_for",

@@ -134,7 +134,6 @@ class _Run:
         self.compile_target: str | None = None
         self.sizes: str = "full"
         self.fingerprint = ""
-        self.notes: list[str] = []
         self.exchange: Path | None = None
 
     async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
@@ -328,9 +327,11 @@ class Evaluator:
         backend: str | None = None,
         with_compile: bool = False,
         fresh_reference: bool = False,
+        fresh_seeds: bool = False,
         progress: Progress | None = None,
     ) -> Evaluation:
-        """Evaluate `code` (a module defining ModelNew) against `task`.
+        """Evaluate `code` (a module defining ModelNew) against `task`. `fresh_seeds` draws new seeds for the
+        weights, inputs and timing even where the mode's protocol fixes them (strict always draws them).
 
         A failing candidate is a result with a status, never an exception.
 
@@ -341,6 +342,8 @@ class Evaluator:
         if self._tg is None or self.environment is None:
             raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
         run = _Run(task, code, Mode(mode or self.config.mode), progress)
+        if fresh_seeds and not run.spec.fresh_seeds:
+            run.spec = run.spec.model_copy(update={"fresh_seeds": True})
         status, message, error = Status.ok, "", None
         try:
             await run.report("queued", "checking the source")
@@ -356,6 +359,32 @@ class Evaluator:
                 shutil.rmtree(run.exchange, ignore_errors=True)
         await run.report("done", status.value)
         return self._result(run, status, message, error)
+
+    async def check_task(self, task: Task, *, mode: Mode | str | None = None, backend: str | None = None) -> None:
+        """Load `task` in the judge as an evaluation would: import its module, build `Model` from
+        `get_init_inputs()` and draw `get_inputs()`. A task that fails here would fail every evaluation, so a
+        search checks it before it spends anything on candidates. The judge keeps the imported module.
+
+        Raises:
+            TaskError: the task's own code failed, with the reason.
+            ConfigError: a backend was asked for that this machine lacks.
+            EvaluatorError: the judge could not be asked.
+        """
+        if self._tg is None or self.environment is None:
+            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
+        # where reference outputs are computed for these backends: the GPU, or the CPU judge
+        numeric = Backend.cuda if Backend.cuda in backends else Backend.interpret
+        run = _Run(task, "", Mode(mode or self.config.mode), None)
+        job = self._job(run, numeric, self._task_file(task))
+        judge = self._judge(numeric, self._pick_device(numeric))
+        try:
+            await self._ask_judge(judge, Load(job=job), self.config.load_timeout_s, run)
+        except _Verdict as failed:
+            raise EvaluatorError(f"could not check task {task.name!r}: {failed.message}") from None
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                await judge.request(Release(job_id=job.job_id), timeout=30)
 
     def _explicit(self, backend: str) -> list[Backend]:
         assert self.environment is not None

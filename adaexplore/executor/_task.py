@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.errors import TaskError
 
-__all__ = ["Task", "code_hash", "load_task", "task_from_source"]
+__all__ = ["Task", "code_hash", "load_task", "read_task_file", "task_from_source"]
 
 _REQUIRED = {"Model": "class", "get_inputs": "function", "get_init_inputs": "function"}
 
@@ -49,9 +49,25 @@ def load_task(path: str | Path) -> Task:
         TaskError: the file is missing or is not a usable task module.
     """
     path = Path(path)
+    return task_from_source(read_task_file(path), name=path.stem)
+
+
+def read_task_file(path: Path) -> str:
+    """A task file's text.
+
+    Raises:
+        TaskError: the file is missing, unreadable, or not UTF-8 text.
+    """
     if not path.is_file():
         raise TaskError(f"task file {path} does not exist")
-    return task_from_source(path.read_text(), name=path.stem)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TaskError(
+            f"task file {path} is not UTF-8 text (byte {exc.start}); a task is a Python module"
+        ) from None
+    except OSError as exc:
+        raise TaskError(f"cannot read task file {path}: {exc.strerror or exc}") from None
 
 
 def task_from_source(source: str, name: str = "task") -> Task:

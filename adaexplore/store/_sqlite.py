@@ -45,7 +45,13 @@ def open_store(url: str) -> SqliteStore:
         raise ConfigError(f"database URL {url!r} is not supported; use sqlite:///path/to/file.db")
     path = url.removeprefix(prefix)
     if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the database's folder {Path(path).parent}: {exc.strerror or exc}; "
+                "point ADAEXPLORE_DB or ADAEXPLORE_HOME at a writable folder"
+            ) from exc
     return SqliteStore(path)
 
 

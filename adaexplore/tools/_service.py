@@ -19,7 +19,16 @@ from pydantic import ValidationError
 
 from adaexplore.config import SearchConfig, Settings
 from adaexplore.errors import ConflictError, RequestError
-from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, Task, code_hash, task_from_source
+from adaexplore.executor import (
+    Evaluation,
+    Evaluator,
+    ProgressUpdate,
+    Status,
+    Task,
+    code_hash,
+    read_task_file,
+    task_from_source,
+)
 from adaexplore.memory import RuleJudge
 from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
 from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
@@ -54,6 +63,7 @@ __all__ = [
     "Services",
     "best_kernel",
     "compile_and_profile",
+    "create_checked_task",
     "create_task",
     "expand_node",
     "finish_run",
@@ -75,8 +85,11 @@ class EvaluatorLike(Protocol):
         *,
         mode: str | None = None,
         backend: str | None = None,
+        fresh_seeds: bool = False,
         progress: Progress | None = None,
     ) -> Evaluation: ...
+
+    async def check_task(self, task: Task) -> None: ...
 
     def fingerprint(self) -> str: ...
 
@@ -148,23 +161,42 @@ def _prompt_kernel(kernel: ContextKernel) -> KernelContext:
 
 # ---- tools ---------------------------------------------------------------------------------------------
 def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
-    """Register a task from its text or a file; the same task (by normalized source) keeps one id.
+    """Register a task from its text or a file; the same task (by normalized source) keeps one id. The
+    module's text is checked, not run (`create_checked_task` also runs it).
 
     Raises:
         RequestError: neither or both of source and path were given, or the file is missing.
         TaskError: the text is not a usable task module.
     """
+    task, origin = _requested_task(req)
+    return _stored_task(svc, task, origin)
+
+
+async def create_checked_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
+    """`create_task`, once the evaluator has loaded the task as an evaluation would (in its own process:
+    import the module, build Model, draw the inputs). A task that fails there is not stored.
+
+    Raises:
+        RequestError: as create_task.
+        TaskError: the text is not a usable task module, or its code fails, with the reason.
+    """
+    task, origin = _requested_task(req)
+    await svc.evaluator.check_task(task)
+    return _stored_task(svc, task, origin)
+
+
+def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
     if (req.source is None) == (req.path is None):
         raise RequestError("give the task either as source (the module's text) or as path (a file), not both")
-    origin = "text"
-    if req.path is not None:
-        path = Path(req.path)
-        if not path.is_file():
-            raise RequestError(f"task file {req.path} does not exist on the server's machine; send its source instead")
-        source, name, origin = path.read_text(), req.name or path.stem, f"file:{path.name}"
-    else:
-        source, name = req.source or "", req.name or "task"
-    task = task_from_source(source, name=name)
+    if req.path is None:
+        return task_from_source(req.source or "", name=req.name or "task"), "text"
+    path = Path(req.path)
+    if not path.is_file():
+        raise RequestError(f"task file {req.path} does not exist on the server's machine; send its source instead")
+    return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
+
+
+def _stored_task(svc: Services, task: Task, origin: str) -> CreateTaskResult:
     svc.store.put_task(task.hash, task.name, task.source, origin)
     return CreateTaskResult(
         task_id=task.hash,
@@ -397,6 +429,10 @@ def _target(
         run = svc.store.run(req.run_id)
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
+        if action is Kind.small and parent.kind is Kind.root:
+            raise RequestError(
+                "the root has no kernel to edit; take a large step from it (nothing was evaluated)"
+            )
         if action is Kind.small and parent.small_children >= _config(run).small_step_limit:
             raise RequestError(
                 f"node {parent.id} already has {parent.small_children} small-step children; take a large step from it"
@@ -529,7 +565,9 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
             top.append(n)
     candidates: list[ReevaluatedCandidate] = []
     for n in top:
-        fresh = await svc.evaluator.evaluate(task, n.code, mode=run.mode, backend=run.backend, progress=progress)
+        fresh = await svc.evaluator.evaluate(
+            task, n.code, mode=run.mode, backend=run.backend, fresh_seeds=True, progress=progress
+        )
         candidates.append(
             ReevaluatedCandidate(
                 node_id=n.id, search_speedup=n.speedup, status=fresh.status.value, speedup=fresh.speedup

@@ -283,6 +283,17 @@ def test_a_task_that_does_not_import_is_reported_before_any_run(tmp_path: Path) 
     assert done.returncode == 2 and "broken" in done.stderr
     gone = adaexplore("explore", str(missing), env=cli_env(home, None))
     assert gone.returncode == 2 and "does not exist" in gone.stderr
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x92\xff" * 150)
+    garbled = adaexplore("explore", str(binary), env=cli_env(home, None))
+    assert garbled.returncode == 2 and "is not UTF-8 text" in garbled.stderr and "Traceback" not in garbled.stderr
+    # parses, but its import fails: found by loading it in the evaluator's judge, before any run is made
+    (tmp_path / "bad").mkdir()
+    unimportable = tmp_path / "bad" / "row_softmax.py"
+    unimportable.write_text("import no_such_module_xyz\n" + TASK.read_text())
+    failed = adaexplore("explore", str(TASK), str(unimportable), "--parallel", "2", env=cli_env(home, None))
+    assert failed.returncode == 2, failed.stderr
+    assert "No module named 'no_such_module_xyz'" in failed.stderr and "Traceback" not in failed.stderr
     assert_nothing_started(home)
 
 

@@ -99,6 +99,11 @@ async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator
     assert paper[0].provenance.seeds.generator == "cpu"
     assert first.provenance.seeds.generator == ("cuda" if ON_GPU else "cpu")
     assert paper[0].correctness is not None and paper[0].correctness.tolerance.atol == 5e-2
+    # a final re-measurement asks for fresh seeds in any mode; the protocol's other rules stay
+    fresh = await evaluator.evaluate(TASK, KERNEL, mode=Mode.paper, fresh_seeds=True)
+    assert fresh.status is Status.ok and fresh.mode is Mode.paper and fresh.provenance.seeds is not None
+    assert fresh.provenance.seeds.trials != paper[0].provenance.seeds.trials
+    assert fresh.correctness is not None and fresh.correctness.tolerance.atol == 5e-2
 
 
 BAD_INPUTS = [
@@ -248,6 +253,17 @@ async def test_a_task_whose_code_fails_is_the_callers_error(evaluator: Evaluator
     with pytest.raises(TaskError, match="get_inputs\\(\\) raised RuntimeError: no data"):
         await evaluator.evaluate(broken, KERNEL)
     assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok
+
+
+async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> None:
+    await evaluator.check_task(TASK)  # a good task passes
+    missing = task_from_source("import no_such_module_xyz\n" + TASK.source, name="missing")
+    with pytest.raises(TaskError, match="task 'missing'.*No module named 'no_such_module_xyz'"):
+        await evaluator.check_task(missing)
+    bad_init = task_from_source(TASK.source.replace("super().__init__()", "super().__init__(); 1 / 0"), name="init")
+    with pytest.raises(TaskError, match="Model\\(\\*get_init_inputs\\(\\)\\) raised ZeroDivisionError"):
+        await evaluator.check_task(bad_init)
+    assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok  # the judge still serves
 
 
 async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home: Path) -> None:

@@ -213,12 +213,19 @@ async def test_bad_requests_are_refused_and_write_nothing(svc: Services) -> None
             "belongs to run",
         ),
         (CompileAndProfileRequest(code="k", run_id=run.run_id), RequestError, "give parent_id and action"),
+        (
+            CompileAndProfileRequest(code="k", run_id=run.run_id, parent_id=run.root_node_id, action="small"),
+            RequestError,
+            "the root has no kernel to edit",
+        ),
         (CompileAndProfileRequest(code="k"), RequestError, "say what to evaluate against"),
         (CompileAndProfileRequest(code="k", expansion_id=1, run_id=run.run_id), RequestError, "not both"),
     ]
+    spent = svc.evaluator.calls
     for request, error, fragment in async_cases:
         with pytest.raises(error, match=fragment):
             await compile_and_profile(svc, request)
+    assert svc.evaluator.calls == spent  # each was refused before any evaluation
     assert {t: rows(svc, t) for t in before} == before
 
 
@@ -287,6 +294,7 @@ async def test_a_whole_run_matches_the_in_memory_tree_and_finishes_on_fresh_meas
     svc.evaluator = FakeEvaluator(remeasure)
     finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
     assert len(finished.candidates) == SearchConfig().final_reevaluation
+    assert svc.evaluator.fresh_seeds == [True] * len(finished.candidates)  # new seeds whatever the run's mode
     winner = max(finished.candidates, key=lambda c: (c.speedup, -c.node_id))
     assert finished.final_node_id == winner.node_id
     final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
@@ -333,3 +341,13 @@ def test_only_sqlite_urls_are_accepted(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="use sqlite:///"):
         open_store("postgresql://db/adaexplore")
+
+
+def test_a_database_whose_folder_cannot_be_made_is_refused_clearly(tmp_path: Path) -> None:
+    from adaexplore.errors import StoreError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot create the database's folder .*a-file"):
+        open_store(f"sqlite:///{blocker / 'x.db'}")
+    assert blocker.read_text() == "not a folder"
