@@ -28,7 +28,8 @@ def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Na
 
     Raises:
         NotFoundError: the rule id is unknown.
-        RequestError: an edit that is not a rule, or an import file that is not one of the formats.
+        RequestError: an edit that is not a rule, an import file that is not one of the formats, or a file
+            that cannot be read or written.
     """
     svc = Services(settings=settings, store=store, evaluator=None)  # type: ignore[arg-type]
     seeded = seed_starter_memory(svc)
@@ -55,16 +56,53 @@ def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Na
         text = export_memory(svc, args.format)
         if args.file == "-":
             return text.rstrip("\n")
-        Path(args.file).write_text(text)
+        _write(Path(args.file), text)
         return f"wrote {len(store.rules())} rules to {args.file} ({args.format} format)"
-    if args.file == "-":
-        text = sys.stdin.read()
-    elif Path(args.file).is_file():
-        text = Path(args.file).read_text()
-    else:
-        raise RequestError(f"file {args.file} does not exist")
-    imported, skipped = import_memory(svc, text)
-    return f"imported {imported} rules ({skipped} already present)"
+    result = import_memory(svc, _read(args.file))
+    notes = [f"{result.skipped} already present"]
+    if result.merged:
+        notes.append(f"{result.merged} repeated in the file, merged into one rule each with their counts added up")
+    if result.unpinned:
+        notes.append(f"{result.unpinned} pinned in the file, added as active: pin them here if you trust them")
+    return (
+        f"imported {result.imported} rules ({'; '.join(notes)}); imported rules have an unknown scope until "
+        "`adaexplore memory confirm` backs them with a reproducer"
+        if result.imported
+        else f"imported 0 rules ({'; '.join(notes)})"
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise RequestError(f"cannot write {path}: the folder {path.parent} does not exist; create it first") from exc
+    except IsADirectoryError as exc:
+        raise RequestError(
+            f"cannot write {path}: it is a folder; give a file name such as {path / 'memory.json'}"
+        ) from exc
+    except OSError as exc:
+        raise RequestError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _read(file: str) -> str:
+    """The import file's text ('-': standard input), or a RequestError saying why it cannot be read."""
+    name = "standard input" if file == "-" else f"file {file}"
+    try:
+        if file == "-":
+            return sys.stdin.buffer.read().decode("utf-8-sig")
+        return Path(file).read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RequestError(
+            f"{name} is not UTF-8 text (byte {exc.start} cannot be decoded); import takes a JSON export of "
+            "adaexplore or a text file of 'rule text||count' lines"
+        ) from exc
+    except FileNotFoundError as exc:
+        raise RequestError(f"{name} does not exist") from exc
+    except IsADirectoryError as exc:
+        raise RequestError(f"{name} is a folder; give the file to import") from exc
+    except OSError as exc:
+        raise RequestError(f"cannot read {name}: {exc.strerror or exc}") from exc
 
 
 def _list(svc: Services, *, show_all: bool) -> str:

@@ -242,10 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "serve":
             serve_http(settings, args.host, args.port) if args.http else serve_stdio(settings)
             code = EXIT_OK
-        elif args.command == "explore":
-            code = anyio.run(_explore, args, _with_model_options(settings, args))
-        elif args.command == "adapt":
-            code = anyio.run(_adapt, args, _with_model_options(settings, args))
+        elif args.command in ("explore", "adapt"):
+            settings = _with_model_options(settings, args)
+            budgets = _budgets(args, settings)  # checked before anything starts
+            code = anyio.run(_explore if args.command == "explore" else _adapt, args, settings, budgets)
         elif args.command == "runs":
             code = _runs(args, settings)
         elif args.memory_command == "confirm":
@@ -297,7 +297,7 @@ def _budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | 
     }
 
 
-async def _explore(args: argparse.Namespace, settings: Settings) -> int:
+async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
     options = ExploreOptions(
         tasks=args.tasks,
         steps=args.steps,
@@ -309,19 +309,19 @@ async def _explore(args: argparse.Namespace, settings: Settings) -> int:
         resume=args.resume,
         memory_updates=False if args.no_memory_updates else None,
         out_dir=args.out,
-        **_budgets(args, settings),  # type: ignore[arg-type]
+        **budgets,  # type: ignore[arg-type]
     )
     return await explore(settings, options)
 
 
-async def _adapt(args: argparse.Namespace, settings: Settings) -> int:
+async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
     options = AdaptOptions(
         count=args.count,
         steps=args.steps,
         parallel=args.parallel,
         seed=args.seed,
         out_dir=args.out,
-        **_budgets(args, settings),  # type: ignore[arg-type]
+        **budgets,  # type: ignore[arg-type]
     )
     return await adapt(settings, options)
 

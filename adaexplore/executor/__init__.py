@@ -45,8 +45,8 @@ __all__ = [
     "TrialResult",
     "code_hash",
     "load_task",
-    "read_task_file",
     "mode_spec",
+    "read_task_file",
     "task_from_source",
     "tolerance_for",
 ]

@@ -63,9 +63,7 @@ def read_task_file(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise TaskError(
-            f"task file {path} is not UTF-8 text (byte {exc.start}); a task is a Python module"
-        ) from None
+        raise TaskError(f"task file {path} is not UTF-8 text (byte {exc.start}); a task is a Python module") from None
     except OSError as exc:
         raise TaskError(f"cannot read task file {path}: {exc.strerror or exc}") from None
 

@@ -12,6 +12,7 @@ import ast
 import hashlib
 import keyword
 import re
+import textwrap
 from dataclasses import dataclass
 
 __all__ = ["Signature", "signature", "signature_of_text"]
@@ -44,8 +45,13 @@ _NAMED = [
     re.compile(r"\w+(?=\(\) missing \d+ required)"),
 ]
 _AST_NODE = re.compile(r"unsupported AST node type: (\w+)")
+# A frame of a Python traceback, and the module path before an exception's class name.
+_FRAME = re.compile(r'^[ \t]*File "[^"\n]*", line \d+.*$', re.M)
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_]\w*(?::|$))")  # on the exception's first line
+_KILLED = re.compile(r"killed by (\w+)")
 _SPACE = re.compile(r"\s+")
 _MAX_TEXT = 400
+_MAX_SCAN = 50 * _MAX_TEXT
 
 # Mismatch verdicts carry no exception; their message says which check failed.
 _MISMATCH_KINDS = [
@@ -61,7 +67,7 @@ _MISMATCH_KINDS = [
 
 
 # Verdicts that say a kernel failed but not how: many different mistakes share them, so they never merge
-# rules by themselves.
+# rules by themselves. So do a bare status (a failure with no error text) and a crash.
 _GENERIC = {"mismatch|values", "timeout"}
 
 
@@ -78,7 +84,7 @@ class Signature:
     @property
     def specific(self) -> bool:
         """True when the signature names one kind of mistake (so equal signatures mean the same rule)."""
-        return self.key not in _GENERIC and not self.key.startswith("crashed|")
+        return "|" in self.key and self.key not in _GENERIC and not self.key.startswith("crashed|")
 
 
 def _defined_names(code: str) -> set[str]:
@@ -123,6 +129,26 @@ def _construct(excerpt: str, caret_column: int | None, error: str) -> str:
     return ""
 
 
+def final_exception(text: str) -> str:
+    """The last exception of a Python traceback (its type, without the module path, and its message), or the
+    text as it is when it holds no traceback frames. The frames name the files, lines and functions of one
+    run; left in, a long traceback would be nothing but frames by the time its key is cut to length."""
+    frames = list(_FRAME.finditer(text))
+    if not frames:
+        return text
+    header = frames[-1].group(0)
+    indent = len(header) - len(header.lstrip())
+    lines = text[frames[-1].end() :].split("\n")
+    # The last frame's quoted source line and carets are indented deeper than its `File` line; the exception
+    # starts at the next line that is indented less (a Triton message goes on with its own source excerpt,
+    # which is kept). A traceback quoted inside an indented log is indented as a whole, and read the same.
+    start = next((i for i, line in enumerate(lines) if line.strip() and len(line) - len(line.lstrip()) < indent), None)
+    if start is None:
+        return text
+    first, _, rest = textwrap.dedent("\n".join(lines[start:])).strip().partition("\n")
+    return f"{_QUALIFIED.sub('', first)}\n{rest}".rstrip("\n")
+
+
 def normalize(text: str, names: set[str]) -> str:
     text = _AT.sub("", text).strip()
     wrapped = _REPR.match(text.split("\n")[-1].strip()) if text else None
@@ -131,7 +157,8 @@ def normalize(text: str, names: set[str]) -> str:
     quoted = _WHOLLY_QUOTED.match(text)
     if quoted:  # KeyError quotes its whole message
         text = f"{quoted.group(1)}: {quoted.group(3)}"
-    text = _ADDRESS.sub("<addr>", text)
+    # The key keeps the first _MAX_TEXT characters: the rest of a huge text is not worth the regexes' time.
+    text = _ADDRESS.sub("<addr>", text[:_MAX_SCAN])
     text = _PATH.sub("<path>", text)
     text = _QUOTED.sub("<q>", text)
     text = _BLOCK_TYPE.sub("<block>", text)
@@ -151,11 +178,21 @@ def normalize(text: str, names: set[str]) -> str:
 
 
 def signature_of_text(status: str, error_type: str, error_text: str, code: str = "") -> Signature:
-    """The signature of a failure given as text: the status, the exception type and the error message."""
+    """The signature of a failure given as text: the status, the exception type and the error message (of a
+    whole traceback, the last exception's). A timeout, a crash and a failure with no error text at all get
+    generic signatures, which never merge rules by themselves."""
+    if status == "timeout":
+        return Signature("timeout")  # a kernel that never finishes says nothing of why
     if status == "mismatch":
         kind = next((k for marker, k in _MISMATCH_KINDS if marker in error_text), "values")
         return Signature(f"mismatch|{kind}")
-    if status in ("timeout", "crashed", "syntax_error") and not error_type:
+    if status == "crashed" and not error_type.strip():
+        killed = _KILLED.search(error_text)
+        return Signature(f"crashed|{killed.group(1) if killed else 'exit'}")
+    error_text = final_exception(error_text)
+    if not error_type.strip() and not error_text.strip():
+        return Signature(status)  # nothing tells this failure from any other of its status
+    if status == "syntax_error" and not error_type.strip():
         return Signature(f"{status}|{normalize(error_text, _defined_names(code))[:120]}")
     excerpt, column, error = _error_part(error_text)
     names = _defined_names(code)
@@ -180,10 +217,5 @@ def signature(evaluation: object, code: str) -> Signature:
         ):
             return Signature("mismatch|precision")
     if error is None:
-        if status == "timeout":
-            return Signature("timeout")
-        if status == "crashed":
-            match = re.search(r"killed by (\w+)", evaluation.message)  # type: ignore[attr-defined]
-            return Signature(f"crashed|{match.group(1) if match else 'exit'}")
         return signature_of_text(status, "", evaluation.message, code)  # type: ignore[attr-defined]
     return signature_of_text(status, error.type, error.message, code)

@@ -14,17 +14,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Literal, TypeVar
 
 import anyio
+from mcp import MCPError
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from adaexplore import __version__, tools
 from adaexplore._runs_view import render_run_tree
 from adaexplore.config import Settings
-from adaexplore.errors import AdaexploreError, EvaluatorError
+from adaexplore.errors import AdaexploreError, EvaluatorError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Evaluation, ProgressUpdate
 from adaexplore.prompts import DistillContext, render_distill_rule
 from adaexplore.server._trim import trim
@@ -182,10 +183,13 @@ def _register_tools(mcp: MCPServer) -> None:
         name: Annotated[str | None, Field(description="a short name for the task", max_length=100)] = None,
     ) -> Annotated[CallToolResult, tools.CreateTaskResult]:
         """Register a reference task (a PyTorch Model in the KernelBench format) and get its task_id. The same
-        task always gets the same id. Call start_run next to search for kernels, or compile_and_profile with the
-        task_id to evaluate one kernel."""
-        result = _call(
-            lambda: tools.create_task(_services(ctx), tools.CreateTaskRequest(source=source, path=path, name=name))
+        task always gets the same id. The task is loaded once in the evaluator's own process (its module
+        imported, Model built, inputs drawn), so a task whose code fails is refused here with the reason. Call
+        start_run next to search for kernels, or compile_and_profile with the task_id to evaluate one kernel."""
+        result = await _acall(
+            lambda: tools.create_checked_task(
+                _services(ctx), tools.CreateTaskRequest(source=source, path=path, name=name)
+            )
         )
         return _answer(result, f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)})")
 
@@ -430,10 +434,22 @@ def _register_resources(mcp: MCPServer) -> None:
         return _services(ctx)
 
     def resolved(function: Callable[[], str]) -> str:
+        # An id that names nothing is the -32602 "not found" answer; any other refusal keeps its message too.
         try:
             return function()
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
         except AdaexploreError as exc:
             raise ResourceError(str(exc)) from exc
+
+    def node_number(node_id: str, what: str) -> int:
+        try:
+            return int(node_id)
+        except ValueError:
+            raise ResourceNotFoundError(
+                f"node://{node_id}/{what} names no node: a node id is a whole number (compile_and_profile and "
+                f"get_run give them), as in node://12/{what}"
+            ) from None
 
     @mcp.resource("task://{task_id}", mime_type="text/x-python", description="a task's source")
     def task_source(task_id: str, ctx: Context) -> str:
@@ -441,17 +457,23 @@ def _register_resources(mcp: MCPServer) -> None:
 
     @mcp.resource("node://{node_id}/code", mime_type="text/x-python", description="a node's kernel")
     def node_code(node_id: str, ctx: Context) -> str:
-        return resolved(lambda: services(ctx).store.node(int(node_id)).code)
+        number = node_number(node_id, "code")
+        return resolved(lambda: services(ctx).store.node(number).code)
 
     @mcp.resource(
         "node://{node_id}/evaluation", mime_type="application/json", description="a node's whole evaluation, untrimmed"
     )
     def node_evaluation(node_id: str, ctx: Context) -> str:
+        number = node_number(node_id, "evaluation")
+
         def read() -> str:
             store = services(ctx).store
-            node = store.node(int(node_id))
+            node = store.node(number)
             if node.evaluation_id is None:
-                raise ResourceError(f"node {node_id} has no evaluation")
+                raise ResourceNotFoundError(
+                    f"node {number} has no evaluation: only the nodes compile_and_profile made have one, "
+                    "not a run's root"
+                )
             return store.evaluation(node.evaluation_id).result
 
         return resolved(read)
@@ -481,11 +503,17 @@ def _register_prompts(mcp: MCPServer) -> None:
 
     @mcp.prompt(title="Distill a failure", description="turn a failed node into a one-sentence 'You cannot …' rule")
     def distill_failure(node_id: str, ctx: Context) -> str:
+        number = _prompt_node_id(node_id)
+
         def render() -> str:
             store = _services(ctx).store
-            node = store.node(int(node_id))
+            node = store.node(number)
             if node.evaluation_id is None:
-                raise ToolError(f"node {node_id} has no evaluation to learn from")
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"node {number} has no evaluation to learn from (a run's root is never evaluated); "
+                    "pass the node_id of a kernel that failed in compile_and_profile",
+                )
             evaluation = Evaluation.model_validate_json(store.evaluation(node.evaluation_id).result)
             error = (
                 evaluation.error.traceback if evaluation.error and evaluation.error.traceback else evaluation.message
@@ -498,12 +526,26 @@ def _register_prompts(mcp: MCPServer) -> None:
 
 
 def _step_prompt(ctx: Context, run_id: str, node_id: str, action: Action) -> str:
-    request = tools.ExpandNodeRequest(run_id=run_id, node_id=int(node_id), action=action)
+    request = tools.ExpandNodeRequest(run_id=run_id, node_id=_prompt_node_id(node_id), action=action)
     return _prompt_call(lambda: tools.expand_node(_services(ctx), request).instructions)
 
 
+def _prompt_node_id(node_id: str) -> int:
+    try:
+        return int(node_id)
+    except ValueError:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"node_id must be a node's number (select_uct, compile_and_profile and get_run give them), not {node_id!r}",
+        ) from None
+
+
 def _prompt_call(function: Callable[[], str]) -> str:
+    """A prompt's refusal as a JSON-RPC error that carries our message: the SDK turns any other exception
+    from a prompt into a bare "Internal server error"."""
     try:
         return function()
+    except (RequestError, TaskError) as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
     except AdaexploreError as exc:
-        raise ValueError(str(exc)) from exc
+        raise MCPError(INTERNAL_ERROR, str(exc)) from exc

@@ -8,12 +8,13 @@ import secrets
 import sys
 
 import anyio
+from mcp.server.transport_security import TransportSecuritySettings
 
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
 from adaexplore.server._app import build_server
 
-__all__ = ["is_loopback", "serve_http", "serve_stdio"]
+__all__ = ["is_loopback", "loopback_guard", "serve_http", "serve_stdio"]
 
 
 def is_loopback(host: str) -> bool:
@@ -25,20 +26,43 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def loopback_guard(host: str, port: int) -> TransportSecuritySettings:
+    """The DNS-rebinding guard for a loopback bind: requests must name this address and port in `Host`, and a
+    browser's `Origin` must be this same server. The SDK turns a guard on by itself only for the exact strings
+    127.0.0.1, localhost and ::1, so any other loopback address (127.0.0.2, 0:0:0:0:0:0:0:1, …) would
+    otherwise listen unguarded. Port 0 (a free port chosen at bind time) accepts any port."""
+    if host == "localhost":
+        names = {"localhost", "127.0.0.1", "[::1]"}
+    else:
+        address = ipaddress.ip_address(host)
+        names = {f"[{host}]", f"[{address.compressed}]"} if address.version == 6 else {host, address.compressed}
+        names.add("localhost")
+    at = str(port) if port else "*"
+    hosts = [f"{name}:{at}" for name in sorted(names)]
+    origins = [f"http://{name}:{at}" for name in sorted(names)]
+    if port == 80:  # clients leave the default port out of both headers
+        hosts += sorted(names)
+        origins += [f"http://{name}" for name in sorted(names)]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
 def serve_stdio(settings: Settings) -> None:
     anyio.run(build_server(settings).run_stdio_async)
 
 
 def serve_http(settings: Settings, host: str, port: int) -> None:
-    """Streamable HTTP. On loopback the SDK's DNS-rebinding guard is on, and a token is optional
-    (ADAEXPLORE_TOKEN). On any other address a bearer token is required: ADAEXPLORE_TOKEN, or one generated
-    here and printed to stderr.
+    """Streamable HTTP. On any loopback address a DNS-rebinding guard checks Host and Origin (see
+    `loopback_guard`), and a token is optional (ADAEXPLORE_TOKEN). On any other address a bearer token is
+    required: ADAEXPLORE_TOKEN, or one generated here and printed to stderr.
 
     Raises:
         ConfigError: the host is not an address this machine can bind.
     """
     token = os.environ.get("ADAEXPLORE_TOKEN") or None
-    if not is_loopback(host):
+    guard: TransportSecuritySettings | None = None
+    if is_loopback(host):
+        guard = loopback_guard(host, port)
+    else:
         try:
             ipaddress.ip_address(host)
         except ValueError as exc:
@@ -51,7 +75,7 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-    # On loopback the SDK checks Host and Origin against DNS rebinding by itself; elsewhere the token is what
-    # keeps others out (a rebinding browser cannot present it).
+    # Off loopback the Host a client uses can be any name of this machine, so there is no guard: the token is
+    # what keeps others out (a rebinding browser cannot present it).
     server = build_server(settings, token=token)
-    anyio.run(lambda: server.run_streamable_http_async(host=host, port=port))
+    anyio.run(lambda: server.run_streamable_http_async(host=host, port=port, transport_security=guard))

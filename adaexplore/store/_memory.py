@@ -100,7 +100,6 @@ class _TokenIndex:
     version: int
     postings: dict[str, set[int]] = field(default_factory=dict)
     words: dict[int, set[str]] = field(default_factory=dict)
-    retired: set[int] = field(default_factory=set)
 
 
 class MemoryTables:
@@ -139,15 +138,17 @@ class MemoryTables:
         return int(self._db.execute("SELECT COUNT(*) FROM rules").fetchone()[0])
 
     def rule_for_signature(self, signature: str) -> RuleRecord | None:
+        """The rule that covers `signature`, whatever its status: a retired rule still owns its mistake (it is
+        counted, never injected), so the same failure does not start a second rule."""
         row = self._db.execute(
-            "SELECT r.* FROM rules r JOIN rule_signatures s ON s.rule_id = r.id "
-            "WHERE s.signature=? AND r.status != 'retired'",
+            "SELECT r.* FROM rules r JOIN rule_signatures s ON s.rule_id = r.id WHERE s.signature=?",
             (signature,),
         ).fetchone()
         return self._rule_from(row) if row else None
 
     def similar_rules(self, words: set[str], limit: int = 10, floor: float = 0.3) -> list[tuple[int, str, float]]:
-        """(rule id, text, Jaccard similarity) of the live rules most like `words`, down to `floor`.
+        """(rule id, text, Jaccard similarity) of the rules most like `words`, down to `floor`; retired rules
+        too, so that a retired rule's sentence counts toward it instead of making it again.
 
         A rule at Jaccard >= floor shares at least ceil(floor * |words|) words, so it contains one of the
         |words| - that + 1 rarest words: only those words' rules are compared.
@@ -157,7 +158,7 @@ class MemoryTables:
         index = self._token_index()
         needed = max(1, math.ceil(floor * len(words) - 1e-9))
         rarest = sorted(words, key=lambda w: (len(index.postings.get(w, ())), w))[: len(words) - needed + 1]
-        candidates = set().union(*(index.postings.get(w, set()) for w in rarest)) - index.retired
+        candidates = set().union(*(index.postings.get(w, set()) for w in rarest))
         scored = []
         for rule in candidates:
             shared = len(words & index.words[rule])
@@ -201,8 +202,6 @@ class MemoryTables:
         for rule, word in self._db.execute("SELECT rule_id, token FROM rule_tokens"):
             index.postings.setdefault(word, set()).add(rule)
             index.words.setdefault(rule, set()).add(word)
-        for (rule,) in self._db.execute("SELECT id FROM rules WHERE status='retired'"):
-            index.retired.add(rule)
         self._index_cache = index
         return index
 
@@ -276,8 +275,6 @@ class MemoryTables:
             for word in rule.tokens:
                 index.postings.setdefault(word, set()).add(rule_id)
             index.words[rule_id] = set(rule.tokens)
-            if rule.status == "retired":
-                index.retired.add(rule_id)
         for task_id in rule.task_ids:
             db.execute("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", (rule_id, task_id))
         db.execute(
@@ -400,9 +397,7 @@ class MemoryTables:
         self.rule(rule_id)
         with self._write() as db:
             db.execute("UPDATE rules SET status=? WHERE id=?", (status, rule_id))
-            index = self._bump(db)
-            if index is not None:
-                (index.retired.add if status == "retired" else index.retired.discard)(rule_id)
+            self._bump(db)  # the words are the same; the index stays current
         return self.rule(rule_id)
 
     def set_rule_text(self, rule_id: int, text: str, words: set[str]) -> RuleRecord:

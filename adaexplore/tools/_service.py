@@ -430,9 +430,7 @@ def _target(
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
         if action is Kind.small and parent.kind is Kind.root:
-            raise RequestError(
-                "the root has no kernel to edit; take a large step from it (nothing was evaluated)"
-            )
+            raise RequestError("the root has no kernel to edit; take a large step from it (nothing was evaluated)")
         if action is Kind.small and parent.small_children >= _config(run).small_step_limit:
             raise RequestError(
                 f"node {parent.id} already has {parent.small_children} small-step children; take a large step from it"

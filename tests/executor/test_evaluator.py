@@ -258,7 +258,7 @@ async def test_a_task_whose_code_fails_is_the_callers_error(evaluator: Evaluator
 async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> None:
     await evaluator.check_task(TASK)  # a good task passes
     missing = task_from_source("import no_such_module_xyz\n" + TASK.source, name="missing")
-    with pytest.raises(TaskError, match="task 'missing'.*No module named 'no_such_module_xyz'"):
+    with pytest.raises(TaskError, match=r"task 'missing'.*No module named 'no_such_module_xyz'"):
         await evaluator.check_task(missing)
     bad_init = task_from_source(TASK.source.replace("super().__init__()", "super().__init__(); 1 / 0"), name="init")
     with pytest.raises(TaskError, match="Model\\(\\*get_init_inputs\\(\\)\\) raised ZeroDivisionError"):

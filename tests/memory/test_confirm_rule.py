@@ -3,6 +3,7 @@ real kernels, a real SQLite file, and the CLI as a subprocess."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,13 +49,23 @@ def injected_ids(svc: Services) -> set[int]:
     return {r.rule_id for r in get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules}
 
 
+def _our_format(text: str) -> str:
+    """The IMPORTED rule in our JSON format, claiming all the trust a file can claim: curated, pinned, and
+    scoped to the running Triton. An import takes none of it on trust."""
+    rule, _, count = text.strip().rpartition("||")
+    triton = running_triton()
+    claimed = {"status": "pinned", "source": "curated", "triton_min": triton, "triton_max": triton}
+    return json.dumps({"format": "adaexplore-memory", "rules": [{"text": rule, "occurrences": int(count), **claimed}]})
+
+
+@pytest.mark.parametrize("fmt", ["paper", "adaexplore"])
 async def test_a_reproducer_gives_an_imported_rule_its_scope_and_gets_it_injected(
-    tmp_path: Path, evaluator: Evaluator
+    tmp_path: Path, evaluator: Evaluator, fmt: str
 ) -> None:
     svc = services(tmp_path, evaluator)
-    assert import_memory(svc, IMPORTED) == (1, 0)
+    assert import_memory(svc, IMPORTED if fmt == "paper" else _our_format(IMPORTED)).imported == 1
     (rule,) = [r for r in svc.store.rules() if r.source == "imported"]
-    assert not rule.scope_known and rule.id not in injected_ids(svc)
+    assert not rule.scope_known and rule.status == "active" and rule.id not in injected_ids(svc)
     task = create_task(svc, CreateTaskRequest(path=str(TASK)))
 
     result = await confirm_rule(

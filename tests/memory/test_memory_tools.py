@@ -201,13 +201,26 @@ async def test_the_authors_rule_count_format_imports_as_is(svc: Services) -> Non
         "You cannot index a tensor with a Python list inside a kernel.||4\n"
         "Prefer float32 accumulators.||1\n"
     )
-    assert import_memory(svc, text) == (3, 0)
+    assert import_memory(svc, text) == (3, 0, 0, 0)
     rules = svc.store.rules()
     assert {r.source for r in rules} == {"imported"} and not any(r.scope_known for r in rules)
     assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []  # scope unknown: not trusted
     paper = make_services(Path(svc.settings.home), preset="paper")
     assert len(get_skill_memory(paper, GetSkillMemoryRequest(format="data")).rules) == 2  # counts 12 and 4
-    assert import_memory(svc, text) == (0, 3)  # importing again adds nothing
+    assert import_memory(svc, text) == (0, 3, 0, 0)  # importing again adds nothing
+
+
+async def test_the_paper_preset_injects_every_rule_over_its_count_in_file_order(tmp_path: Path) -> None:
+    # the authors' released file injects 78 rules; a cap of ours must not cut that, nor reorder it
+    counts = [3 + (i * 37) % 50 for i in range(80)]
+    text = "".join(f"You cannot use construct number {i} of the language here.||{c}\n" for i, c in enumerate(counts))
+    paper = make_services(tmp_path, preset="paper")
+    assert import_memory(paper, text + "You cannot do a thing once.||1\n").imported == 81
+    injected = get_skill_memory(paper, GetSkillMemoryRequest(format="data")).rules
+    assert [r.text for r in injected] == [
+        f"You cannot use construct number {i} of the language here." for i in range(80)
+    ]
+    assert MemoryConfig(preset="paper", max_rules=10).max_rules == 10  # a limit given is kept
 
 
 async def test_a_malformed_import_names_the_line_and_imports_nothing(svc: Services) -> None:
@@ -225,15 +238,21 @@ async def test_our_export_round_trips_with_counts_tasks_and_signatures(svc: Serv
     await record_failure(svc, failure("mistake/break/elementwise_chain", b))
     exported = export_memory(svc)
     other = make_services(tmp_path / "other")
-    assert import_memory(other, exported) == (1, 0)
+    assert import_memory(other, exported) == (1, 0, 0, 0)
     (original,), (copy,) = svc.store.rules(), other.store.rules()
-    assert (copy.text, copy.occurrences, copy.tasks, copy.signatures, copy.triton_min) == (
+    assert (copy.text, copy.occurrences, copy.tasks, copy.signatures) == (
         original.text,
         original.occurrences,
         original.tasks,
         original.signatures,
-        original.triton_min,
     )
+    # Imported, the rule waits for a reproducer on this Triton: its scope is not taken on trust.
+    assert (original.source, original.scope_known) == ("distilled", True)
+    assert (copy.source, copy.scope_known, copy.backends) == ("imported", False, [])
+    assert get_skill_memory(other, GetSkillMemoryRequest(format="data", min_occurrences=1, min_tasks=1)).rules == []
+    # Its signatures came along: the same mistake in the other memory lands on it.
+    again = await record_failure(other, failure("mistake/break/scale_relu", tasks(other)[0]))
+    assert again.merged_by == "signature" and again.rule is not None and again.rule.rule_id == copy.id
     assert export_memory(svc, "paper") == f"{BREAK_RULE}||2\n"
 
 
@@ -255,3 +274,227 @@ async def test_the_skill_memory_answer_follows_every_rule_change_from_any_connec
     finally:
         other.close()
     assert get_skill_memory(svc, ask).rules == []
+
+
+# ---- retired rules -----------------------------------------------------------------------------------
+async def test_a_retired_rule_keeps_counting_its_mistake_and_is_never_injected_or_made_again(svc: Services) -> None:
+    a, b = tasks(svc)
+    first = await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
+    assert first.rule is not None
+    rule_id = first.rule.rule_id
+    svc.store.set_rule_status(rule_id, "retired")
+
+    # The same mistake, with no sentence, with the same sentence, and in another task: all land on it.
+    by_signature = await record_failure(svc, failure("mistake/break/scale_relu", a))
+    same_text = await record_failure(svc, failure("mistake/break/elementwise_chain", b, BREAK_RULE))
+    for result in (by_signature, same_text):
+        assert result.merged_by == "signature" and result.rule is not None and result.rule.rule_id == rule_id
+        assert result.rule.status == "retired" and not result.injected
+        assert f"rule {rule_id} (signature), which is retired" in result.message
+        assert "never injected" in result.message
+    # A new mistake whose sentence reads like the retired rule's joins it by similarity.
+    similar = "You cannot use continue inside a @triton.jit kernel loop; bound the loop and mask the body instead."
+    by_text = await record_failure(svc, failure("mistake/continue/scale_relu", a, similar))
+    assert by_text.merged_by == "similarity" and by_text.rule is not None and by_text.rule.rule_id == rule_id
+
+    (rule,) = svc.store.rules()
+    assert (rule.status, rule.occurrences, rule.tasks) == ("retired", 4, 2)
+    assert rows(svc, "rules") == 1
+    assert get_skill_memory(svc, GetSkillMemoryRequest(format="data", min_occurrences=1, min_tasks=1)).rules == []
+    paper = make_services(Path(svc.settings.home), preset="paper")
+    assert get_skill_memory(paper, GetSkillMemoryRequest(format="data", min_occurrences=1)).rules == []
+
+
+# ---- generic and empty failures ----------------------------------------------------------------------
+async def test_timeouts_given_as_text_never_merge_rules_by_signature(svc: Services) -> None:
+    a, b = tasks(svc)
+    hang = CORPUS["example/layernorm/hang"]["evaluation"]["message"]
+    first = await record_failure(
+        svc,
+        RecordFailureRequest(
+            task_id=a, status="timeout", error_text=hang, code="x", rule="You cannot loop on a value never updated."
+        ),
+    )
+    second = await record_failure(
+        svc,
+        RecordFailureRequest(
+            task_id=b,
+            status="timeout",
+            error_text=hang.replace("trial 1", "trial 3"),
+            code="y",
+            rule="You cannot spin on a global counter waiting for other programs.",
+        ),
+    )
+    assert first.signature_key == second.signature_key == "timeout"
+    assert (first.merged_by, second.merged_by) == ("new", "new")
+    assert first.rule and second.rule and first.rule.rule_id != second.rule.rule_id
+    assert rows(svc, "rule_signatures") == 0  # a timeout is never a rule's signature
+    bare = await record_failure(svc, RecordFailureRequest(task_id=a, status="timeout", error_text=hang, code="x"))
+    assert bare.merged_by == "none" and bare.rule is None
+
+
+async def test_an_evaluation_with_no_error_text_is_refused_like_an_empty_error_text(svc: Services) -> None:
+    a, _ = tasks(svc)
+    await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
+    before = {t: rows(svc, t) for t in ("rules", "failures", "rule_signatures", "rule_tasks")}
+    template = CORPUS["example/elementwise_chain/out_of_bounds"]["evaluation"]
+    for status in ("runtime_error", "compile_error", "syntax_error"):
+        empty = Evaluation.model_validate({**template, "status": status, "message": "", "error": None})
+        for rule in (None, "You cannot do whatever this was."):
+            with pytest.raises(RequestError, match="the failure has no error text: the evaluation has an empty"):
+                await record_failure(svc, RecordFailureRequest(task_id=a, evaluation=empty, code="x", rule=rule))
+    with pytest.raises(RequestError, match="the failure has no error text"):
+        await record_failure(svc, RecordFailureRequest(task_id=a, status="runtime_error", error_text="", code="x"))
+    assert {t: rows(svc, t) for t in before} == before
+
+
+# ---- importing ---------------------------------------------------------------------------------------
+async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(svc: Services) -> None:
+    text = (
+        "You cannot call tl.float32 as a function||138.0\n"
+        "You cannot use tl.tanh; write it with tl.exp.||34\n"
+        "You cannot index a tensor with a Python list.||0.0\n"
+    )
+    assert import_memory(svc, text) == (3, 0, 0, 0)
+    counts = {r.text: r.occurrences for r in svc.store.rules()}
+    assert counts == {
+        "You cannot call tl.float32 as a function": 138,
+        "You cannot use tl.tanh; write it with tl.exp.": 34,
+        "You cannot index a tensor with a Python list.": 0,
+    }
+    for bad in ("34.5", "-1", "-1.0", "nan", "inf", "1e400", "1e13", "", "many", "0x10"):
+        other = make_services(Path(svc.settings.home) / f"bad{abs(hash(bad))}")
+        with pytest.raises(RequestError, match=r"line 2: the count .* is not a whole number from 0") as refused:
+            import_memory(other, f"You cannot a.||3\nYou cannot b.||{bad}\nYou cannot c.||1\n")
+        assert repr(bad) in str(refused.value) and "nothing was imported" in str(refused.value)
+        assert rows(other, "rules") == 0
+
+
+async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(svc: Services) -> None:
+    text = "You cannot a.||2\nYou cannot b.||1\nYou cannot  a.||3.0\nYou cannot a.||4\n"
+    assert import_memory(svc, text) == (2, 0, 2, 0)
+    assert {r.text: r.occurrences for r in svc.store.rules()} == {"You cannot a.": 9, "You cannot b.": 1}
+
+    a, b = tasks(svc)
+    ours = {
+        "format": "adaexplore-memory",
+        "version": 1,
+        "rules": [
+            {**_json_rule("You cannot c."), "occurrences": 2, "tasks": [a], "signatures": [_sig("k1")]},
+            {**_json_rule("You cannot c."), "occurrences": 5, "tasks": [a, b], "signatures": [_sig("k2")]},
+        ],
+    }
+    other = make_services(Path(svc.settings.home) / "other")
+    assert import_memory(other, json.dumps(ours)) == (1, 0, 1, 0)
+    (rule,) = other.store.rules()
+    assert (rule.occurrences, rule.tasks, sorted(rule.signatures)) == (7, 2, sorted([_sig("k1")[0], _sig("k2")[0]]))
+
+
+def _sig(key: str) -> list[str]:
+    from adaexplore.memory import Signature
+
+    return [Signature(key).id, key]
+
+
+def _json_rule(text: str, **fields: object) -> dict[str, object]:
+    return {"text": text, "status": "active", "source": "distilled", "occurrences": 1, **fields}
+
+
+@pytest.mark.parametrize(
+    ("bad", "fragment"),
+    [
+        ({"signatures": [["abc"]]}, "signatures [['abc']] is not a list of [id, key] pairs of strings"),
+        ({"signatures": [["abc", "a key"]]}, "signature 'abc' is not the id of its key 'a key'"),
+        ({"signatures": "abc"}, "is not a list of [id, key] pairs"),
+        ({"occurrences": float("inf")}, "occurrences inf is not a whole number"),  # what 1e400 reads as
+        ({"occurrences": 2.5}, "occurrences 2.5 is not a whole number"),
+        ({"occurrences": -3}, "occurrences -3 is not a whole number"),
+        ({"occurrences": "7"}, None),  # a string of digits is a count, as in the authors' file
+        ({"occurrences": True}, "occurrences True is not a whole number"),
+        ({"text": 5}, "text 5 is not a sentence"),
+        ({"text": "   "}, "text '   ' is not a sentence"),
+        ({"status": "archived"}, "status 'archived' is not one of active, retired, pinned"),
+        ({"source": "model"}, "source 'model' is not one of distilled, imported, curated"),
+        ({"tasks": "task-a"}, "tasks 'task-a' is not a list of task ids"),
+        ({"tasks": [3]}, "tasks [3] is not a list of task ids"),
+        ({"backends": ["gpu"]}, "backends ['gpu'] is not a list of cuda, compile, interpret"),
+        ({"triton_min": 3.6}, "triton_min 3.6 is not a Triton version"),
+        ({"triton_max": "latest"}, "triton_max 'latest' is not a Triton version"),
+        ({"occurence": 3}, "unknown field(s) occurence"),
+    ],
+)
+async def test_every_field_of_our_format_is_checked_and_the_rule_named(
+    svc: Services, bad: dict[str, object], fragment: str | None
+) -> None:
+    data = {
+        "format": "adaexplore-memory",
+        "version": 1,
+        "rules": [_json_rule("You cannot a.", signatures=[_sig("key a")]), {**_json_rule("You cannot b."), **bad}],
+    }
+    if fragment is None:
+        assert import_memory(svc, json.dumps(data)).imported == 2
+        return
+    with pytest.raises(RequestError) as refused:
+        import_memory(svc, json.dumps(data))
+    message = str(refused.value)
+    assert message.startswith("the file is not a valid adaexplore memory export: rule 2: "), message
+    assert fragment in message and message.endswith("nothing was imported")
+    assert rows(svc, "rules") == 0 and rows(svc, "rule_signatures") == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('{"format": "adaexplore-memory", "rules": [1e400', "it is not JSON"),
+        ('{"format": "something else", "rules": []}', 'it has no "format": "adaexplore-memory"'),
+        ('{"format": "adaexplore-memory", "version": 2, "rules": []}', "version 2 is not one this adaexplore reads"),
+        ('{"format": "adaexplore-memory", "rules": {}}', '"rules" is not a list'),
+        ('{"format": "adaexplore-memory", "rules": ["You cannot a."]}', "rule 1: it is str, not an object"),
+        ('{"format": "adaexplore-memory", "rules": [{"text": "You cannot x."}]}', "rule 1: it lacks status"),
+    ],
+)
+async def test_a_file_that_is_not_our_format_says_what_is_wrong(svc: Services, text: str, fragment: str) -> None:
+    with pytest.raises(RequestError, match="not a valid adaexplore memory export") as refused:
+        import_memory(svc, text)
+    assert fragment in str(refused.value)
+    assert rows(svc, "rules") == 0
+
+
+async def test_two_rules_of_a_file_cannot_share_a_signature(svc: Services) -> None:
+    data = {
+        "format": "adaexplore-memory",
+        "rules": [
+            _json_rule("You cannot a.", signatures=[_sig("k")]),
+            _json_rule("You cannot b.", signatures=[_sig("k")]),
+        ],
+    }
+    with pytest.raises(RequestError, match=f"rule 2: its signature {_sig('k')[0]} is listed by rule 1 too"):
+        import_memory(svc, json.dumps(data))
+    assert rows(svc, "rules") == 0
+
+
+async def test_imported_rules_wait_for_a_reproducer_whatever_the_file_claims(svc: Services) -> None:
+    from adaexplore.tools import running_triton
+
+    triton = running_triton()
+    claimed = {"source": "curated", "triton_min": triton, "triton_max": triton, "backends": ["compile"]}
+    data = {
+        "format": "adaexplore-memory",
+        "version": 1,
+        "rules": [
+            _json_rule("You cannot trust a curated claim.", **claimed, occurrences=50, tasks=["t1", "t2"]),
+            _json_rule("You cannot trust a pin.", **claimed, status="pinned"),
+            _json_rule("You cannot undo a retirement.", **claimed, status="retired"),
+        ],
+    }
+    assert import_memory(svc, json.dumps(data)) == (3, 0, 0, 1)
+    rules = {r.text: r for r in svc.store.rules()}
+    assert {r.source for r in rules.values()} == {"imported"}
+    assert not any(r.scope_known or r.backends for r in rules.values())
+    assert {t: r.status for t, r in rules.items()} == {
+        "You cannot trust a curated claim.": "active",
+        "You cannot trust a pin.": "active",
+        "You cannot undo a retirement.": "retired",
+    }
+    assert rules["You cannot trust a curated claim."].occurrences == 50
+    assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []

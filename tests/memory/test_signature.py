@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,96 @@ def test_a_failure_given_as_text_gets_the_signature_of_the_same_failure_as_an_ev
         evaluation.status.value, evaluation.error.type, evaluation.error.message, case["code"]
     )
     assert from_text == signature(evaluation, case["code"])
+
+
+def test_a_whole_traceback_given_as_text_gets_the_signature_of_the_evaluation() -> None:
+    """The caller may pass the traceback rather than the message: the frames (files, lines, functions of one
+    run) are dropped, and the last exception, without its module path, is what the key is made of."""
+    with_traceback = [c for c in CORPUS if c["evaluation"].get("error") and c["evaluation"]["error"]["traceback"]]
+    assert len(with_traceback) >= 20
+    for case in with_traceback:
+        evaluation = Evaluation.model_validate(case["evaluation"])
+        assert evaluation.error is not None
+        expected = signature(evaluation, case["code"])
+        for text in (evaluation.error.traceback, f"{evaluation.message}\n{evaluation.error.traceback}"):
+            found = signature_of_text(evaluation.status.value, evaluation.error.type, text, case["code"])
+            assert found == expected, (case["case"], found.key, expected.key)
+
+
+def _long_traceback(final: str, root: str, kernel: str, line: int, carets: bool = False) -> str:
+    """A traceback of 15 frames through a candidate, torch's module calls and Triton's launcher, ending in
+    `final`; `root`, `kernel` and `line` vary as they do between two tasks. Python prints no carets under a
+    frame whose failing expression is its whole line (nor did any Python before 3.11)."""
+    frames = [(f"{root}/candidate.py", line, "forward", f"{kernel}[grid](x, y, n, BLOCK=1024)")]
+    for depth in range(7):
+        frames.append(
+            (f"{root}/torch/nn/modules/module.py", 1736 + depth, "_call_impl", "return forward_call(*args, **kwargs)")
+        )
+    for depth in range(7):
+        frames.append(
+            (f"{root}/triton/runtime/jit.py", 330 + 17 * depth, "run", "kernel.run(grid_0, grid_1, grid_2, *args)")
+        )
+    body = "".join(
+        f'  File "{path}", line {n}, in {fn}\n    {src}\n' + (f"    {'^' * len(src)}\n" if carets else "")
+        for path, n, fn, src in frames
+    )
+    return f"Traceback (most recent call last):\n{body}{final}\n"
+
+
+_ILLEGAL_ACCESS = (
+    "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+    "be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+)
+_WRONG_DEVICE = (
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
+)
+
+
+def test_long_tracebacks_keep_their_exception_in_the_key() -> None:
+    # 15 frames of paths and source are well past the key's length: the frames must not be what is kept.
+    for final in (_ILLEGAL_ACCESS, _WRONG_DEVICE):
+        assert len(_long_traceback(final, "/home/a/proj", "_k", 12)) > 1500
+    illegal = [
+        signature_of_text("runtime_error", "", _long_traceback(_ILLEGAL_ACCESS, root, kernel, line, carets), code)
+        for root, kernel, line, carets, code in [
+            ("/home/a/proj", "scale_relu_kernel", 26, False, "def scale_relu_kernel(x): pass"),
+            ("/srv/b/.venv/lib/python3.12/site-packages", "_chain_kernel", 113, False, "def _chain_kernel(x): pass"),
+            ("/home/a/proj", "scale_relu_kernel", 26, True, "def scale_relu_kernel(x): pass"),
+        ]
+    ]
+    device = signature_of_text("runtime_error", "", _long_traceback(_WRONG_DEVICE, "/home/a/proj", "k", 26))
+    # one mistake in two tasks, printed with or without carets: one key
+    assert illegal[0] == illegal[1] == illegal[2], [s.key for s in illegal]
+    assert illegal[0] != device, illegal[0].key  # two mistakes: two keys
+    quoted = textwrap.indent(_long_traceback(_ILLEGAL_ACCESS, "/x", "k", 3), "    ")  # inside an indented log
+    assert signature_of_text("runtime_error", "", quoted) == illegal[0]
+    assert "illegal memory access" in illegal[0].key and "same device" in device.key
+    assert all(s.specific for s in (*illegal, device))
+    assert "File" not in illegal[0].key and "torch." not in illegal[0].key.split("|")[-1][:20]
+
+
+def test_a_timeout_or_a_crash_given_as_text_gets_the_signature_of_the_evaluation() -> None:
+    for case in ("example/layernorm/hang", "example/elementwise_chain/hang"):
+        entry = next(c for c in CORPUS if c["case"] == case)
+        evaluation = Evaluation.model_validate(entry["evaluation"])
+        from_text = signature_of_text("timeout", "", evaluation.message, entry["code"])
+        assert from_text == signature(evaluation, entry["code"]) and from_text.key == "timeout"
+        assert not from_text.specific
+    assert signature_of_text("timeout", "TimeoutError", "trial 2 of 5 did not finish within 8 s").key == "timeout"
+    killed = (
+        "the process running the candidate was killed by SIGSEGV during trial 1; look for out-of-bounds memory access"
+    )
+    assert signature_of_text("crashed", "", killed).key == "crashed|SIGSEGV"
+    assert not signature_of_text("crashed", "", "the process running the candidate exited (code 3)").specific
+
+
+def test_a_failure_with_no_error_text_has_a_signature_that_names_no_mistake() -> None:
+    entry = next(c for c in CORPUS if c["case"] == "example/elementwise_chain/out_of_bounds")
+    for status in ("runtime_error", "compile_error", "syntax_error"):
+        empty = Evaluation.model_validate({**entry["evaluation"], "status": status, "message": " ", "error": None})
+        assert signature(empty, entry["code"]).key == status
+        assert not signature(empty, entry["code"]).specific
+        assert not signature_of_text(status, "", "\n").specific
+    assert signature_of_text("runtime_error", "AssertionError", "").specific  # the type alone still names one

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS
 
 from adaexplore.config import Settings
 from adaexplore.executor import ErrorDetail, Status
@@ -34,7 +35,7 @@ def verdict(code: str, _: int) -> tuple[Status, float | None]:
 class HugeTraceback(FakeEvaluator):
     """A verdict whose traceback is far over any answer's budget."""
 
-    async def evaluate(self, task, code, *, mode=None, backend=None, progress=None):  # type: ignore[no-untyped-def]
+    async def evaluate(self, task, code, *, mode=None, backend=None, fresh_seeds=False, progress=None):  # type: ignore[no-untyped-def]
         result = make_evaluation(task, code, Status.runtime_error, None)
         return result.model_copy(
             update={
@@ -230,6 +231,41 @@ async def test_resources_and_prompts(settings: Settings) -> None:
         assert "broken kernel" in distill.messages[0].content.text and "no guidance" in distill.messages[0].content.text
         with pytest.raises(Exception, match="no node has id 4242"):
             await client.read_resource("node://4242/code")
+
+
+async def refusal(request: Awaitable[object]) -> str:
+    """The message of the JSON-RPC error a prompt or resource request is refused with (invalid params)."""
+    with pytest.raises(MCPError) as caught:
+        await request
+    assert caught.value.code == INVALID_PARAMS, caught.value
+    return caught.value.message
+
+
+async def test_bad_prompt_and_resource_requests_are_refused_with_a_message_that_says_why(settings: Settings) -> None:
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        root = str(run["root_node_id"])
+        assert "no run has id 'nope'" in await refusal(
+            client.get_prompt("small_step", {"run_id": "nope", "node_id": "1"})
+        )
+        assert "node_id must be a node's number" in await refusal(
+            client.get_prompt("small_step", {"run_id": run["run_id"], "node_id": "abc"})
+        )
+        assert "no node has id 4242" in await refusal(
+            client.get_prompt("large_step", {"run_id": run["run_id"], "node_id": "4242"})
+        )
+        assert "no node has id 4242" in await refusal(client.get_prompt("distill_failure", {"node_id": "4242"}))
+        assert "not 'x'" in await refusal(client.get_prompt("distill_failure", {"node_id": "x"}))
+        assert f"node {root} has no evaluation to learn from" in await refusal(
+            client.get_prompt("distill_failure", {"node_id": root})
+        )
+        assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/code"))
+        assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/evaluation"))
+        assert f"node {root} has no evaluation" in await refusal(client.read_resource(f"node://{root}/evaluation"))
+        assert "no run has id 'nope'" in await refusal(client.read_resource("run://nope/tree"))
+        # None of it hurt the server.
+        assert "class Model" in (await client.read_resource(f"task://{task['task_id']}")).contents[0].text
 
 
 async def test_a_huge_answer_is_trimmed_and_points_to_the_whole_text(settings: Settings) -> None:

@@ -37,3 +37,12 @@ def test_every_environment_variable_it_names_is_one_adaexplore_reads() -> None:
     for variable in MANIFEST["packages"][0]["environmentVariables"]:
         if variable["name"].startswith("ADAEXPLORE_"):
             assert f'"{variable["name"]}"' in sources, variable["name"]
+
+
+def test_the_readme_that_ships_to_pypi_carries_the_registry_name() -> None:
+    # The registry proves the PyPI package belongs to this server by finding `mcp-name: <name>` (followed by a
+    # boundary) in the package's long description, which is the README.
+    readme = PROJECT["readme"]
+    assert readme == "README.md"
+    text = (ROOT / readme).read_text()
+    assert re.search(rf"mcp-name: {re.escape(MANIFEST['name'])}(?![a-zA-Z0-9._/-])", text), MANIFEST["name"]

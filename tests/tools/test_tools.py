@@ -348,6 +348,6 @@ def test_a_database_whose_folder_cannot_be_made_is_refused_clearly(tmp_path: Pat
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    with pytest.raises(StoreError, match="cannot create the database's folder .*a-file"):
+    with pytest.raises(StoreError, match=r"cannot create the database's folder .*a-file"):
         open_store(f"sqlite:///{blocker / 'x.db'}")
     assert blocker.read_text() == "not a folder"
