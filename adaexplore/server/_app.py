@@ -366,14 +366,29 @@ def _register_tools(mcp: MCPServer) -> None:
             Field(description="prompt: a block to paste into your context; data: the rules with their counts"),
         ] = "prompt",
         triton: Annotated[str | None, Field(description="Triton version to scope to (default: the server's)")] = None,
-        min_occurrences: Annotated[int | None, Field(description="override the threshold", ge=1)] = None,
+        min_occurrences: Annotated[
+            int | None, Field(description="override the threshold: occurrences a rule needs (default 3)", ge=1)
+        ] = None,
+        min_tasks: Annotated[
+            int | None, Field(description="override the threshold: distinct tasks a rule needs (default 2)", ge=1)
+        ] = None,
+        backend: Annotated[
+            Literal["cuda", "compile", "interpret"] | None,
+            Field(description="only rules that hold where kernels run on this backend (default: any)"),
+        ] = None,
     ) -> Annotated[CallToolResult, tools.GetSkillMemoryResult]:
         """The rules learned from earlier failures of Triton kernels ("You cannot …"), for the running Triton.
         Read them before writing a kernel."""
         result = _call(
             lambda: tools.get_skill_memory(
                 _services(ctx),
-                tools.GetSkillMemoryRequest(format=format, triton=triton, min_occurrences=min_occurrences),
+                tools.GetSkillMemoryRequest(
+                    format=format,
+                    triton=triton,
+                    min_occurrences=min_occurrences,
+                    min_tasks=min_tasks,
+                    backend=backend,
+                ),
             )
         )
         text = result.prompt if format == "prompt" and result.prompt else f"{len(result.rules)} rules"

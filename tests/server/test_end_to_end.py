@@ -116,6 +116,9 @@ async def test_three_adaexplore_steps_over_stdio_on_an_example_task(tmp_path: Pa
             assert not recorded["injected"]
             memory = await call(client, "get_skill_memory", format="data")
             assert recorded["rule"]["rule_id"] not in [r["rule_id"] for r in memory["rules"]]
+            # with the threshold lowered to what it has, a client sees it
+            lowered = await call(client, "get_skill_memory", format="data", min_occurrences=1, min_tasks=1)
+            assert recorded["rule"]["rule_id"] in [r["rule_id"] for r in lowered["rules"]]
 
             # The best kernel is the first correct one, code and all.
             best = await call(client, "best_kernel", run_id=run["run_id"])
