@@ -140,7 +140,9 @@ def summary_table(summaries: list[TaskSummary]) -> str:
         elif s.best_speedup is None:
             best = f"node {s.best_node_id} (not timed)"
         else:
-            best = f"{format_speedup(s.best_speedup)} node {s.best_node_id}" + (" ✓" if s.verified else "")
+            best = f"{format_speedup(s.best_speedup)} node {s.best_node_id}"
+        if s.best_node_id is not None and s.verified:
+            best += " ✓"
         rows.append(
             [
                 s.task_name,

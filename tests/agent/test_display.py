@@ -64,11 +64,13 @@ def test_the_summary_table_aligns_its_columns() -> None:
             summary("row_softmax", speedup=1.59, verified=True, best=3),
             summary("gemm_epilogue_long_name", speedup=None, verified=False, best=6),
             summary("mlp", speedup=None, verified=False, best=None),
+            summary("layernorm", speedup=None, verified=True, best=7),  # confirmed without a GPU: correct again
         ]
     )
     header, *rows = table.splitlines()
     assert header.split() == ["task", "run", "status", "steps", "correct", "best", "tokens", "cost", "best", "kernel"]
     assert "1.59x node 3 ✓" in rows[0] and "node 6 (not timed)" in rows[1] and "none correct" in rows[2]
+    assert "node 7 (not timed) ✓" in rows[3] and "✓" not in rows[1]
     assert all("4/10" in row and "2,000" in row and "$0.0123" in row for row in rows)
     column = header.index("run")
     assert all(row[column:].startswith("run-") for row in rows)
