@@ -177,6 +177,15 @@ def normalize(text: str, names: set[str]) -> str:
     return _SPACE.sub(" ", text).strip()[:_MAX_TEXT]
 
 
+# What the evaluator puts before the exception in an evaluation's message: the phase, not the mistake.
+_PHASE = re.compile(
+    r"^(?:forward raised (?:in trial \d+|while being timed)|the candidate module failed to import"
+    r"|ModelNew\(\*get_init_inputs\(\)\) raised; ModelNew must accept the same arguments as Model\([^)]*\)): "
+)
+# An exception's "Type: message" line, as Python prints it and as the evaluator's messages carry it.
+_EXCEPTION_HEAD = re.compile(r"^([A-Z][A-Za-z0-9_]*): ")
+
+
 def signature_of_text(status: str, error_type: str, error_text: str, code: str = "") -> Signature:
     """The signature of a failure given as text: the status, the exception type and the error message (of a
     whole traceback, the last exception's). A timeout, a crash and a failure with no error text at all get
@@ -189,7 +198,10 @@ def signature_of_text(status: str, error_type: str, error_text: str, code: str =
     if status == "crashed" and not error_type.strip():
         killed = _KILLED.search(error_text)
         return Signature(f"crashed|{killed.group(1) if killed else 'exit'}")
-    error_text = final_exception(error_text)
+    error_text = _PHASE.sub("", final_exception(error_text), count=1)
+    head = _EXCEPTION_HEAD.match(error_text)
+    if head and not error_type.strip():
+        error_type = head.group(1)  # the type the evaluation would have named
     if not error_type.strip() and not error_text.strip():
         return Signature(status)  # nothing tells this failure from any other of its status
     if status == "syntax_error" and not error_type.strip():

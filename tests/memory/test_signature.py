@@ -111,6 +111,20 @@ def test_a_whole_traceback_given_as_text_gets_the_signature_of_the_evaluation() 
             assert found == expected, (case["case"], found.key, expected.key)
 
 
+def test_the_evaluations_own_message_given_as_text_gets_the_signature_of_the_evaluation() -> None:
+    """A caller may pass the evaluation's message ("forward raised in trial 2: KernelOOBError: …") as the error
+    text, with or without the exception type: the phase before the exception is not part of the mistake."""
+    with_error = [c for c in CORPUS if c["evaluation"].get("error")]
+    assert len(with_error) >= 20
+    for case in with_error:
+        evaluation = Evaluation.model_validate(case["evaluation"])
+        assert evaluation.error is not None
+        expected = signature(evaluation, case["code"])
+        for error_type in (evaluation.error.type, ""):
+            found = signature_of_text(evaluation.status.value, error_type, evaluation.message, case["code"])
+            assert found == expected, (case["case"], error_type, found.key, expected.key)
+
+
 def _long_traceback(final: str, root: str, kernel: str, line: int, carets: bool = False) -> str:
     """A traceback of 15 frames through a candidate, torch's module calls and Triton's launcher, ending in
     `final`; `root`, `kernel` and `line` vary as they do between two tasks. Python prints no carets under a
