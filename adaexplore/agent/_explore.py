@@ -20,7 +20,7 @@ import anyio
 from adaexplore import tools
 from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
-from adaexplore.errors import ModelError, RequestError
+from adaexplore.errors import ModelError, RequestError, TaskError
 from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task
 from adaexplore.memory import NO_GUIDANCE, check_rule_text
 from adaexplore.prompts import DistillContext, KernelContext
@@ -268,6 +268,10 @@ class Explorer:
                 record = await self._step(state)
             except ModelError as exc:
                 reason = f"the model failed: {exc}"
+                break
+            except TaskError as exc:
+                # the task's own code, not a kernel: this run stops (resumably), the others go on
+                reason = f"the task's own code failed ({exc}); fix the task file"
                 break
             records.append(record)
             if record.node_id is None:

@@ -297,6 +297,30 @@ def test_a_task_that_does_not_import_is_reported_before_any_run(tmp_path: Path) 
     assert_nothing_started(home)
 
 
+def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "kernels").symlink_to(EXAMPLES / "kernels")  # where replay finds the sample kernels
+    flaky = tmp_path / "tasks" / "row_softmax.py"
+    # the judge's process draws inputs for the task check, then for each evaluation: the second draw fails
+    guard = "_DRAWS[0] += 1\n    if _DRAWS[0] > 5:\n        raise RuntimeError('the data source went away')"
+    source = TASK.read_text().replace("def get_inputs():", f"_DRAWS = [0]\n\n\ndef get_inputs():\n    {guard}", 1)
+    assert "_DRAWS" in source
+    flaky.write_text(source)
+    good = EXAMPLES / "tasks" / "elementwise_chain.py"
+    done = adaexplore("explore", str(good), str(flaky), "--steps", "3", "--parallel", "2", env=cli_env(home, None))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the task's own code failed" in done.stdout and "the data source went away" in done.stdout
+    assert "Traceback" not in done.stderr
+    store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
+    try:
+        runs = {store.task(run.task_id).name: run for run in store.runs()}
+        assert runs["elementwise_chain"].status == "finished" and runs["elementwise_chain"].steps == 3
+        assert runs["row_softmax"].status == "running" and runs["row_softmax"].steps == 0  # resumable
+    finally:
+        store.close()
+
+
 def test_a_model_that_never_writes_code_stops_the_run_resumably(tmp_path: Path) -> None:
     home = tmp_path / "home"
     config = write_config(tmp_path / "settings.toml", max_attempts=2, max_failed_steps=2)
