@@ -205,6 +205,8 @@ def test_memory_commands_list_show_retire_pin_edit_export_import(tmp_path: Path)
     assert edited.returncode == 0 and "You cannot do it that way" in edited.stdout
     bad_edit = memory_cli("edit", "3", "Do it this way.", home=tmp_path)
     assert bad_edit.returncode == 2 and "starts with 'You cannot" in bad_edit.stderr
+    twin = memory_cli("edit", "4", "You cannot do it that way; do it this way.", home=tmp_path)
+    assert twin.returncode == 2 and "rule 3 has this text already" in twin.stderr
     assert memory_cli("show", "999", home=tmp_path).returncode == 2
 
     exported = tmp_path / "memory.json"

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.errors import NotFoundError, RequestError
+from adaexplore.errors import ConflictError, NotFoundError, RequestError
 
 __all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
 
@@ -400,9 +400,24 @@ class MemoryTables:
             self._bump(db)  # the words are the same; the index stays current
         return self.rule(rule_id)
 
+    def rule_with_text(self, text: str) -> RuleRecord | None:
+        """The rule whose sentence is exactly `text`, retired or not."""
+        row = self._db.execute("SELECT id FROM rules WHERE text=? ORDER BY id LIMIT 1", (text,)).fetchone()
+        return self.rule(row["id"]) if row is not None else None
+
     def set_rule_text(self, rule_id: int, text: str, words: set[str]) -> RuleRecord:
+        """Raises:
+        NotFoundError: the rule id is unknown.
+        ConflictError: another rule has this text already.
+        """
         self.rule(rule_id)
         with self._write() as db:
+            twin = db.execute("SELECT id FROM rules WHERE text=? AND id<>?", (text, rule_id)).fetchone()
+            if twin is not None:
+                raise ConflictError(
+                    f"rule {twin['id']} has this text already; retire one of the two rules rather than "
+                    "giving them one sentence"
+                )
             db.execute("UPDATE rules SET text=?, token_count=? WHERE id=?", (text, len(words), rule_id))
             db.execute("DELETE FROM rule_tokens WHERE rule_id=?", (rule_id,))
             db.executemany("INSERT INTO rule_tokens VALUES (?, ?)", [(t, rule_id) for t in sorted(words)])

@@ -297,7 +297,10 @@ async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFail
     elif rule_text is not None:
         words = tokens(rule_text)
         similar = svc.store.similar_rules(words, floor=min(config.judge_floor, config.similarity_threshold))
-        if similar and similar[0][2] >= config.similarity_threshold:
+        same = svc.store.rule_with_text(rule_text)  # even a sentence of stop words alone, which has no tokens
+        if same is not None:
+            target, merged_by = same.id, "similarity"
+        elif similar and similar[0][2] >= config.similarity_threshold:
             target, merged_by = similar[0][0], "similarity"
         elif svc.judge is not None and (close := [c for c in similar if c[2] >= config.judge_floor]):
             chosen = await svc.judge.same_rule(rule_text, [RuleCandidate(i, t, s) for i, t, s in close])

@@ -114,6 +114,16 @@ async def test_without_a_judge_a_loosely_similar_rule_is_a_new_rule(svc: Service
     assert (await record_failure(svc, failure("mistake/lambda/scale_relu", a, loosely))).merged_by == "new"
 
 
+async def test_the_same_sentence_is_one_rule_even_with_no_words_to_compare(svc: Services) -> None:
+    a, _ = tasks(svc)
+    vague = "You cannot do it."  # stop words alone: no tokens for the similarity to work with
+    first = await record_failure(svc, failure("mistake/break/scale_relu", a, vague))
+    second = await record_failure(svc, failure("mistake/lambda/scale_relu", a, vague))
+    assert first.merged_by == "new" and second.merged_by == "similarity"
+    assert first.rule is not None and second.rule is not None and second.rule.rule_id == first.rule.rule_id
+    assert [r.text for r in svc.store.rules()].count(vague) == 1
+
+
 async def test_a_rule_is_injected_at_three_occurrences_in_two_tasks(svc: Services) -> None:
     a, b = tasks(svc)
     results = [await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE)) for _ in range(3)]
