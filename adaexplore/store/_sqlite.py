@@ -33,6 +33,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+_NODE_IDS = "; select_uct, get_run and compile_and_profile name a run's nodes (`adaexplore runs show RUN` lists them)"
+
+
 def open_store(url: str) -> SqliteStore:
     """Open (and create or upgrade) the store a database URL names.
 
@@ -201,7 +204,7 @@ class SqliteStore(MemoryTables, AgentTables):
         """A node (of `run_id`, when given)."""
         row = self._db.execute(f"SELECT {_NODE} FROM nodes WHERE id=?", (node_id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"no node has id {node_id}")
+            raise NotFoundError(f"no node has id {node_id}{_NODE_IDS}")
         if run_id is not None and row["run_id"] != run_id:
             raise RequestError(f"node {node_id} belongs to run {row['run_id']}, not to run {run_id}")
         return self._node(row)
@@ -239,7 +242,7 @@ class SqliteStore(MemoryTables, AgentTables):
         with self._write() as db:
             parent = db.execute("SELECT run_id, kind, depth, segment FROM nodes WHERE id=?", (parent_id,)).fetchone()
             if parent is None:
-                raise NotFoundError(f"no node has id {parent_id}")
+                raise NotFoundError(f"no node has id {parent_id}{_NODE_IDS}")
             if parent["run_id"] != run_id:
                 raise RequestError(f"node {parent_id} belongs to run {parent['run_id']}, not to run {run_id}")
             if kind is Kind.small and parent["kind"] == Kind.root:
