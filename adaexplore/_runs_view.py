@@ -63,4 +63,9 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
             f"{mark} {label:<{width}}{node.seq:>5}  {(node.status or '-'):<15}{_speedup(node.speedup):>9}"
             f"{node.visits:>8}{value:>8.3f}"
         )
+    if run.status == "stopped":
+        lines.append(
+            f"stopped: {run.stop_reason}; the next step continues it (`adaexplore explore --resume {run.id}`, "
+            "or select_uct from an MCP client)"
+        )
     return "\n".join(lines)

@@ -293,6 +293,8 @@ class Explorer:
             if self.observer:
                 self.observer.step_done(run.run_id, record, dict(counts))
         finished = not reason
+        if not finished:
+            svc.store.stop_run(run.run_id, reason)  # kept for `runs list` and get_run until a step is added
         if finished:
             if self.observer:
                 self.observer.phase(run.run_id, "re-evaluating the best candidates")

@@ -37,6 +37,9 @@ class RunRecord(_Record):
     final_result: str | None
     created_at: str
     updated_at: str
+    # status 'running' (open for steps), 'stopped' (open, but whoever took its steps stopped, for this
+    # reason) or 'finished'
+    stop_reason: str | None = None
 
 
 class EvaluationRecord(_Record):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -146,4 +146,6 @@ UPGRADES: dict[int, list[str]] = {
         # get_run's counts by status and depth, read from the index alone
         "CREATE INDEX nodes_by_run_status ON nodes (run_id, status, depth)",
     ],
+    # 4: why a run stopped short of its steps (status 'stopped'), until a step is added to it again.
+    3: ["ALTER TABLE runs ADD COLUMN stop_reason TEXT"],
 }

@@ -183,12 +183,23 @@ class SqliteStore(MemoryTables, AgentTables):
     def runs(self) -> list[RunRecord]:
         return [RunRecord(**dict(r)) for r in self._db.execute("SELECT * FROM runs ORDER BY created_at")]
 
+    def stop_run(self, run_id: str, reason: str) -> RunRecord:
+        """Record that a run stopped short of its steps, and why; the next step added opens it again."""
+        self.run(run_id)
+        with self._write() as db:
+            db.execute(
+                "UPDATE runs SET status='stopped', stop_reason=?, updated_at=? WHERE id=? AND status<>'finished'",
+                (reason, _now(), run_id),
+            )
+        return self.run(run_id)
+
     def finish_run(self, run_id: str, final_node_id: int | None, final_result: str) -> RunRecord:
         """Mark a run finished with the winner of its final re-evaluation."""
         self.run(run_id)
         with self._write() as db:
             db.execute(
-                "UPDATE runs SET status='finished', final_node_id=?, final_result=?, updated_at=? WHERE id=?",
+                "UPDATE runs SET status='finished', stop_reason=NULL, final_node_id=?, final_result=?, updated_at=? "
+                "WHERE id=?",
                 (final_node_id, final_result, _now(), run_id),
             )
         return self.run(run_id)
@@ -307,7 +318,11 @@ class SqliteStore(MemoryTables, AgentTables):
             best = run["best_node_id"]
             if correct(status) and (best is None or self._better(db, node_id, best)):
                 best = node_id
-            db.execute("UPDATE runs SET steps=?, best_node_id=?, updated_at=? WHERE id=?", (seq, best, now, run_id))
+            db.execute(
+                "UPDATE runs SET steps=?, best_node_id=?, updated_at=?, stop_reason=NULL, "
+                "status=CASE status WHEN 'stopped' THEN 'running' ELSE status END WHERE id=?",
+                (seq, best, now, run_id),
+            )
         return self.node(node_id)
 
     @staticmethod

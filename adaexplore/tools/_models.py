@@ -182,7 +182,11 @@ class RunResult(_Out):
     run_id: str
     task_id: str
     task_name: str
-    status: str
+    status: str = Field(
+        description="running (open for steps), stopped (open; whoever took its steps stopped, see stop_reason; "
+        "the next step opens it again) or finished"
+    )
+    stop_reason: str | None = None
     model: str
     seed: int
     steps_done: int

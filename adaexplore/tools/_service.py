@@ -494,6 +494,7 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
         task_id=run.task_id,
         task_name=task.name,
         status=run.status,
+        stop_reason=run.stop_reason,
         model=run.model,
         seed=run.seed,
         steps_done=run.steps,

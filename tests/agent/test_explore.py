@@ -316,7 +316,8 @@ def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_
     try:
         runs = {store.task(run.task_id).name: run for run in store.runs()}
         assert runs["elementwise_chain"].status == "finished" and runs["elementwise_chain"].steps == 3
-        assert runs["row_softmax"].status == "running" and runs["row_softmax"].steps == 0  # resumable
+        assert runs["row_softmax"].status == "stopped" and runs["row_softmax"].steps == 0  # resumable
+        assert "the data source went away" in (runs["row_softmax"].stop_reason or "")
     finally:
         store.close()
 
@@ -339,7 +340,8 @@ def test_a_model_that_never_writes_code_stops_the_run_resumably(tmp_path: Path) 
     store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
     try:
         (run,) = store.runs()
-        assert run.status == "running" and run.steps == 0 and len(store.nodes(run.id)) == 1
+        assert run.status == "stopped" and run.steps == 0 and len(store.nodes(run.id)) == 1
+        assert (run.stop_reason or "").startswith("2 steps in a row got no usable kernel")
         assert store.usage(run_id=run.id).calls == 4
     finally:
         store.close()
@@ -376,7 +378,9 @@ def test_an_interrupt_stops_the_run_resumably(tmp_path: Path, signals: int) -> N
     store = open_store(f"sqlite:///{db}")
     try:
         (run,) = store.runs()
-        assert run.status == "running" and 1 <= run.steps < 40
+        # one signal: the run is recorded as stopped, and why; two: it stopped at once, as a kill would
+        assert run.status == ("stopped" if signals == 1 else "running") and 1 <= run.steps < 40
+        assert run.stop_reason == ("interrupted (SIGINT)" if signals == 1 else None)
         assert store.nodes(run.id)[0].visits == run.steps  # every completed step is in the tree
     finally:
         store.close()

@@ -351,3 +351,18 @@ def test_a_database_whose_folder_cannot_be_made_is_refused_clearly(tmp_path: Pat
     with pytest.raises(StoreError, match=r"cannot create the database's folder .*a-file"):
         open_store(f"sqlite:///{blocker / 'x.db'}")
     assert blocker.read_text() == "not a folder"
+
+
+async def test_a_stopped_run_says_why_until_its_next_step(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    await step(svc, run.run_id)
+    svc.store.stop_run(run.run_id, "the token budget is spent")
+    stopped = get_run(svc, GetRunRequest(run_id=run.run_id))
+    assert (stopped.status, stopped.stop_reason, stopped.steps_done) == ("stopped", "the token budget is spent", 1)
+    await step(svc, run.run_id)  # anyone's next step opens it again
+    resumed = get_run(svc, GetRunRequest(run_id=run.run_id))
+    assert (resumed.status, resumed.stop_reason, resumed.steps_done) == ("running", None, 2)
+    await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    svc.store.stop_run(run.run_id, "too late")  # a finished run stays finished
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).status == "finished"
