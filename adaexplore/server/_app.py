@@ -417,7 +417,9 @@ def _register_tools(mcp: MCPServer) -> None:
         run://{run_id}/tree."""
         result = _call(lambda: tools.get_run(_services(ctx), tools.GetRunRequest(run_id=run_id)))
         best = f"best node {result.best_node_id}" if result.best_node_id is not None else "no correct kernel yet"
-        return _answer(result, f"run {run_id}: {result.steps_done}/{result.steps_total} steps, {best}")
+        stopped = f"; stopped: {result.stop_reason}" if result.status == "stopped" else ""
+        text = f"run {run_id} ({result.status}): {result.steps_done}/{result.steps_total} steps, {best}{stopped}"
+        return _answer(result, text)
 
     @mcp.tool(title="Get the best kernel", annotations=READ_ONLY)
     async def best_kernel(
