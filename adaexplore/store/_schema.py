@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -148,4 +148,6 @@ UPGRADES: dict[int, list[str]] = {
     ],
     # 4: why a run stopped short of its steps (status 'stopped'), until a step is added to it again.
     3: ["ALTER TABLE runs ADD COLUMN stop_reason TEXT"],
+    # 5: a rule found by its exact sentence (one sentence is one rule).
+    4: ["CREATE INDEX rules_by_text ON rules (text)"],
 }
