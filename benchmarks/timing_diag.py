@@ -13,12 +13,9 @@ candidate's worker runs under.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
@@ -28,6 +25,7 @@ from adaexplore.config import ExecutorConfig
 from adaexplore.executor._models import Backend, Mode
 from adaexplore.executor._modes import mode_spec
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
+from adaexplore.executor.worker._taskrun import import_file
 from adaexplore.executor.worker._timing import Timer
 
 
@@ -48,15 +46,6 @@ def busy_device_ms(call: Any, reps: int = 100) -> float:
     return statistics.median(times)
 
 
-def load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("task", type=Path)
@@ -67,7 +56,7 @@ def main() -> None:
     if args.tracker:
         tracker = LaunchTracker(Backend.cuda)
         tracker.install()
-    task = load("task", args.task)
+    task = import_file("task", args.task)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     device = torch.device("cuda")
@@ -75,7 +64,7 @@ def main() -> None:
     models = {"reference": task.Model(*task.get_init_inputs()).to(device)}
     if args.kernel is not None:
         torch.manual_seed(1)
-        models["candidate"] = load(CANDIDATE_MODULE, args.kernel).ModelNew(*task.get_init_inputs()).to(device)
+        models["candidate"] = import_file(CANDIDATE_MODULE, args.kernel).ModelNew(*task.get_init_inputs()).to(device)
     torch.manual_seed(2)
     base = [x.to(device) if isinstance(x, torch.Tensor) else x for x in task.get_inputs()]
     timing = mode_spec(Mode.strict).timing

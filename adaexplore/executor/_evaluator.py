@@ -360,22 +360,20 @@ class Evaluator:
         await run.report("done", status.value)
         return self._result(run, status, message, error)
 
-    async def check_task(self, task: Task, *, mode: Mode | str | None = None, backend: str | None = None) -> None:
+    async def check_task(self, task: Task) -> None:
         """Load `task` in the judge as an evaluation would: import its module, build `Model` from
         `get_init_inputs()` and draw `get_inputs()`. A task that fails here would fail every evaluation, so a
         search checks it before it spends anything on candidates. The judge keeps the imported module.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
-            ConfigError: a backend was asked for that this machine lacks.
             EvaluatorError: the judge could not be asked.
         """
         if self._tg is None or self.environment is None:
             raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
-        backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
-        # where reference outputs are computed for these backends: the GPU, or the CPU judge
-        numeric = Backend.cuda if Backend.cuda in backends else Backend.interpret
-        run = _Run(task, "", Mode(mode or self.config.mode), None)
+        # the judge this machine's evaluations use: the GPU's, or the CPU's
+        numeric = Backend.cuda if Backend.cuda in self._default_backends() else Backend.interpret
+        run = _Run(task, "", Mode(self.config.mode), None)
         job = self._job(run, numeric, self._task_file(task))
         judge = self._judge(numeric, self._pick_device(numeric))
         try:

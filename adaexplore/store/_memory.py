@@ -411,13 +411,13 @@ class MemoryTables:
         ConflictError: another rule has this text already.
         """
         self.rule(rule_id)
+        twin = self.rule_with_text(text)
+        if twin is not None and twin.id != rule_id:
+            raise ConflictError(
+                f"rule {twin.id} has this text already; retire one of the two rules rather than giving them one "
+                "sentence"
+            )
         with self._write() as db:
-            twin = db.execute("SELECT id FROM rules WHERE text=? AND id<>?", (text, rule_id)).fetchone()
-            if twin is not None:
-                raise ConflictError(
-                    f"rule {twin['id']} has this text already; retire one of the two rules rather than "
-                    "giving them one sentence"
-                )
             db.execute("UPDATE rules SET text=?, token_count=? WHERE id=?", (text, len(words), rule_id))
             db.execute("DELETE FROM rule_tokens WHERE rule_id=?", (rule_id,))
             db.executemany("INSERT INTO rule_tokens VALUES (?, ?)", [(t, rule_id) for t in sorted(words)])

@@ -283,9 +283,8 @@ def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
     action = Kind(req.action)
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
+    _refuse_small_step_from_root(node, action)
     if action is Kind.small:
-        if node.kind is Kind.root:
-            raise RequestError("the root has no kernel to edit; take a large step from it")
         if node.small_children >= config.small_step_limit:
             raise ConflictError(
                 f"node {node.id} already has {node.small_children} small-step children "
@@ -429,8 +428,7 @@ def _target(
         run = svc.store.run(req.run_id)
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
-        if action is Kind.small and parent.kind is Kind.root:
-            raise RequestError("the root has no kernel to edit; take a large step from it (nothing was evaluated)")
+        _refuse_small_step_from_root(parent, action)
         if action is Kind.small and parent.small_children >= _config(run).small_step_limit:
             raise RequestError(
                 f"node {parent.id} already has {parent.small_children} small-step children; take a large step from it"
@@ -443,6 +441,12 @@ def _target(
         )
     svc.store.task(req.task_id)
     return None, None, None, []
+
+
+def _refuse_small_step_from_root(node: NodeRecord, action: Kind) -> None:
+    """Before anything is written or evaluated (the store refuses it too, inside the step's transaction)."""
+    if action is Kind.small and node.kind is Kind.root:
+        raise RequestError("the root has no kernel to edit; take a large step from it")
 
 
 def get_node(svc: Services, req: GetNodeRequest) -> NodeResult:
