@@ -20,7 +20,7 @@ from adaexplore.errors import AdaexploreError, ConfigError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
 from adaexplore.executor._render import render_evaluation
 from adaexplore.server import serve_http, serve_stdio
-from adaexplore.store import open_store
+from adaexplore.store import MAX_INTEGER, open_store
 from adaexplore.tools import (
     ConfirmRuleRequest,
     CreateTaskRequest,
@@ -52,7 +52,8 @@ def _number(kind: type[int] | type[float], low: float, what: str, high: float | 
     return parse
 
 
-_POSITIVE_INT = _number(int, 1, "a whole number of at least 1")
+_POSITIVE_INT = _number(int, 1, "a whole number from 1 to 2**63 - 1", MAX_INTEGER)
+_SEED = _number(int, 0, "a seed: a whole number from 0 to 2**63 - 1", MAX_INTEGER)
 _POSITIVE = _number(float, 1e-12, "a number above 0")
 _NONNEGATIVE = _number(float, 0, "a number of at least 0")
 _PORT = _number(int, 0, "a port number (0 to 65535; 0 picks a free one)", 65535)
@@ -116,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
     explore.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per run (default: settings, 50)")
     explore.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
-    explore.add_argument("--seed", type=int, help="the runs' random seed (default: drawn)")
+    explore.add_argument("--seed", type=_SEED, help="the runs' random seed (default: drawn)")
     explore.add_argument("--preset", choices=["default", "paper"], help="'paper': the authors' search exactly")
     explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
     explore.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
@@ -138,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--tasks", type=_POSITIVE_INT, default=10, dest="count", help="synthetic tasks (default 10)")
     adapt.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per task (default: settings, 10)")
     adapt.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
-    adapt.add_argument("--seed", type=int, default=0, help="seed of the task synthesis (default 0)")
+    adapt.add_argument("--seed", type=_SEED, default=0, help="seed of the task synthesis (default 0)")
     adapt.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
     _budget_options(adapt)
     _model_options(adapt)

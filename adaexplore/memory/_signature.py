@@ -36,13 +36,13 @@ _CONSTRUCT_PREFIXES = ("tl.", "libdevice.", "triton.language.", "math.", "torch.
 _NAMED = [
     re.compile(r"(?<=Cannot access global variable )\w+"),
     re.compile(r"(?<=Loop-carried variable )\w+"),
-    re.compile(r"\w+(?= is not defined)"),
+    re.compile(r"\b\w+(?= is not defined)"),
     re.compile(r"(?<=Keyword argument )\w+(?= was specified)"),
     re.compile(r"(?<=<function )\w+"),
     re.compile(r"(?<=in kernel )\w+"),
     re.compile(r"(?<=byte offset <n> of )\w+"),
     re.compile(r"(?<=byte offset \d of )\w+"),
-    re.compile(r"\w+(?=\(\) missing \d+ required)"),
+    re.compile(r"\b\w+(?=\(\) missing \d+ required)"),
 ]
 _AST_NODE = re.compile(r"unsupported AST node type: (\w+)")
 # A frame of a Python traceback, and the module path before an exception's class name.

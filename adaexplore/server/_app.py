@@ -29,6 +29,7 @@ from adaexplore.errors import AdaexploreError, EvaluatorError, NotFoundError, Re
 from adaexplore.executor import Evaluation, ProgressUpdate
 from adaexplore.prompts import DistillContext, render_distill_rule
 from adaexplore.server._trim import trim
+from adaexplore.store import MAX_INTEGER
 
 __all__ = ["build_server"]
 
@@ -197,7 +198,7 @@ def _register_tools(mcp: MCPServer) -> None:
     async def start_run(
         ctx: Context,
         task_id: Annotated[str, Field(description="from create_task")],
-        seed: Annotated[int | None, Field(description="random seed (default: drawn)")] = None,
+        seed: Annotated[int | None, Field(description="random seed (default: drawn)", ge=0, le=MAX_INTEGER)] = None,
         total_steps: Annotated[int | None, Field(description="evaluations in the run", ge=1, le=100_000)] = None,
         preset: Annotated[
             Literal["default", "paper"] | None, Field(description="'paper': the authors' exact behaviour")
@@ -233,7 +234,7 @@ def _register_tools(mcp: MCPServer) -> None:
     async def expand_node(
         ctx: Context,
         run_id: Annotated[str, Field(description="from start_run")],
-        node_id: Annotated[int, Field(description="from select_uct")],
+        node_id: Annotated[int, Field(description="from select_uct", ge=1, le=MAX_INTEGER)],
         action: Annotated[Action, Field(description="from select_uct: small or large")],
     ) -> Annotated[CallToolResult, tools.ExpandNodeResult]:
         """What you need to write the next kernel: the task, for a small step the kernel to edit and its recent
@@ -270,10 +271,14 @@ def _register_tools(mcp: MCPServer) -> None:
                 max_length=_MAX_CODE,
             ),
         ],
-        expansion_id: Annotated[int | None, Field(description="from expand_node: the result joins the tree")] = None,
+        expansion_id: Annotated[
+            int | None, Field(description="from expand_node: the result joins the tree", ge=1, le=MAX_INTEGER)
+        ] = None,
         task_id: Annotated[str | None, Field(description="or a task id alone: evaluate without a tree")] = None,
         run_id: Annotated[str | None, Field(description="or run, parent and action instead of expansion_id")] = None,
-        parent_id: Annotated[int | None, Field(description="the node grown (with run_id)")] = None,
+        parent_id: Annotated[
+            int | None, Field(description="the node grown (with run_id)", ge=1, le=MAX_INTEGER)
+        ] = None,
         action: Annotated[Action | None, Field(description="small or large (with run_id)")] = None,
         mode: Annotated[ModeName | None, Field(description="protocol (default: the run's, else strict)")] = None,
         backend: Annotated[BackendName | None, Field(description="where to run (default: auto)")] = None,
@@ -309,7 +314,9 @@ def _register_tools(mcp: MCPServer) -> None:
     async def record_failure(
         ctx: Context,
         task_id: Annotated[str, Field(description="the task the kernel was written for")],
-        node_id: Annotated[int | None, Field(description="the failed node (from compile_and_profile)")] = None,
+        node_id: Annotated[
+            int | None, Field(description="the failed node (from compile_and_profile)", ge=1, le=MAX_INTEGER)
+        ] = None,
         rule: Annotated[
             str | None,
             Field(
@@ -334,7 +341,9 @@ def _register_tools(mcp: MCPServer) -> None:
     @mcp.tool(title="Back a rule with a reproducer", annotations=WRITES)
     async def confirm_rule(
         ctx: Context,
-        rule_id: Annotated[int, Field(description="the rule (from get_skill_memory with format='data')")],
+        rule_id: Annotated[
+            int, Field(description="the rule (from get_skill_memory with format='data')", ge=1, le=MAX_INTEGER)
+        ],
         task_id: Annotated[str, Field(description="the task the reproducer is written for (from create_task)")],
         code: Annotated[
             str,
@@ -367,10 +376,12 @@ def _register_tools(mcp: MCPServer) -> None:
         ] = "prompt",
         triton: Annotated[str | None, Field(description="Triton version to scope to (default: the server's)")] = None,
         min_occurrences: Annotated[
-            int | None, Field(description="override the threshold: occurrences a rule needs (default 3)", ge=1)
+            int | None,
+            Field(description="override the threshold: occurrences a rule needs (default 3)", ge=1, le=MAX_INTEGER),
         ] = None,
         min_tasks: Annotated[
-            int | None, Field(description="override the threshold: distinct tasks a rule needs (default 2)", ge=1)
+            int | None,
+            Field(description="override the threshold: distinct tasks a rule needs (default 2)", ge=1, le=MAX_INTEGER),
         ] = None,
         backend: Annotated[
             Literal["cuda", "compile", "interpret"] | None,
@@ -397,7 +408,7 @@ def _register_tools(mcp: MCPServer) -> None:
     @mcp.tool(title="Read a node", annotations=READ_ONLY)
     async def get_node(
         ctx: Context,
-        node_id: Annotated[int, Field(description="a node id")],
+        node_id: Annotated[int, Field(description="a node id", ge=1, le=MAX_INTEGER)],
         include_code: Annotated[bool, Field(description="include the kernel's code")] = True,
     ) -> Annotated[CallToolResult, tools.NodeResult]:
         """A node of a run: its step, verdict, speedup, statistics, code and full evaluation."""
@@ -543,8 +554,15 @@ def _register_prompts(mcp: MCPServer) -> None:
 
 
 def _step_prompt(ctx: Context, run_id: str, node_id: str, action: Action) -> str:
-    request = tools.ExpandNodeRequest(run_id=run_id, node_id=_prompt_node_id(node_id), action=action)
-    return _prompt_call(lambda: tools.expand_node(_services(ctx), request).instructions)
+    """The step's instructions, read without storing an expansion, and how to hand the kernel back."""
+    number = _prompt_node_id(node_id)
+    request = tools.ExpandNodeRequest(run_id=run_id, node_id=number, action=action)
+    instructions = _prompt_call(lambda: tools.step_instructions(_services(ctx), request))
+    return (
+        f"{instructions}\n\nWhen the module is written, evaluate it with the adaexplore tool compile_and_profile "
+        f"(code=<the module>, run_id={run_id!r}, parent_id={number}, action={action!r}): it joins run {run_id} "
+        f"as a child of node {number}."
+    )
 
 
 def _prompt_node_id(node_id: str) -> int:

@@ -2,13 +2,14 @@
 
 from adaexplore.store._agent import ModelCall, UsageTotals
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
-from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
+from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
 from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store
 
 Store = SqliteStore
 
 __all__ = [
+    "MAX_INTEGER",
     "SCHEMA_VERSION",
     "EvaluationRecord",
     "ExpansionRecord",

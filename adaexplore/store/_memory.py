@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from adaexplore.errors import ConflictError, NotFoundError, RequestError
+from adaexplore.store._records import fits
 
 __all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
 
@@ -122,7 +123,7 @@ class MemoryTables:
         return RuleRecord(**data, signatures=signatures)
 
     def rule(self, rule_id: int) -> RuleRecord:
-        row = self._db.execute("SELECT * FROM rules WHERE id=?", (rule_id,)).fetchone()
+        row = self._db.execute("SELECT * FROM rules WHERE id=?", (rule_id,)).fetchone() if fits(rule_id) else None
         if row is None:
             raise NotFoundError(f"no rule has id {rule_id} (see `adaexplore memory list`)")
         return self._rule_from(row)

@@ -6,7 +6,14 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.search import Kind
 
-__all__ = ["EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord"]
+__all__ = ["MAX_INTEGER", "EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord", "fits"]
+
+MAX_INTEGER = 2**63 - 1  # SQLite's INTEGER: a larger Python int cannot even be bound as a parameter
+
+
+def fits(value: int) -> bool:
+    """Whether `value` can be an SQLite integer (an id beyond that range names nothing)."""
+    return -MAX_INTEGER - 1 <= value <= MAX_INTEGER
 
 
 class _Record(BaseModel):

@@ -15,7 +15,14 @@ from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreErr
 from adaexplore.search import Kind, NodeStats, correct
 from adaexplore.store._agent import AgentTables
 from adaexplore.store._memory import MemoryTables
-from adaexplore.store._records import EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
+from adaexplore.store._records import (
+    EvaluationRecord,
+    ExpansionRecord,
+    NodeRecord,
+    RunRecord,
+    TaskRecord,
+    fits,
+)
 from adaexplore.store._schema import CREATE, SCHEMA_VERSION, UPGRADES
 
 __all__ = ["NewEvaluation", "SqliteStore", "SqliteTreeView", "open_store"]
@@ -213,7 +220,9 @@ class SqliteStore(MemoryTables, AgentTables):
 
     def node(self, node_id: int, run_id: str | None = None) -> NodeRecord:
         """A node (of `run_id`, when given)."""
-        row = self._db.execute(f"SELECT {_NODE} FROM nodes WHERE id=?", (node_id,)).fetchone()
+        row = (
+            self._db.execute(f"SELECT {_NODE} FROM nodes WHERE id=?", (node_id,)).fetchone() if fits(node_id) else None
+        )
         if row is None:
             raise NotFoundError(f"no node has id {node_id}{_NODE_IDS}")
         if run_id is not None and row["run_id"] != run_id:
@@ -345,7 +354,11 @@ class SqliteStore(MemoryTables, AgentTables):
         return [EvaluationRecord(**dict(row)) for row in rows]
 
     def evaluation(self, evaluation_id: int) -> EvaluationRecord:
-        row = self._db.execute("SELECT * FROM evaluations WHERE id=?", (evaluation_id,)).fetchone()
+        row = (
+            self._db.execute("SELECT * FROM evaluations WHERE id=?", (evaluation_id,)).fetchone()
+            if fits(evaluation_id)
+            else None
+        )
         if row is None:
             raise NotFoundError(f"no evaluation has id {evaluation_id}")
         return EvaluationRecord(**dict(row))
@@ -359,7 +372,11 @@ class SqliteStore(MemoryTables, AgentTables):
         return self.expansion(expansion_id)
 
     def expansion(self, expansion_id: int) -> ExpansionRecord:
-        row = self._db.execute("SELECT * FROM expansions WHERE id=?", (expansion_id,)).fetchone()
+        row = (
+            self._db.execute("SELECT * FROM expansions WHERE id=?", (expansion_id,)).fetchone()
+            if fits(expansion_id)
+            else None
+        )
         if row is None:
             raise NotFoundError(f"no expansion has id {expansion_id}; expand_node returns the ids")
         data = dict(row)

@@ -57,6 +57,7 @@ from adaexplore.tools._service import (
     open_services,
     select_uct,
     start_run,
+    step_instructions,
 )
 
 __all__ = [
@@ -112,4 +113,5 @@ __all__ = [
     "seed_starter_memory",
     "select_uct",
     "start_run",
+    "step_instructions",
 ]

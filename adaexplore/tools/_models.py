@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adaexplore.config import SearchConfig
 from adaexplore.executor import Evaluation
+from adaexplore.store import MAX_INTEGER
 
 __all__ = [
     "BestKernelRequest",
@@ -60,7 +61,7 @@ class CreateTaskResult(_Out):
 
 class StartRunRequest(_In):
     task_id: str
-    seed: int | None = Field(default=None, description="the run's random seed (default: drawn)")
+    seed: int | None = Field(default=None, ge=0, le=MAX_INTEGER, description="the run's random seed (default: drawn)")
     total_steps: int | None = Field(default=None, ge=1, description="evaluations in the run (default: settings)")
     preset: Literal["default", "paper"] | None = Field(default=None, description="'paper': the authors' behaviour")
     mode: Literal["strict", "kernelbench", "paper"] | None = None

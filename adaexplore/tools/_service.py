@@ -269,14 +269,20 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and abs(value) != float("inf") else None
 
 
-def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
-    """The context for growing a node: for a small step the kernel to edit and its segment's recent history,
-    for a large step the pool of representative kernels; and the instruction text.
+@dataclass(frozen=True)
+class _StepContext:
+    run: RunRecord
+    node: NodeRecord
+    action: Kind
+    task_source: str
+    current: ContextKernel | None
+    working_memory: list[ContextKernel]
+    pool: list[ContextKernel]
+    instructions: str
+    context_ids: list[int]
 
-    Raises:
-        NotFoundError: the run or node id is unknown.
-        RequestError: the node is in another run, or cannot take this step.
-    """
+
+def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     run = svc.store.run(req.run_id)
     node = svc.store.node(req.node_id, run_id=run.id)
     config = _config(run)
@@ -306,18 +312,41 @@ def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
             LargeStepContext(task_source=task.source, pool=[_prompt_kernel(k) for k in representatives])
         )
         context_ids = [k.node_id for k in representatives]
-    expansion = svc.store.add_expansion(run.id, node.id, action, context_ids)
+    return _StepContext(run, node, action, task.source, current, memory, representatives, instructions, context_ids)
+
+
+def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
+    """The context for growing a node: for a small step the kernel to edit and its segment's recent history,
+    for a large step the pool of representative kernels; and the instruction text. The expansion is stored,
+    so that the kernel written from it joins the tree with this context recorded.
+
+    Raises:
+        NotFoundError: the run or node id is unknown.
+        RequestError: the node is in another run, or cannot take this step.
+    """
+    step = _step_context(svc, req)
+    expansion = svc.store.add_expansion(step.run.id, step.node.id, step.action, step.context_ids)
     return ExpandNodeResult(
         expansion_id=expansion.id,
-        run_id=run.id,
-        node_id=node.id,
+        run_id=step.run.id,
+        node_id=step.node.id,
         action=req.action,
-        task_source=task.source,
-        current=current,
-        working_memory=memory,
-        pool=representatives,
-        instructions=instructions,
+        task_source=step.task_source,
+        current=step.current,
+        working_memory=step.working_memory,
+        pool=step.pool,
+        instructions=step.instructions,
     )
+
+
+def step_instructions(svc: Services, req: ExpandNodeRequest) -> str:
+    """The instruction text expand_node would give, read without storing anything.
+
+    Raises:
+        NotFoundError: the run or node id is unknown.
+        RequestError: the node is in another run, or cannot take this step.
+    """
+    return _step_context(svc, req).instructions
 
 
 async def compile_and_profile(

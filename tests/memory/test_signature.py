@@ -202,3 +202,23 @@ def test_a_failure_with_no_error_text_has_a_signature_that_names_no_mistake() ->
         assert not signature(empty, entry["code"]).specific
         assert not signature_of_text(status, "", "\n").specific
     assert signature_of_text("runtime_error", "AssertionError", "").specific  # the type alone still names one
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "bad " + "Z" * 100_000,  # one long word: the patterns that look ahead of a name backtracked over it
+        "Z" * 100_000 + " is not defined",
+        "Z" * 100_000 + "() missing 1 required positional argument",
+        "[" + "1," * 50_000,
+    ],
+)
+def test_a_pathological_message_is_keyed_in_linear_time(message: str) -> None:
+    # Quadratic matching took minutes on these (a server answers nothing while it runs); linear takes
+    # milliseconds. The bound is far from both.
+    import time
+
+    started = time.perf_counter()
+    key = signature_of_text("runtime_error", "", f"ValueError: {message}").key
+    assert time.perf_counter() - started < 5.0
+    assert key.startswith("runtime_error|ValueError|")

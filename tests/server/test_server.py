@@ -168,6 +168,8 @@ async def test_bad_calls_are_tool_errors_that_say_how_to_fix_them_and_the_server
         assert "no run has id 'run-nope'" in await error_of(client, "select_uct", run_id="run-nope")
         assert "no node has id 99999" in await error_of(client, "get_node", node_id=99999)
         assert "node_id" in await error_of(client, "get_node", node_id="not a number")
+        assert "less than or equal to 9223372036854775807" in await error_of(client, "get_node", node_id=2**70)
+        assert "seed" in await error_of(client, "start_run", task_id=task["task_id"], seed=2**70)
         assert "at least 1 character" in await error_of(client, "compile_and_profile", code="", task_id=task["task_id"])
         assert "at most 1000000 characters" in await error_of(
             client, "compile_and_profile", code="x" * 5_000_000, task_id=task["task_id"]
@@ -225,8 +227,14 @@ async def test_resources_and_prompts(settings: Settings) -> None:
         tree = (await client.read_resource(f"run://{run['run_id']}/tree")).contents[0].text
         assert f"#{node} large" in tree
         assert "You cannot" in (await client.read_resource("memory://current")).contents[0].text
+        before = await call(client, "expand_node", run_id=run["run_id"], node_id=node, action="large")
         large = await client.get_prompt("large_step", {"run_id": run["run_id"], "node_id": str(node)})
-        assert "class Model" in large.messages[0].content.text
+        text = large.messages[0].content.text
+        assert "class Model" in text
+        assert f"compile_and_profile (code=<the module>, run_id='{run['run_id']}', parent_id={node}" in text
+        # Reading the prompt stored no expansion: the next one gets the next id.
+        after = await call(client, "expand_node", run_id=run["run_id"], node_id=node, action="large")
+        assert after["expansion_id"] == before["expansion_id"] + 1
         distill = await client.get_prompt("distill_failure", {"node_id": str(node)})
         assert "broken kernel" in distill.messages[0].content.text and "no guidance" in distill.messages[0].content.text
         with pytest.raises(Exception, match="no node has id 4242"):
@@ -256,6 +264,10 @@ async def test_bad_prompt_and_resource_requests_are_refused_with_a_message_that_
             client.get_prompt("large_step", {"run_id": run["run_id"], "node_id": "4242"})
         )
         assert "no node has id 4242" in await refusal(client.get_prompt("distill_failure", {"node_id": "4242"}))
+        huge = str(2**70)  # beyond SQLite's integers: still just an id that names nothing
+        assert f"no node has id {huge}" in await refusal(
+            client.get_prompt("small_step", {"run_id": run["run_id"], "node_id": huge})
+        )
         assert "not 'x'" in await refusal(client.get_prompt("distill_failure", {"node_id": "x"}))
         assert f"node {root} has no evaluation to learn from" in await refusal(
             client.get_prompt("distill_failure", {"node_id": root})
@@ -264,6 +276,8 @@ async def test_bad_prompt_and_resource_requests_are_refused_with_a_message_that_
         assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/evaluation"))
         assert f"node {root} has no evaluation" in await refusal(client.read_resource(f"node://{root}/evaluation"))
         assert "no run has id 'nope'" in await refusal(client.read_resource("run://nope/tree"))
+        with pytest.raises(MCPError, match=f"no node has id {huge}"):
+            await client.read_resource(f"node://{huge}/code")
         # None of it hurt the server.
         assert "class Model" in (await client.read_resource(f"task://{task['task_id']}")).contents[0].text
 
