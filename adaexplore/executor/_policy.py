@@ -86,7 +86,88 @@ _BANNED_NAMES = {
     "triton.testing": "You cannot use triton.testing in a candidate.",
     "triton.runtime": "You cannot use triton.runtime internals; use @triton.jit and @triton.autotune.",
     "triton.knobs": "You cannot change Triton's settings.",
+    "triton.backends": "You cannot use Triton's backend internals; use @triton.jit.",
+    "triton.compiler": "You cannot call Triton's compiler directly; use @triton.jit.",
+    "triton.tools": "You cannot use triton.tools in a candidate.",
+    "torch.load": "You cannot read files in a candidate.",
+    "torch.save": "You cannot write files in a candidate.",
+    "torch.from_file": "You cannot read files in a candidate.",
+    "torch.hub": "You cannot use torch.hub in a candidate.",
+    "torch.package": "You cannot use torch.package in a candidate.",
+    "torch.serialization": "You cannot use torch.serialization in a candidate.",
+    "torch.classes": "You cannot use torch.classes in a candidate.",
+    "torch.overrides": "You cannot intercept torch functions; return plain tensors computed in forward.",
+    "torch.profiler": "You cannot use the profiler; the evaluator measures.",
+    "torch.autograd.profiler": "You cannot use the profiler; the evaluator measures.",
+    "torch.cuda.profiler": "You cannot use the profiler; the evaluator measures.",
+    "torch.cuda.cudart": "You cannot call the CUDA runtime directly.",
+    "operator.attrgetter": "You cannot use operator.attrgetter; use the attribute directly.",
+    "operator.methodcaller": "You cannot use operator.methodcaller; call the method directly.",
 }
+
+# Modules that the allowed ones hold as attributes (torch.os, dataclasses.sys, triton...builtins) and a few
+# of their functions: reached through any object, they lead to the process, the files and the
+# interpreter just as an import would. None is the name of something a Triton candidate needs.
+_MODULE_ATTRS = frozenset(
+    {
+        "os",
+        "sys",
+        "builtins",
+        "inspect",
+        "threading",
+        "ctypes",
+        "subprocess",
+        "importlib",
+        "gc",
+        "signal",
+        "socket",
+        "shutil",
+        "pathlib",
+        "multiprocessing",
+        "tempfile",
+        "pickle",
+        "marshal",
+        "atexit",
+        "traceback",
+        "linecache",
+        "runpy",
+        "pkgutil",
+        "faulthandler",
+        "resource",
+        "mmap",
+        "asyncio",
+        "concurrent",
+        "posix",
+        "pty",
+        "fcntl",
+        "io",
+        "sysconfig",
+        "platform",
+        "types",
+        "weakref",
+        "codeop",
+        "zipimport",
+        "selectors",
+        "urllib",
+        "http",
+        "sqlite3",
+        "shelve",
+        "copyreg",
+        "tracemalloc",
+        "environ",
+        "getenv",
+        "putenv",
+        "popen",
+        "system",
+        "fork",
+        "setsid",
+        "kill",
+        "killpg",
+        "execv",
+        "execve",
+        "from_file",
+    }
+)
 
 _FRAME_ATTRS = {
     "f_back",
@@ -98,7 +179,6 @@ _FRAME_ATTRS = {
     "cr_frame",
     "tb_frame",
     "ag_frame",
-    "ctypes",
 }
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # Dunder attributes that lead from an object to code, frames, modules or the class graph.
@@ -163,6 +243,10 @@ class _Checker(ast.NodeVisitor):
         self.violations: list[Violation] = []
         # import alias -> dotted module or object name ("tl" -> "triton.language")
         self.aliases: dict[str, str] = {}
+        # names bound to a plain attribute chain of an import (`T = torch.Tensor`): assigning into them is
+        # assigning into the module
+        self.derived: dict[str, str] = {}
+        self._called_getattr: set[int] = set()
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
@@ -219,7 +303,14 @@ class _Checker(ast.NodeVisitor):
         dotted = self._resolve(node)
         if dotted:
             self._check_dotted(node, dotted)
-        if node.attr in _FRAME_ATTRS:
+        if node.attr in _MODULE_ATTRS:
+            self._add(
+                node,
+                "module_reach",
+                f"You cannot use .{node.attr}; it reaches the process, files or interpreter, which belong to "
+                "the evaluator.",
+            )
+        elif node.attr in _FRAME_ATTRS:
             self._add(node, "introspection", f"You cannot read .{node.attr}; frames belong to the evaluator.")
         elif node.attr in _DANGEROUS_DUNDERS:
             self._add(node, "introspection", f"You cannot use .{node.attr}; it reaches the evaluator's objects.")
@@ -238,6 +329,14 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id in _BANNED_CALLS and node.id not in self.aliases:
             self._add(node, "banned_builtin", _BANNED_CALLS[node.id])
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id == "getattr"
+            and "getattr" not in self.aliases
+            and id(node) not in self._called_getattr
+        ):
+            # handed on (functools.reduce(getattr, ...)), its name is no longer in sight
+            self._add(node, "banned_builtin", "You cannot pass getattr around; use the attribute directly.")
         if node.id == "__builtins__":
             self._add(node, "introspection", "You cannot use __builtins__.")
         self.generic_visit(node)
@@ -245,6 +344,7 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
+            self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and not name.value.startswith("_")):
                 self._add(
@@ -252,6 +352,18 @@ class _Checker(ast.NodeVisitor):
                     "banned_builtin",
                     "You cannot call getattr with a computed or private name; use the attribute directly.",
                 )
+            elif isinstance(name.value, str):
+                # getattr(torch, "sys") is torch.sys
+                if name.value in _MODULE_ATTRS:
+                    self._add(
+                        node,
+                        "module_reach",
+                        f"You cannot use .{name.value}; it reaches the process, files or interpreter, which "
+                        "belong to the evaluator.",
+                    )
+                base = self._resolve(node.args[0]) if node.args else None
+                if base:
+                    self._check_dotted(node, f"{base}.{name.value}")
         self.generic_visit(node)
 
     # mutation of other objects -------------------------------------------------------------------
@@ -264,17 +376,40 @@ class _Checker(ast.NodeVisitor):
             root = target
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in self.aliases:
+            if isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.derived):
                 self._add(
                     target,
                     "monkey_patch",
-                    f"You cannot assign into {self.aliases[root.id]}; modules and their classes are "
-                    "shared with the evaluator.",
+                    f"You cannot assign into {self.aliases.get(root.id) or self.derived[root.id]}; modules and "
+                    "their classes are shared with the evaluator.",
                 )
+            elif isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in ("type", "getattr"):
+                self._add(
+                    target,
+                    "monkey_patch",
+                    f"You cannot assign into what {root.func.id}() returns; classes and modules are shared "
+                    "with the evaluator.",
+                )
+
+    def _chain_origin(self, value: ast.expr) -> str | None:
+        """The import a plain chain of attributes and subscripts starts from, if it starts from one."""
+        root = value
+        while isinstance(root, ast.Attribute | ast.Subscript):
+            root = root.value
+        if isinstance(root, ast.Name):
+            return self.aliases.get(root.id) or self.derived.get(root.id)
+        return None
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._check_target(target)
+        origin = self._chain_origin(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                if origin:
+                    self.derived[target.id] = origin
+                else:
+                    self.derived.pop(target.id, None)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:

@@ -53,6 +53,7 @@ BATTERY = [
     ),
     ("h19_introspection", SCALE_RELU, Status.rejected, "You cannot import sys"),
     ("h19_gc_objects", SCALE_RELU, Status.rejected, "You cannot import gc"),
+    ("h19_module_reach", SCALE_RELU, Status.rejected, "You cannot use .sys"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.

@@ -294,8 +294,36 @@ def _operand(x: Any) -> tuple[np.ndarray, Any, Any]:
     return np.asarray(x, dtype=np.float64), None, None
 
 
+# Kernels the interpreter is running now: libdevice exists only inside one.
+_kernels_running = 0
+
+
+def _install_kernel_tracking() -> None:
+    original = _interp.GridExecutor.__call__
+
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        global _kernels_running
+        _kernels_running += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _kernels_running -= 1
+
+    _interp.GridExecutor.__call__ = call  # type: ignore[method-assign]
+
+
+def _outside_kernel(name: str) -> ValueError:
+    # What Triton's own libdevice functions raise when called from host code, on any backend.
+    return ValueError(
+        f"libdevice.{name} was called outside a Triton kernel. Did you forget to add @triton.jit ? "
+        "(`_semantic` argument must be provided outside of JIT functions.)"
+    )
+
+
 def _libdevice_function(name: str, fn: Callable[..., np.ndarray], predicate: bool) -> Callable[..., tl.tensor]:
     def call(*args: Any, _semantic: Any = None, **_: Any) -> tl.tensor:
+        if not _kernels_running:
+            raise _outside_kernel(name)
         operands = [_operand(a) for a in args]
         dtype = next((d for _, d, _ in operands if d is not None), tl.float32)
         with np.errstate(all="ignore"):
@@ -318,6 +346,8 @@ def _libdevice_function(name: str, fn: Callable[..., np.ndarray], predicate: boo
 
 def _unavailable(name: str) -> Callable[..., Any]:
     def call(*_: Any, **__: Any) -> Any:
+        if not _kernels_running:
+            raise _outside_kernel(name)
         raise BackendLimitation(f"libdevice.{name} is not available in the interpret backend; it runs on a GPU")
 
     call.__name__ = name
@@ -455,6 +485,7 @@ def install() -> None:
         raise RuntimeError("the interpreter shim needs TRITON_INTERPRET=1 set before triton is imported")
     _install_autotune()
     _install_bf16_and_tf32()
+    _install_kernel_tracking()
     _install_libdevice()
     _install_device_assert()
     _install_bounds_checker()

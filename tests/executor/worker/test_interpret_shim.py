@@ -84,6 +84,23 @@ def test_libdevice_functions_compute_and_unknown_ones_say_so() -> None:
     assert result["limitation"].startswith("BackendLimitation: libdevice.popc is not available")
 
 
+def test_libdevice_called_from_host_code_fails_as_on_the_gpu_not_as_a_backend_limitation() -> None:
+    # On a GPU, Triton refuses a libdevice call outside a kernel; that is the candidate's mistake.
+    result = run_interpreted("""
+        x = torch.randn(8)
+        errors = {}
+        for name in ("tanh", "brev"):  # one the shim computes, one it does not
+            try:
+                getattr(libdevice, name)(x)
+                errors[name] = ""
+            except Exception as exc:
+                errors[name] = f"{type(exc).__name__}: {exc}"
+        print(json.dumps(errors))
+    """)
+    for name in ("tanh", "brev"):
+        assert result[name].startswith(f"ValueError: libdevice.{name} was called outside a Triton kernel")
+
+
 def test_out_of_bounds_access_is_reported_with_kernel_argument_and_offset() -> None:
     result = run_interpreted("""
         @triton.jit
