@@ -345,10 +345,22 @@ def _memory(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
+def _read_module(path: Path, what: str) -> str:
+    """A Python file's text, or a message that says why it cannot be read."""
+    if not path.is_file():
+        raise AdaexploreError(f"{what} file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AdaexploreError(
+            f"{what} file {path} is not UTF-8 text (byte {exc.start}); it must be a Python module"
+        ) from None
+    except OSError as exc:
+        raise AdaexploreError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+
+
 async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
-    if not args.reproducer.is_file():
-        raise AdaexploreError(f"reproducer file {args.reproducer} does not exist")
-    code = args.reproducer.read_text()
+    code = _read_module(args.reproducer, "reproducer")
     async with open_services(settings) as svc:
         seed_starter_memory(svc)
         task = create_task(svc, CreateTaskRequest(path=str(args.task)))
@@ -361,9 +373,7 @@ async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _profile(args: argparse.Namespace, settings: Settings) -> int:
     task = load_task(args.task)
-    if not args.kernel.is_file():
-        raise AdaexploreError(f"kernel file {args.kernel} does not exist")
-    code = args.kernel.read_text()
+    code = _read_module(args.kernel, "kernel")
     show = _Progress(enabled=sys.stderr.isatty() and not args.json)
     async with Evaluator(settings) as evaluator:
         result = await evaluator.evaluate(

@@ -47,7 +47,7 @@ from adaexplore.executor._models import (
 )
 from adaexplore.executor._modes import ModeSpec, mode_spec
 from adaexplore.executor._policy import check_policy, defines_model_new
-from adaexplore.executor._pool import JudgeClient, WorkerPool
+from adaexplore.executor._pool import JudgeClient, JudgeLost, WorkerPool
 from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
 from adaexplore.executor._protocol import (
     Compare,
@@ -117,7 +117,7 @@ class _Run:
 
     def __init__(self, task: Task, code: str, mode: Mode, progress: Progress | None) -> None:
         self.task = task
-        self.code = code
+        self.code = code.removeprefix("\ufeff")  # a byte order mark, as some editors write: Python ignores it
         self.mode = mode
         self.spec: ModeSpec = mode_spec(mode)
         self.progress = progress
@@ -362,8 +362,9 @@ class Evaluator:
 
     async def check_task(self, task: Task) -> None:
         """Load `task` in the judge as an evaluation would: import its module, build `Model` from
-        `get_init_inputs()` and draw `get_inputs()`. A task that fails here would fail every evaluation, so a
-        search checks it before it spends anything on candidates. The judge keeps the imported module.
+        `get_init_inputs()`, draw `get_inputs()` and compute the reference outputs. A task that fails here
+        would fail every evaluation, so a search checks it before it spends anything on candidates. The
+        judge keeps the imported module.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -375,11 +376,39 @@ class Evaluator:
         numeric = Backend.cuda if Backend.cuda in self._default_backends() else Backend.interpret
         run = _Run(task, "", Mode(self.config.mode), None)
         job = self._job(run, numeric, self._task_file(task))
-        judge = self._judge(numeric, self._pick_device(numeric))
+        device = self._pick_device(numeric)
+        judge = self._judge(numeric, device)
+        lock = self._device_lock(device) if numeric is Backend.cuda else None
+
+        async def ask(command: object, timeout: float, what: str) -> None:
+            # Only the task's own code runs in the judge here: its hang or its death is the task's fault.
+            try:
+                event = await judge.request(command, timeout)
+            except JudgeLost as lost:
+                if lost.timed_out:
+                    raise TaskError(
+                        f"task {task.name!r}: {what} took longer than {timeout:g} s; a task's code must finish "
+                        "promptly (no sleeping, downloading or waiting for input)"
+                    ) from None
+                raise TaskError(f"task {task.name!r}: the process running {what} died: {lost.output.strip()}") from None
+            except EvaluatorError as exc:
+                raise EvaluatorError(f"could not check task {task.name!r}: {exc}") from None
+            if isinstance(event, TaskFailed):
+                raise TaskError(f"task {task.name!r}: {event.message}")
+
         try:
-            await self._ask_judge(judge, Load(job=job), self.config.load_timeout_s, run)
-        except _Verdict as failed:
-            raise EvaluatorError(f"could not check task {task.name!r}: {failed.message}") from None
+            await ask(
+                Load(job=job),
+                self.config.load_timeout_s,
+                "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
+            )
+            if lock is not None:  # the forward runs on the device; no candidate is timed beside it
+                await lock.acquire()
+            try:
+                await ask(Prepare(job_id=job.job_id), self.config.trial_timeout_s * (job.trials + 3), "Model's forward")
+            finally:
+                if lock is not None:
+                    lock.release()
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
                 await judge.request(Release(job_id=job.job_id), timeout=30)

@@ -11,7 +11,17 @@ from adaexplore.errors import EvaluatorError
 from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
 from adaexplore.executor._protocol import Event, Phase, Ready
 
-__all__ = ["JudgeClient", "WorkerPool"]
+__all__ = ["JudgeClient", "JudgeLost", "WorkerPool"]
+
+
+class JudgeLost(EvaluatorError):
+    """The judge died or did not answer while it worked on a request (not while starting)."""
+
+    def __init__(self, message: str, *, timed_out: bool, output: str) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.output = output
+
 
 Spawn = Callable[[], Awaitable[WorkerProcess]]
 
@@ -111,7 +121,10 @@ class JudgeClient:
                 output = self._worker.output.text()[-3000:]
                 await self._worker.aclose()
                 self._worker = None
-                raise EvaluatorError(f"the judge process failed to start: {output}") from exc
+                why = f"was not ready within {self._ready_timeout:g} s" if isinstance(exc, WorkerTimeout) else "died"
+                raise EvaluatorError(
+                    f"the judge process failed to start: it {why}: {output.strip() or '(it wrote nothing)'}"
+                ) from exc
         assert self.ready is not None
         return self.ready
 
@@ -135,8 +148,13 @@ class JudgeClient:
                 output = worker.output.text()[-3000:]
                 await worker.aclose()
                 self._worker = None
-                what = "timed out" if isinstance(exc, WorkerTimeout) else "died"
-                raise EvaluatorError(f"the judge process {what}: {output}") from exc
+                timed_out = isinstance(exc, WorkerTimeout)
+                what = "timed out" if timed_out else "died"
+                raise JudgeLost(
+                    f"the judge process {what}: {output.strip() or '(it wrote nothing)'}",
+                    timed_out=timed_out,
+                    output=output,
+                ) from exc
 
     async def aclose(self) -> None:
         if self._worker is not None:

@@ -59,9 +59,9 @@ def read_task_file(path: Path) -> str:
         TaskError: the file is missing, unreadable, or not UTF-8 text.
     """
     if not path.is_file():
-        raise TaskError(f"task file {path} does not exist")
+        raise TaskError(f"task file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte order mark is no part of the module
     except UnicodeDecodeError as exc:
         raise TaskError(f"task file {path} is not UTF-8 text (byte {exc.start}); a task is a Python module") from None
     except OSError as exc:
@@ -75,6 +75,7 @@ def task_from_source(source: str, name: str = "task") -> Task:
         TaskError: the text does not parse, or lacks `Model`, `get_inputs` or `get_init_inputs`,
             or its `SMALL_SIZES`/`ALLOWED_PRECISION` are not literals of the right kind.
     """
+    source = source.removeprefix("\ufeff")  # a byte order mark, as some editors write: Python ignores it
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

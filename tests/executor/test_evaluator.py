@@ -175,6 +175,11 @@ async def test_bad_input_gets_its_status_and_an_actionable_message(
     assert "/dev/shm" not in result.message and "adaexplore-" not in result.message
 
 
+async def test_a_byte_order_mark_before_the_source_is_ignored_as_python_ignores_it(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(TASK, "\ufeff" + KERNEL)
+    assert result.status is Status.ok, result.message
+
+
 async def test_printing_to_stdout_is_captured_and_harmless(evaluator: Evaluator) -> None:
     code = variant(
         "        y = torch.empty_like(x)", "        print('hello from forward')\n        y = torch.empty_like(x)"
@@ -263,7 +268,21 @@ async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> N
     bad_init = task_from_source(TASK.source.replace("super().__init__()", "super().__init__(); 1 / 0"), name="init")
     with pytest.raises(TaskError, match="Model\\(\\*get_init_inputs\\(\\)\\) raised ZeroDivisionError"):
         await evaluator.check_task(bad_init)
+    bad_forward = task_from_source(
+        TASK.source.replace("return torch.relu(x * self.scale + 1.0)", "raise RuntimeError('no forward')"),
+        name="forward",
+    )
+    with pytest.raises(TaskError, match="forward raised RuntimeError: no forward"):
+        await evaluator.check_task(bad_forward)
     assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok  # the judge still serves
+
+
+async def test_a_task_that_hangs_while_loading_is_the_tasks_fault_not_the_evaluators(home: Path) -> None:
+    hangs = task_from_source("import time\ntime.sleep(600)\n" + TASK.source, name="hangs")
+    async with Evaluator(fast_settings(home, load_timeout_s=15.0)) as ev:
+        with pytest.raises(TaskError, match=r"task 'hangs': importing its module.*took longer than 15 s"):
+            await ev.check_task(hangs)
+        await ev.check_task(TASK)  # a new judge serves the next task
 
 
 async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home: Path) -> None:

@@ -62,3 +62,14 @@ def test_an_unusable_task_is_refused_with_what_to_change(source: str, fragment: 
 def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TaskError, match="does not exist"):
         load_task(tmp_path / "nope.py")
+    with pytest.raises(TaskError, match="is a directory"):
+        load_task(tmp_path)
+
+
+def test_a_byte_order_mark_is_no_part_of_the_task(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.py"
+    plain.write_text(GOOD)
+    marked = tmp_path / "marked.py"
+    marked.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert load_task(marked).source == load_task(plain).source == GOOD
+    assert task_from_source("\ufeff" + GOOD).source == GOOD
