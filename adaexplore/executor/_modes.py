@@ -159,6 +159,10 @@ def _precision_row(dtype: str) -> str | None:
         return "float64"
     if name in ("float",):
         return "float32"
+    # a complex number is a pair of its real dtype, and is held to that dtype's tolerance
+    complex_parts = {"complex64": "float32", "cfloat": "float32", "complex128": "float64", "cdouble": "float64"}
+    if name in complex_parts:
+        return complex_parts[name]
     return name if name in _STRICT else None
 
 

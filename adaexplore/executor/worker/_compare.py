@@ -39,6 +39,11 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: 
         return Comparison(
             equal, None, None, None, None if equal else f"{wrong} of {ref.numel()} elements differ (integer output)"
         )
+    if ref.is_complex():
+        # real and imaginary parts, each held to the tolerance (a cast to float64 would drop the imaginary part)
+        if not out.is_complex():
+            return Comparison(False, None, None, None, f"output is {out.dtype}, not complex like the reference")
+        out, ref = torch.view_as_real(out.to(ref.dtype)), torch.view_as_real(ref)
     o = out.to(torch.float64)
     r = ref.to(torch.float64)
     if o.numel() == 0:

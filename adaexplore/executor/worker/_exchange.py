@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -9,15 +11,31 @@ import torch
 
 from adaexplore.executor._protocol import TensorFile
 
-__all__ = ["read_tensor", "write_tensor"]
+__all__ = ["exchangeable", "read_tensor", "write_tensor"]
 
 # Same-width integer views for dtypes numpy lacks.
 _VIEW_AS = {
     torch.bfloat16: torch.int16,
-    torch.float8_e4m3fn: torch.uint8,
-    torch.float8_e5m2: torch.uint8,
     torch.bool: torch.uint8,
+    # every 8-bit float, written as its bits
+    **{
+        getattr(torch, name): torch.uint8
+        for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+        if hasattr(torch, name)
+    },
 }
+
+
+@functools.cache
+def exchangeable(dtype: torch.dtype) -> bool:
+    """Whether tensors of `dtype` can be written for the judge (NumPy holds them, or their bits)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # complex32 says it is experimental on the way to failing
+            torch.empty(0, dtype=_VIEW_AS.get(dtype, dtype)).numpy()
+    except (TypeError, RuntimeError):
+        return False
+    return True
 
 
 def write_tensor(tensor: torch.Tensor, directory: Path, name: str) -> TensorFile:

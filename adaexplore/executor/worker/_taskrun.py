@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor.worker._exchange import exchangeable
 
 __all__ = [
     "TASK_MODULE",
@@ -178,7 +179,22 @@ def flatten_output(value: Any) -> list[torch.Tensor]:
         TypeError: the forward returned something other than tensors.
     """
     if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, list | tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
-        return list(value)
-    raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
+        tensors = [value]
+    elif isinstance(value, list | tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
+        tensors = list(value)
+    else:
+        raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
+    for index, tensor in enumerate(tensors):
+        if tensor.is_nested:
+            raise TypeError(f"output {index} is a nested tensor; forward must return ordinary dense tensors")
+        if tensor.layout is not torch.strided:
+            raise TypeError(
+                f"output {index} has layout {str(tensor.layout).removeprefix('torch.')}; forward must return "
+                "ordinary dense tensors (call .to_dense())"
+            )
+        if not exchangeable(tensor.dtype):
+            raise TypeError(
+                f"output {index} has dtype {str(tensor.dtype).removeprefix('torch.')}, which cannot be compared; "
+                "return the reference's dtype"
+            )
+    return tensors

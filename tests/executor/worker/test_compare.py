@@ -93,3 +93,31 @@ def test_allowance_widens_the_tolerance_proportionally(gemm) -> None:
     tf32 = (round_mantissa(a, 10).double() @ round_mantissa(b, 10).double()).float()
     assert not compare(tf32, ref, tol, allowance=2.0).passed
     assert compare(tf32, ref, tol, allowance=1000.0).passed
+
+
+def test_complex_outputs_compare_both_parts_at_their_real_dtypes_tolerance() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(256, dtype=torch.float64)
+    ref = torch.fft.fft(x)  # complex128
+    out = torch.fft.fft(x.float()).to(torch.complex64)  # an honest float32 computation
+    tol = tolerance_for(Mode.strict, "complex64")
+    assert tol.atol > 0 and tol == tolerance_for(Mode.strict, "float32").model_copy(update={"dtype": "complex64"})
+    assert compare(out, ref.to(torch.complex64), tol).passed
+    real_only = torch.complex(out.real, torch.zeros_like(out.real))
+    failed = compare(real_only, ref.to(torch.complex64), tol)
+    assert not failed.passed and "exceed the tolerance" in (failed.message or "")
+    assert not compare(out.real, ref.to(torch.complex64), tol).passed
+
+
+def test_outputs_that_cannot_be_compared_are_named_not_crashed_on() -> None:
+    from adaexplore.executor.worker._taskrun import flatten_output
+
+    dense = torch.ones(3, 3)
+    assert flatten_output((dense, dense)) == [dense, dense]
+    for value, fragment in [
+        (dense.to_sparse(), "has layout sparse_coo"),
+        (torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]), "is a nested tensor"),
+        (dense.to(torch.complex32), "has dtype complex32, which cannot be compared"),
+    ]:
+        with pytest.raises(TypeError, match=fragment):
+            flatten_output(value)
