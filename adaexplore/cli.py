@@ -45,15 +45,17 @@ def _number(kind: type[int] | type[float], low: float, what: str, high: float | 
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value != value or value < low or (high is not None and value > high):
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is too large: the most is {high}")
+        if value != value or value < low:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
         return value
 
     return parse
 
 
-_POSITIVE_INT = _number(int, 1, "a whole number from 1 to 2**63 - 1", MAX_INTEGER)
-_SEED = _number(int, 0, "a seed: a whole number from 0 to 2**63 - 1", MAX_INTEGER)
+_POSITIVE_INT = _number(int, 1, "a whole number of at least 1", MAX_INTEGER)
+_SEED = _number(int, 0, "a seed: a whole number of at least 0", MAX_INTEGER)
 _POSITIVE = _number(float, 1e-12, "a number above 0")
 _NONNEGATIVE = _number(float, 0, "a number of at least 0")
 _PORT = _number(int, 0, "a port number (0 to 65535; 0 picks a free one)", 65535)

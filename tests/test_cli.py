@@ -79,7 +79,10 @@ def test_caller_errors_exit_2_with_a_message(tmp_path: Path) -> None:
         (["explore", "T.py", "--budget-usd", "0"], "argument --budget-usd: '0' is not a number above 0"),
         (["explore", "T.py", "--timeout", "nan"], "argument --timeout"),
         (["explore", "T.py", "--price-input", "-1"], "argument --price-input"),
-        (["serve", "--http", "--port", "99999"], "argument --port: '99999' is not a port number"),
+        (["serve", "--http", "--port", "99999"], "argument --port: '99999' is too large: the most is 65535"),
+        (["explore", "T.py", "--seed", str(10**30)], "argument --seed: '1000000000000000000000000000000' is too large"),
+        (["explore", "T.py", "--seed", "-1"], "argument --seed: '-1' is not a seed"),
+        (["explore", "T.py", "--steps", str(2**63)], "is too large: the most is 9223372036854775807"),
         (["explore", "T.py", "--budget-usd", "2"], "--budget-usd needs the model's prices"),
     ],
 )

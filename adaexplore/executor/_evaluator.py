@@ -64,7 +64,6 @@ from adaexplore.executor._protocol import (
     Proceed,
     Ready,
     ReferenceTimed,
-    Release,
     RunCandidate,
     Stop,
     TaskFailed,
@@ -411,7 +410,7 @@ class Evaluator:
                     lock.release()
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
-                await judge.request(Release(job_id=job.job_id), timeout=30)
+                await judge.release(job.job_id)
 
     def _explicit(self, backend: str) -> list[Backend]:
         assert self.environment is not None
@@ -680,7 +679,7 @@ class Evaluator:
                 with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError, _Verdict, TaskError):
                     await loading.result()
                 with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
-                    await judge.request(Release(job_id=job.job_id), timeout=30)
+                    await judge.release(job.job_id)
 
     def _pick_device(self, backend: Backend) -> int:
         devices = self._devices(backend)

@@ -9,7 +9,7 @@ from anyio.abc import TaskGroup
 
 from adaexplore.errors import EvaluatorError
 from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
-from adaexplore.executor._protocol import Event, Phase, Ready
+from adaexplore.executor._protocol import Event, Phase, Ready, Release
 
 __all__ = ["JudgeClient", "JudgeLost", "WorkerPool"]
 
@@ -114,17 +114,21 @@ class JudgeClient:
 
     async def _ensure(self) -> Ready:
         if self._worker is None:
-            self._worker = await self._spawn()
+            worker = await self._spawn()
             try:
-                self.ready = await self._worker.ready(self._ready_timeout)
+                ready = await worker.ready(self._ready_timeout)
             except (WorkerDied, WorkerTimeout) as exc:
-                output = self._worker.output.text()[-3000:]
-                await self._worker.aclose()
-                self._worker = None
+                output = worker.output.text()[-3000:]
+                await worker.aclose()
                 why = f"was not ready within {self._ready_timeout:g} s" if isinstance(exc, WorkerTimeout) else "died"
                 raise EvaluatorError(
                     f"the judge process failed to start: it {why}: {output.strip() or '(it wrote nothing)'}"
                 ) from exc
+            except BaseException:  # cancelled while it started: the next request starts another
+                with anyio.CancelScope(shield=True):
+                    await worker.aclose()
+                raise
+            self._worker, self.ready = worker, ready
         assert self.ready is not None
         return self.ready
 
@@ -144,7 +148,13 @@ class JudgeClient:
                     event = await worker.receive(timeout)
                     if not isinstance(event, Phase):
                         return event
-            except (WorkerDied, WorkerTimeout) as exc:
+            except BaseException as exc:
+                if not isinstance(exc, WorkerDied | WorkerTimeout):
+                    # Cancelled with a command in flight: its answer would be read as the next command's.
+                    self._worker = None
+                    with anyio.CancelScope(shield=True):
+                        await worker.aclose()
+                    raise
                 output = worker.output.text()[-3000:]
                 await worker.aclose()
                 self._worker = None
@@ -155,6 +165,11 @@ class JudgeClient:
                     timed_out=timed_out,
                     output=output,
                 ) from exc
+
+    async def release(self, job_id: str) -> None:
+        """Drop a job the judge holds; nothing to do when the judge it was loaded in is gone."""
+        if self._worker is not None:
+            await self.request(Release(job_id=job_id), timeout=30)
 
     async def aclose(self) -> None:
         if self._worker is not None:

@@ -80,6 +80,7 @@ class FailureRecord(BaseModel):
     triton: str | None
     backend: str | None
     created_at: str
+    node_id: int | None = None  # the node it was recorded from, when it came from one
 
 
 @dataclass
@@ -299,18 +300,52 @@ class MemoryTables:
         triton: str | None,
         backend: str | None,
         rule: int | NewRule | None,
+        node_id: int | None = None,
     ) -> tuple[int, int | None]:
         """Store a failure and count it toward its rule (an existing one by id, or a new one), in one
-        transaction. Returns (failure id, rule id)."""
+        transaction. Returns (failure id, rule id).
+
+        A node's failure is stored once. Sent again, it is not counted again: the stored failure's rule is
+        returned, except that a failure stored without a rule joins the rule given now and counts for it.
+        """
         with self._write() as db:
+            earlier = (
+                db.execute("SELECT id, rule_id FROM failures WHERE node_id=?", (node_id,)).fetchone()
+                if node_id is not None
+                else None
+            )
+            if earlier is not None and (earlier["rule_id"] is not None or rule is None):
+                return earlier["id"], earlier["rule_id"]
             rule_id = self._insert_rule(db, rule) if isinstance(rule, NewRule) else rule
+            if earlier is not None:
+                assert rule_id is not None
+                db.execute("UPDATE failures SET rule_id=? WHERE id=?", (rule_id, earlier["id"]))
+                self._count_toward(
+                    db,
+                    rule_id,
+                    specific=specific,
+                    signature=signature,
+                    key=signature_key,
+                    task_id=task_id,
+                    triton=triton,
+                    backend=backend,
+                )
+                return earlier["id"], rule_id
             failure_id = self._add_failure(
                 db,
                 rule_id,
                 specific=specific,
                 row=(task_id, signature, signature_key, status, error_type, error_text, code, triton, backend),
+                node_id=node_id,
             )
         return failure_id, rule_id
+
+    def failure_of_node(self, node_id: int) -> FailureRecord | None:
+        """The failure recorded from `node_id`, if one was."""
+        row = (
+            self._db.execute("SELECT * FROM failures WHERE node_id=?", (node_id,)).fetchone() if fits(node_id) else None
+        )
+        return FailureRecord(**dict(row)) if row is not None else None
 
     def confirm_rule(
         self,
@@ -356,23 +391,58 @@ class MemoryTables:
         *,
         specific: bool,
         row: tuple[str, str, str, str, str, str, str, str | None, str | None],
+        node_id: int | None = None,
     ) -> int:
         """Insert a failure (task, signature, key, status, error type, error text, code, triton, backend) and
         count it toward `rule_id`, whose signatures it joins when specific. Returns the failure's id."""
         task_id, signature, signature_key, status, error_type, error_text, code, triton, backend = row
         failure_id = db.execute(
             "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
-            "rule_id, triton, backend, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (task_id, signature, signature_key, status, error_type, error_text, code, rule_id, triton, backend, _now()),
+            "rule_id, triton, backend, created_at, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                task_id,
+                signature,
+                signature_key,
+                status,
+                error_type,
+                error_text,
+                code,
+                rule_id,
+                triton,
+                backend,
+                _now(),
+                node_id,
+            ),
         ).lastrowid
         assert failure_id is not None
         if rule_id is not None:
-            self._count(db, rule_id, task_id, triton, backend)
-            if specific:
-                db.execute(
-                    "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, signature_key)
-                )
+            self._count_toward(
+                db,
+                rule_id,
+                specific=specific,
+                signature=signature,
+                key=signature_key,
+                task_id=task_id,
+                triton=triton,
+                backend=backend,
+            )
         return failure_id
+
+    def _count_toward(
+        self,
+        db: sqlite3.Connection,
+        rule_id: int,
+        *,
+        specific: bool,
+        signature: str,
+        key: str,
+        task_id: str,
+        triton: str | None,
+        backend: str | None,
+    ) -> None:
+        self._count(db, rule_id, task_id, triton, backend)
+        if specific:
+            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, key))
 
     def _count(
         self, db: sqlite3.Connection, rule_id: int, task_id: str, triton: str | None, backend: str | None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -150,4 +150,9 @@ UPGRADES: dict[int, list[str]] = {
     3: ["ALTER TABLE runs ADD COLUMN stop_reason TEXT"],
     # 5: a rule found by its exact sentence (one sentence is one rule).
     4: ["CREATE INDEX rules_by_text ON rules (text)"],
+    # 6: the node a failure was recorded from: a node's failure counts once, however often it is sent.
+    5: [
+        "ALTER TABLE failures ADD COLUMN node_id INTEGER REFERENCES nodes(id)",
+        "CREATE UNIQUE INDEX failures_by_node ON failures (node_id) WHERE node_id IS NOT NULL",
+    ],
 }

@@ -289,6 +289,25 @@ async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFail
         raise RequestError(str(exc)) from exc
     seed_starter_memory(svc)
     running = triton or running_triton()
+    earlier = svc.store.failure_of_node(req.node_id) if req.node_id is not None else None
+    if earlier is not None and (earlier.rule_id is not None or rule_text is None):
+        # Sent again (a client's retry, say): a node's failure counts once.
+        kept = svc.store.rule(earlier.rule_id) if earlier.rule_id is not None else None
+        counts = (
+            f"; rule {kept.id} stays at {kept.occurrences} occurrences in {kept.tasks} task(s)"
+            if kept is not None
+            else "; it has no rule yet: give a one-sentence rule 'You cannot …' to start one"
+        )
+        return RecordFailureResult(
+            failure_id=earlier.id,
+            signature=sig.id,
+            signature_key=sig.key[:_DISPLAY],
+            merged_by="none",
+            rule=_skill(kept) if kept else None,
+            injected=kept is not None and injected(kept, config, running),
+            message=f"node {req.node_id}'s failure was recorded already (failure {earlier.id}) and counts once"
+            + counts,
+        )
     merged_by: Literal["signature", "similarity", "judge", "new", "none"] = "none"
     target: int | NewRule | None = None
     existing = svc.store.rule_for_signature(sig.id) if sig.specific else None
@@ -320,6 +339,7 @@ async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFail
         triton=running,
         backend=backend,
         rule=target,
+        node_id=req.node_id,
     )
     rule = svc.store.rule(rule_id) if rule_id is not None else None
     now_injected = rule is not None and injected(rule, config, running)

@@ -243,6 +243,7 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     """
     run = svc.store.run(req.run_id)
     config = _config(run)
+    _refuse_closed_run(run, config)
     chosen = select(svc.store.view(run.id), run.root_id, config, _rng(run, "select", run.root_id))
     trail = [
         TrailStep(
@@ -286,6 +287,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     run = svc.store.run(req.run_id)
     node = svc.store.node(req.node_id, run_id=run.id)
     config = _config(run)
+    _refuse_closed_run(run, config)
     action = Kind(req.action)
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
@@ -443,6 +445,7 @@ def _target(
             raise RequestError("give expansion_id alone, or run_id with parent_id and action, not both")
         expansion = svc.store.expansion(req.expansion_id)
         run = svc.store.run(expansion.run_id)
+        _refuse_closed_run(run, _config(run))
         parent = svc.store.node(expansion.node_id, run_id=run.id)
         if expansion.action is Kind.small and parent.small_children >= _config(run).small_step_limit:
             # another client's small step from this node landed since this expansion was handed out
@@ -455,6 +458,7 @@ def _target(
         if req.parent_id is None or req.action is None:
             raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")
         run = svc.store.run(req.run_id)
+        _refuse_closed_run(run, _config(run))
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
         _refuse_small_step_from_root(parent, action)
@@ -470,6 +474,17 @@ def _target(
         )
     svc.store.task(req.task_id)
     return None, None, None, []
+
+
+def _refuse_closed_run(run: RunRecord, config: SearchConfig) -> None:
+    """A finished run, or one whose steps are all taken, takes no more (nothing is written or evaluated)."""
+    if run.status == "finished":
+        raise ConflictError(f"run {run.id} is finished; best_kernel gives its result, and start_run opens a new search")
+    if run.steps >= config.total_steps:
+        raise ConflictError(
+            f"run {run.id} has taken all {config.total_steps} of its steps; call finish_run to re-measure its best "
+            "kernels, or start_run (with a larger total_steps) for a longer search"
+        )
 
 
 def _refuse_small_step_from_root(node: NodeRecord, action: Kind) -> None:
@@ -583,6 +598,16 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
         NotFoundError: the run id is unknown.
     """
     run = svc.store.run(req.run_id)
+    if run.status == "finished":  # a second call answers what the first decided, and measures nothing
+        earlier = [ReevaluatedCandidate.model_validate(c) for c in json.loads(run.final_result or "[]")]
+        return FinishRunResult(
+            run_id=run.id,
+            final_node_id=run.final_node_id,
+            candidates=earlier,
+            message=f"already finished; node {run.final_node_id} is its result"
+            if run.final_node_id is not None
+            else "already finished, with no correct kernel",
+        )
     config = _config(run)
     task = _task(svc, run.task_id)
     correct_nodes = sorted(
@@ -609,7 +634,9 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
     winner = max(passing, key=lambda c: (c.speedup if c.speedup is not None else 1.0, -c.node_id), default=None)
     final_id = winner.node_id if winner else run.best_node_id
     svc.store.finish_run(run.id, final_id, json.dumps([c.model_dump() for c in candidates]))
-    if not candidates:
+    if final_id is None:
+        message = "finished, with no correct kernel"
+    elif not candidates:
         message = "finished; the in-search best stands (no final re-evaluation)"
     elif winner is None:
         message = "finished; no candidate passed again, so the in-search best stands"

@@ -277,6 +277,18 @@ async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> N
     assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok  # the judge still serves
 
 
+async def test_cancelling_while_the_judge_starts_or_answers_leaves_the_evaluator_working(home: Path) -> None:
+    async with Evaluator(fast_settings(home)) as ev:
+        with anyio.move_on_after(0.5):  # the judge is still importing torch
+            await ev.check_task(TASK)
+        await ev.check_task(TASK)
+        with anyio.move_on_after(0.05):  # the judge has a command in hand
+            await ev.check_task(TASK)
+        # the answer to the cancelled command is not taken for the answer to the next one
+        result = await ev.evaluate(TASK, KERNEL)
+        assert result.status is Status.ok, result.message
+
+
 async def test_a_task_that_hangs_while_loading_is_the_tasks_fault_not_the_evaluators(home: Path) -> None:
     hangs = task_from_source("import time\ntime.sleep(600)\n" + TASK.source, name="hangs")
     async with Evaluator(fast_settings(home, load_timeout_s=15.0)) as ev:

@@ -508,3 +508,27 @@ async def test_imported_rules_wait_for_a_reproducer_whatever_the_file_claims(svc
     }
     assert rules["You cannot trust a curated claim."].occurrences == 50
     assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []
+
+
+async def test_a_nodes_failure_counts_once_however_often_it_is_sent(svc: Services) -> None:
+    from adaexplore.executor import Status
+    from adaexplore.tools import CompileAndProfileRequest, StartRunRequest, compile_and_profile, start_run
+
+    svc.evaluator = FakeEvaluator(lambda code, _: (Status.compile_error, None))
+    task_id, _ = tasks(svc)
+    run = start_run(svc, StartRunRequest(task_id=task_id, seed=1))
+    made = await compile_and_profile(
+        svc, CompileAndProfileRequest(code="k", run_id=run.run_id, parent_id=run.root_node_id, action="large")
+    )
+    assert made.node_id is not None
+    bare = await record_failure(svc, RecordFailureRequest(task_id=task_id, node_id=made.node_id))
+    assert bare.rule is None
+    # the rule given later is the failure's rule, counted once
+    ruled = await record_failure(svc, RecordFailureRequest(task_id=task_id, node_id=made.node_id, rule=BREAK_RULE))
+    assert ruled.failure_id == bare.failure_id and ruled.rule is not None and ruled.rule.occurrences == 1
+    for rule in (BREAK_RULE, None):  # a retry, with or without the rule
+        again = await record_failure(svc, RecordFailureRequest(task_id=task_id, node_id=made.node_id, rule=rule))
+        assert again.failure_id == bare.failure_id and "recorded already" in again.message
+        assert again.rule is not None and again.rule.occurrences == 1
+    assert rows(svc, "failures") == 1
+    assert svc.store.rule(ruled.rule.rule_id).occurrences == 1

@@ -366,3 +366,45 @@ async def test_a_stopped_run_says_why_until_its_next_step(svc: Services) -> None
     await finish_run(svc, FinishRunRequest(run_id=run.run_id))
     svc.store.stop_run(run.run_id, "too late")  # a finished run stays finished
     assert get_run(svc, GetRunRequest(run_id=run.run_id)).status == "finished"
+
+
+async def test_a_spent_or_finished_run_takes_no_more_steps_and_finishing_twice_measures_nothing(svc: Services) -> None:
+    from adaexplore.errors import ConflictError
+
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=4, total_steps=2))
+    first = await step(svc, run.run_id, code="first kernel")
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=first, action="large"))
+    await step(svc, run.run_id)
+    calls = svc.evaluator.calls
+    for attempt in (
+        lambda: select_uct(svc, SelectUctRequest(run_id=run.run_id)),
+        lambda: expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=first, action="large")),
+    ):
+        with pytest.raises(ConflictError, match="has taken all 2 of its steps; call finish_run"):
+            attempt()
+    for request in (
+        CompileAndProfileRequest(code="late", expansion_id=context.expansion_id),
+        CompileAndProfileRequest(code="late", run_id=run.run_id, parent_id=first, action="large"),
+    ):
+        with pytest.raises(ConflictError, match="has taken all 2"):
+            await compile_and_profile(svc, request)
+    assert svc.evaluator.calls == calls  # nothing was evaluated
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    calls = svc.evaluator.calls
+    again = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert svc.evaluator.calls == calls
+    assert (again.final_node_id, again.candidates) == (finished.final_node_id, finished.candidates)
+    assert again.message.startswith("already finished")
+    with pytest.raises(ConflictError, match="is finished; best_kernel gives its result"):
+        select_uct(svc, SelectUctRequest(run_id=run.run_id))
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 2
+
+
+async def test_finishing_a_run_without_a_correct_kernel_says_so(svc: Services) -> None:
+    svc.evaluator = FakeEvaluator(lambda code, _: (Status.mismatch, None))
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=4))
+    await step(svc, run.run_id)
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert (finished.final_node_id, finished.message) == (None, "finished, with no correct kernel")
