@@ -14,7 +14,7 @@ def _speedup(value: float | None) -> str:
 def render_runs(store: SqliteStore) -> str:
     runs = store.runs()
     if not runs:
-        return "no runs yet (start one with the start_run tool)"
+        return "no runs yet (start one with `adaexplore explore TASK`, or an MCP client's start_run)"
     names = {t.id: t.name for t in store.tasks()}
     lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>7}  {'best':>9}  {'model':<16}created"]
     for run in runs:

@@ -104,8 +104,8 @@ def _parser() -> argparse.ArgumentParser:
         "any other address needs a bearer token: ADAEXPLORE_TOKEN, or one generated and printed at start.",
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (with --http; default 127.0.0.1)")
-    serve.add_argument("--port", type=_PORT, default=8765, help="port to listen on (with --http; default 8765)")
+    serve.add_argument("--host", help="address to listen on (with --http; default 127.0.0.1)")
+    serve.add_argument("--port", type=_PORT, help="port to listen on (with --http; default 8765)")
 
     explore = commands.add_parser(
         "explore",
@@ -243,7 +243,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
         elif args.command == "serve":
-            serve_http(settings, args.host, args.port) if args.http else serve_stdio(settings)
+            if args.http:
+                serve_http(settings, args.host or "127.0.0.1", 8765 if args.port is None else args.port)
+            elif args.host is not None or args.port is not None:
+                raise ConfigError("--host and --port apply to --http; without it the server speaks stdio")
+            else:
+                serve_stdio(settings)
             code = EXIT_OK
         elif args.command in ("explore", "adapt"):
             settings = _with_model_options(settings, args)
@@ -362,6 +367,7 @@ def _read_module(path: Path, what: str) -> str:
 
 
 async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
+    load_task(args.task)  # a task file that is missing or unusable is named before anything starts
     code = _read_module(args.reproducer, "reproducer")
     async with open_services(settings) as svc:
         seed_starter_memory(svc)

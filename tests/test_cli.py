@@ -224,3 +224,24 @@ def test_memory_commands_list_show_retire_pin_edit_export_import(tmp_path: Path)
     broken.write_text("You cannot a.||2\nno separator here\n")
     refused = memory_cli("import", str(broken), home=tmp_path / "third")
     assert refused.returncode == 2 and "line 2 is not 'rule text||count'" in refused.stderr
+
+
+def test_serve_refuses_a_taken_port_and_http_options_without_http(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from adaexplore.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            main(["--home", str(tmp_path), "serve", "--http", "--port", str(port)])
+    assert exited.value.code == 2
+    assert f"adaexplore: error: cannot listen on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["--home", str(tmp_path), "serve", "--port", "9000"])
+    assert exited.value.code == 2
+    assert "--host and --port apply to --http; without it the server speaks stdio" in capsys.readouterr().err

@@ -48,7 +48,7 @@ class TerminalDisplay:
     # ---- the Observer ---------------------------------------------------------------------------------
     def task_started(self, run_id: str, name: str, steps_done: int, steps_total: int) -> None:
         self.lines[run_id] = _Line(name, steps_done, steps_total)
-        resumed = f" (resuming at step {steps_done})" if steps_done else ""
+        resumed = f" (resuming after step {steps_done})" if steps_done else ""
         self._say(f"[{name}] run {run_id}: {steps_total} steps{resumed}")
 
     def phase(self, run_id: str, text: str) -> None:

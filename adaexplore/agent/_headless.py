@@ -117,7 +117,8 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) 
         if s.status == "stopped":
             out.write(f"{s.task_name}: stopped: {s.reason}. Resume with: adaexplore explore --resume {s.run_id}\n")
     if timing_note:
-        out.write("note: speedups were not measured (no timing on this machine); the best kernel is a correct one.\n")
+        found = " and each best kernel is a correct one" if any(s.best_file is not None for s in summaries) else ""
+        out.write(f"note: speedups were not measured (no timing on this machine){found}.\n")
     if any(s.reason.startswith(INTERRUPTED) for s in summaries):
         return 130
     return 0 if all(s.status == "finished" or "budget" in s.reason for s in summaries) else 1
@@ -137,6 +138,7 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         return await run_all(explorer, run_ids, parallel)
     summaries: list[TaskSummary] | None = None
+    second: list[str] = []
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
@@ -145,6 +147,7 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
                 async for signum in received:
                     count += 1
                     if count > 1:
+                        second.append(signal.Signals(signum).name)
                         group.cancel_scope.cancel()
                         return
                     explorer.stop(f"{INTERRUPTED} ({signal.Signals(signum).name})")
@@ -160,6 +163,13 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
         finally:
             group.cancel_scope.cancel()
     if summaries is None:
+        # The runs are open still: say so in the store, so `runs list` does not show them running.
+        for run_id in run_ids:
+            explorer.svc.store.stop_run(
+                run_id, f"{INTERRUPTED} twice ({second[0] if second else 'signal'}): the steps in flight were dropped"
+            )
+        resume = " ".join(f"--resume {run_id}" for run_id in run_ids)
+        sys.stderr.write(f"stopped at once. Resume with: adaexplore explore {resume}\n")
         raise KeyboardInterrupt
     return summaries
 
@@ -175,6 +185,27 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
     """
     if not options.tasks and not options.resume:
         raise RequestError("name at least one task file, or a run to resume with --resume RUN")
+    if options.resume:
+        ignored = [
+            flag
+            for flag, value in (
+                ("--steps", options.steps),
+                ("--seed", options.seed),
+                ("--preset", options.preset),
+                ("--mode", options.mode),
+                ("--backend", options.backend),
+            )
+            if value is not None
+        ]
+        if ignored:
+            raise RequestError(
+                f"{', '.join(ignored)} set{'s' if len(ignored) == 1 else ''} up new runs; a resumed run keeps its "
+                "own (`adaexplore runs show RUN` shows them). Drop "
+                + ("it" if len(ignored) == 1 else "them")
+                + " to resume, or start a new run."
+            )
+        options.resume = list(dict.fromkeys(options.resume))  # a run named twice is resumed once
+    _check_out_dir(options.out_dir)
     for path in options.tasks:
         load_task(path)  # a missing or broken task stops everything before a run starts
     if options.resume:
@@ -211,22 +242,29 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
 async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOptions) -> list[str]:
     run_ids: list[str] = []
     if options.resume:
+        if options.tasks and not isinstance(writer, ReplayWriter):
+            raise RequestError("give task files or --resume, not both (replay alone reads task files on resume)")
         by_name = {p.stem: p for p in options.tasks}
-        for run_id in options.resume:
-            run = _check_resumable(svc, run_id)
+        runs = [_check_resumable(svc, run_id) for run_id in options.resume]
+        strays = sorted(set(by_name) - {run.task_name for run in runs})
+        if strays:
+            raise RequestError(
+                f"with --resume, a task file only tells replay where a resumed run's task lies, and no resumed run "
+                f"is on {', '.join(strays)}; start new runs on it without --resume"
+            )
+        for run in runs:
             if isinstance(writer, ReplayWriter):
                 path = by_name.get(run.task_name) or Path("examples/tasks") / f"{run.task_name}.py"
                 _add_replay(writer, run.task_id, path)
-            run_ids.append(run_id)
-        if options.tasks and not isinstance(writer, ReplayWriter):
-            raise RequestError("give task files or --resume, not both (replay alone reads task files on resume)")
+            run_ids.append(run.run_id)
         return run_ids
-    # every task is loaded in the evaluator's own process before any run starts, so a task whose code
-    # fails stops the command with its reason and leaves no run behind
+    # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
+    # starts: a task that fails stops the command with its reason and leaves no run behind
     tasks = [await tools.create_checked_task(svc, tools.CreateTaskRequest(path=str(path))) for path in options.tasks]
-    for path, task in zip(options.tasks, tasks, strict=True):
-        if isinstance(writer, ReplayWriter):
+    if isinstance(writer, ReplayWriter):
+        for path, task in zip(options.tasks, tasks, strict=True):
             _add_replay(writer, task.task_id, path)
+    for task in tasks:
         started = tools.start_run(
             svc,
             tools.StartRunRequest(
@@ -250,6 +288,18 @@ def _explorer(
     return Explorer(
         svc, writer, budget=budget, observer=TerminalDisplay(), out_dir=options.out_dir, memory_updates=memory_updates
     )
+
+
+def _check_out_dir(folder: Path | None) -> None:
+    """--out is checked before any work: a folder that cannot be made would lose a whole run's kernels."""
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RequestError(f"--out {folder} is a file, not a folder") from None
+    except OSError as exc:
+        raise RequestError(f"--out {folder} cannot be made: {exc.strerror or exc}") from None
 
 
 def _check_resumable(svc: tools.Services, run_id: str) -> tools.RunResult:
@@ -284,6 +334,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             "adapt needs a model: the replay generator only has sample kernels for the example tasks. Set "
             "OPENAI_API_KEY (or --api-key-env) and --model, or --base-url for another endpoint"
         )
+    _check_out_dir(options.out_dir)
     client = await _model_writer(settings)
     try:
         out.write(f"synthesizing {options.count} tasks (seed {options.seed}) from the installed torch…\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import socket
 import sys
 
 import anyio
@@ -50,6 +51,18 @@ def serve_stdio(settings: Settings) -> None:
     anyio.run(build_server(settings).run_stdio_async)
 
 
+def _check_bindable(host: str, port: int) -> None:
+    """Say plainly that the address is taken (or not this machine's) before the server starts."""
+    address = "127.0.0.1" if host == "localhost" else host
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server's own socket does
+        try:
+            probe.bind((address, port))
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def serve_http(settings: Settings, host: str, port: int) -> None:
     """Streamable HTTP. On any loopback address a DNS-rebinding guard checks Host and Origin (see
     `loopback_guard`), and a token is optional (ADAEXPLORE_TOKEN). On any other address a bearer token is
@@ -75,6 +88,7 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
                 file=sys.stderr,
                 flush=True,
             )
+    _check_bindable(host, port)
     # Off loopback the Host a client uses can be any name of this machine, so there is no guard: the token is
     # what keeps others out (a rebinding browser cannot present it).
     server = build_server(settings, token=token)

@@ -192,7 +192,8 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
         return task_from_source(req.source or "", name=req.name or "task"), "text"
     path = Path(req.path)
     if not path.is_file():
-        raise RequestError(f"task file {req.path} does not exist on the server's machine; send its source instead")
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise RequestError(f"task file {req.path} {what} on the machine adaexplore runs on; send its source instead")
     return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
 
 

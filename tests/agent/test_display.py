@@ -37,7 +37,7 @@ def test_a_terminal_gets_one_redrawn_bar_per_task() -> None:
     display.task_started("r2", "layernorm", 4, 10)
     display.step_done("r1", record(5, "ok", speedup=1.5, best=6), {"ok": 3, "mismatch": 2})
     text = stream.getvalue()
-    assert "[layernorm] run r2: 10 steps (resuming at step 4)" in text
+    assert "[layernorm] run r2: 10 steps (resuming after step 4)" in text
     last = text.rsplit("\x1b[J", 1)[-1].splitlines()  # what is on screen after the last redraw
     assert len(last) == 2
     assert last[0].startswith("row_softmax") and "█" * 10 + "░" * 10 in last[0]

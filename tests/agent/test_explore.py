@@ -202,7 +202,7 @@ def test_resume_after_a_kill_continues_the_run(tmp_path: Path) -> None:
             store.close()
         done = adaexplore("--config", str(config), "explore", "--resume", run.id, *model, env=cli_env(home))
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
-    assert f"resuming at step {killed_at}" in done.stderr
+    assert f"resuming after step {killed_at}" in done.stderr
     store = open_store(f"sqlite:///{db}")
     try:
         (after,) = store.runs()
@@ -297,13 +297,45 @@ def test_a_task_that_does_not_import_is_reported_before_any_run(tmp_path: Path) 
     assert_nothing_started(home)
 
 
+def test_options_that_cannot_be_honoured_are_refused_before_any_work(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    bad_out = adaexplore("explore", str(TASK), "--out", str(a_file), env=cli_env(home, None))
+    assert bad_out.returncode == 2 and f"--out {a_file} is a file, not a folder" in bad_out.stderr
+    # a task replay has no kernels for, after one it has: refused before either run starts
+    (tmp_path / "mine").mkdir()
+    unknown = tmp_path / "mine" / "my_softmax.py"
+    unknown.write_text(TASK.read_text())
+    no_replay = adaexplore("explore", str(TASK), str(unknown), env=cli_env(home, None))
+    assert no_replay.returncode == 2 and "replay has no sample kernels for task my_softmax" in no_replay.stderr
+    assert_nothing_started(home)
+    # a run left open: its time budget stops it after its first step
+    done = adaexplore("explore", str(TASK), "--steps", "5", "--budget-time", "1s", env=cli_env(home, None))
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
+    try:
+        (run,) = store.runs()
+        assert run.status == "stopped"
+    finally:
+        store.close()
+    for extra, fragment in [
+        (["--steps", "5"], "--steps sets up new runs; a resumed run keeps its own"),
+        (["--seed", "1", "--mode", "paper"], "--seed, --mode set up new runs"),
+        ([str(EXAMPLES / "tasks" / "layernorm.py")], "no resumed run is on layernorm"),
+    ]:
+        refused = adaexplore("explore", "--resume", run.id, *extra, env=cli_env(home, None))
+        assert refused.returncode == 2 and fragment in refused.stderr, refused.stderr[-2000:]
+
+
 def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "tasks").mkdir()
     (tmp_path / "kernels").symlink_to(EXAMPLES / "kernels")  # where replay finds the sample kernels
     flaky = tmp_path / "tasks" / "row_softmax.py"
-    # the judge's process draws inputs for the task check, then for each evaluation: the second draw fails
-    guard = "_DRAWS[0] += 1\n    if _DRAWS[0] > 5:\n        raise RuntimeError('the data source went away')"
+    # The judge's process draws inputs six times for the task check (five trials' inputs, then one to learn
+    # the reference's facts), then again for each evaluation: the first evaluation's draw fails.
+    guard = "_DRAWS[0] += 1\n    if _DRAWS[0] > 6:\n        raise RuntimeError('the data source went away')"
     source = TASK.read_text().replace("def get_inputs():", f"_DRAWS = [0]\n\n\ndef get_inputs():\n    {guard}", 1)
     assert "_DRAWS" in source
     flaky.write_text(source)
@@ -378,9 +410,14 @@ def test_an_interrupt_stops_the_run_resumably(tmp_path: Path, signals: int) -> N
     store = open_store(f"sqlite:///{db}")
     try:
         (run,) = store.runs()
-        # one signal: the run is recorded as stopped, and why; two: it stopped at once, as a kill would
-        assert run.status == ("stopped" if signals == 1 else "running") and 1 <= run.steps < 40
-        assert run.stop_reason == ("interrupted (SIGINT)" if signals == 1 else None)
+        # one signal: the run stops after its step; two: at once, dropping the step in flight. Either way
+        # the run is recorded as stopped, and why.
+        assert run.status == "stopped" and 1 <= run.steps < 40
+        assert run.stop_reason == (
+            "interrupted (SIGINT)" if signals == 1 else "interrupted twice (SIGINT): the steps in flight were dropped"
+        )
+        if signals == 2:
+            assert f"stopped at once. Resume with: adaexplore explore --resume {run.id}" in err
         assert store.nodes(run.id)[0].visits == run.steps  # every completed step is in the tree
     finally:
         store.close()
