@@ -30,6 +30,8 @@ def jaccard(a: set[str], b: set[str]) -> float:
 def check_rule_text(text: str) -> str | None:
     """The rule text cleaned up, None for "no guidance"; raises ValueError saying what is wrong."""
     cleaned = " ".join(text.split())
+    if any(not ch.isprintable() for ch in cleaned):
+        raise ValueError("a rule is plain text: it has a control character (such as NUL); send the sentence alone")
     if cleaned.lower().rstrip(".") == NO_GUIDANCE:
         return None
     if not cleaned.startswith("You cannot "):

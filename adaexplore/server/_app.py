@@ -11,7 +11,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp import MCPError
@@ -19,7 +19,15 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field
 
 from adaexplore import __version__, tools
@@ -62,6 +70,30 @@ class _StaticToken:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         return AccessToken(token=token, client_id="adaexplore", scopes=["adaexplore"]) if token == self._token else None
+
+
+class _StrictServer(MCPServer):
+    """An MCP server whose tools refuse arguments they do not take: a misspelt name would otherwise be
+    dropped without a word, and the call would do something other than what was asked."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        listed = await super().list_tools()
+        for tool in listed:
+            tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+        return listed
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        taken = {t.name: set(t.input_schema.get("properties", {})) for t in await super().list_tools()}
+        if name in taken:
+            unknown = sorted(set(arguments) - taken[name])
+            if unknown:
+                raise ToolError(
+                    f"{name} takes no argument {', '.join(map(repr, unknown))}; its arguments are "
+                    f"{', '.join(sorted(taken[name]))}"
+                )
+        return await super().call_tool(name, arguments, context)
 
 
 def _services(ctx: Context) -> tools.Services:
@@ -162,7 +194,7 @@ def build_server(
                 required_scopes=["adaexplore"],
             ),
         }
-    mcp = MCPServer("adaexplore", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, **auth)
+    mcp = _StrictServer("adaexplore", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, **auth)
     _register_tools(mcp)
     _register_resources(mcp)
     _register_prompts(mcp)
@@ -206,12 +238,24 @@ def _register_tools(mcp: MCPServer) -> None:
         model: Annotated[
             str, Field(description="who writes the kernels (for the record)", max_length=200)
         ] = "external",
+        mode: Annotated[
+            ModeName | None, Field(description="evaluation protocol of every kernel of the run (default strict)")
+        ] = None,
+        backend: Annotated[BackendName | None, Field(description="where the run's kernels run (default auto)")] = None,
     ) -> Annotated[CallToolResult, tools.StartRunResult]:
         """Open a search run on a task. It starts with an empty root; call select_uct next."""
         result = _call(
             lambda: tools.start_run(
                 _services(ctx),
-                tools.StartRunRequest(task_id=task_id, seed=seed, total_steps=total_steps, preset=preset, model=model),
+                tools.StartRunRequest(
+                    task_id=task_id,
+                    seed=seed,
+                    total_steps=total_steps,
+                    preset=preset,
+                    model=model,
+                    mode=mode,
+                    backend=backend,
+                ),
             )
         )
         return _answer(result, f"run {result.run_id} on task {result.task_id}, root node {result.root_node_id}")
@@ -417,6 +461,8 @@ def _register_tools(mcp: MCPServer) -> None:
         )
         speed = f", {result.speedup:.3f}x" if result.speedup is not None else ""
         resources = {"code": f"node://{node_id}/code"} | _evaluation_resources("evaluation.", node_id)
+        if result.kind == "root":
+            return _answer(result, f"node {node_id}: the root of run {result.run_id} (it has no kernel)", resources)
         return _answer(result, f"node {node_id} ({result.kind} step {result.step}): {result.status}{speed}", resources)
 
     @mcp.tool(title="Read a run", annotations=READ_ONLY)

@@ -7,6 +7,7 @@ import functools
 import importlib.metadata
 import json
 import math
+import re
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -372,8 +373,18 @@ async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFail
     )
 
 
+# a version as Triton and pip write them: 3.6.0, 3.6, 3.6.0+git1a2b3c, 3.7.0.dev20261101
+_VERSION = re.compile(r"\d+(?:\.\d+){0,3}(?:[.+-]?[A-Za-z0-9][A-Za-z0-9.+-]*)?")
+
+
 def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemoryResult:
-    """The rules injected for a scope (the running Triton by default), as a prompt block or as data."""
+    """The rules injected for a scope (the running Triton by default), as a prompt block or as data.
+
+    Raises:
+        RequestError: the Triton version is not a version number.
+    """
+    if req.triton is not None and not _VERSION.fullmatch(req.triton):
+        raise RequestError(f"triton must be a version number such as 3.6.0, not {req.triton[:40]!r}")
     seed_starter_memory(svc)
     config = svc.settings.memory
     triton = req.triton or running_triton()

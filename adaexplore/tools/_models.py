@@ -53,7 +53,7 @@ class CreateTaskRequest(_In):
 
 class CreateTaskResult(_Out):
     task_id: str
-    name: str
+    name: str = Field(description="the task's name in the store: the first name the same task was given")
     init_params: list[str]
     forward_params: list[str]
     small_sizes: bool
@@ -189,6 +189,8 @@ class RunResult(_Out):
     )
     stop_reason: str | None = None
     model: str
+    mode: str = Field(description="the evaluation protocol of the run's kernels: strict, kernelbench or paper")
+    backend: str = Field(description="where its kernels run: auto, cuda, compile or interpret")
     seed: int
     steps_done: int
     steps_total: int

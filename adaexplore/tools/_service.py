@@ -198,10 +198,10 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
 
 
 def _stored_task(svc: Services, task: Task, origin: str) -> CreateTaskResult:
-    svc.store.put_task(task.hash, task.name, task.source, origin)
+    stored = svc.store.put_task(task.hash, task.name, task.source, origin)
     return CreateTaskResult(
         task_id=task.hash,
-        name=task.name,
+        name=stored.name,  # the same task registered again keeps the name it was first given
         init_params=task.init_params,
         forward_params=task.forward_params,
         small_sizes=task.small_sizes is not None,
@@ -454,12 +454,14 @@ def _target(
                 f"node {parent.id} has had {parent.small_children} small-step children since expansion "
                 f"{expansion.id} was made, its limit; call select_uct again (nothing was evaluated)"
             )
+        _refuse_other_task(req, run)
         return run, expansion.node_id, expansion.action, expansion.context_ids
     if req.run_id is not None:
         if req.parent_id is None or req.action is None:
             raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")
         run = svc.store.run(req.run_id)
         _refuse_closed_run(run, _config(run))
+        _refuse_other_task(req, run)
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
         _refuse_small_step_from_root(parent, action)
@@ -475,6 +477,14 @@ def _target(
         )
     svc.store.task(req.task_id)
     return None, None, None, []
+
+
+def _refuse_other_task(req: CompileAndProfileRequest, run: RunRecord) -> None:
+    if req.task_id is not None and req.task_id != run.task_id:
+        raise RequestError(
+            f"task_id {req.task_id} is not the task of run {run.id} ({run.task_id}); drop task_id to add to the "
+            "run, or give task_id alone to evaluate without a tree"
+        )
 
 
 def _refuse_closed_run(run: RunRecord, config: SearchConfig) -> None:
@@ -545,6 +555,8 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
         status=run.status,
         stop_reason=run.stop_reason,
         model=run.model,
+        mode=run.mode,
+        backend=run.backend,
         seed=run.seed,
         steps_done=run.steps,
         steps_total=config.total_steps,

@@ -187,7 +187,37 @@ async def test_bad_calls_are_tool_errors_that_say_how_to_fix_them_and_the_server
             code="x",
             rule="Do better.",
         )
+        assert "compile_and_profile takes no argument 'expansionid'" in await error_of(
+            client, "compile_and_profile", code="k", task_id=task["task_id"], expansionid=5
+        )
+        other_task = await call(client, "create_task", source=TASK.replace("+ 1.0", "+ 2.0"))
+        assert "is not the task of run" in await error_of(
+            client,
+            "compile_and_profile",
+            code="k",
+            task_id=other_task["task_id"],
+            run_id=run["run_id"],
+            parent_id=node,
+            action="large",
+        )
+        assert "triton must be a version number" in await error_of(client, "get_skill_memory", triton="banana")
+        assert "control character" in await error_of(
+            client,
+            "record_failure",
+            task_id=task["task_id"],
+            status="compile_error",
+            error_text="e",
+            code="x",
+            rule="You cannot \x00 do that.",
+        )
         assert (await call(client, "get_run", run_id=run["run_id"]))["steps_done"] == 1
+        # the same task under another name keeps its first name, and says so
+        again = await call(client, "create_task", source=TASK, name="another name")
+        assert again["task_id"] == task["task_id"] and again["name"] == task["name"]
+        # a run's protocol and backend are the caller's to choose, and shown
+        chosen = await call(client, "start_run", task_id=task["task_id"], mode="kernelbench", backend="interpret")
+        shown = await call(client, "get_run", run_id=chosen["run_id"])
+        assert (shown["mode"], shown["backend"]) == ("kernelbench", "interpret")
 
 
 async def test_a_reproducer_gives_an_imported_rule_its_scope_through_the_server(settings: Settings) -> None:
