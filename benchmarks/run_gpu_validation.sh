@@ -2,6 +2,7 @@
 # On a GPU machine: the GPU test suites, then the evaluator benchmark. Results go to $OUT (default ./gpu-results).
 #   benchmarks/run_gpu_validation.sh tests      # example verdicts, bad input, reward-hack battery, timing, CLI
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
+#   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -20,5 +21,13 @@ case "${1:-tests}" in
       --compile 2>&1 | tee "$OUT/profile_compile.txt"
     timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py \
       --only cost,repeat,backtoback,dobench,references,concurrency,cpu --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+    ;;
+  compile)
+    for round in 1 2 3; do
+      python3 benchmarks/compile_stages.py
+      python3 benchmarks/compile_stages.py --warm
+    done 2>&1 | grep '^{' | tee "$OUT/compile_stages.jsonl"
+    timeout "${BENCH_TIMEOUT:-400}" python3 benchmarks/evaluator_bench.py --only cost --evals 9 \
+      --json "$OUT/cost.json" 2>&1 | tee "$OUT/cost.log"
     ;;
 esac

@@ -180,7 +180,7 @@ def normalize(text: str, names: set[str]) -> str:
 # What the evaluator puts before the exception in an evaluation's message: the phase, not the mistake.
 _PHASE = re.compile(
     r"^(?:forward raised (?:in trial \d+|while being timed)|the candidate module failed to import"
-    r"|ModelNew\(\*get_init_inputs\(\)\) raised; ModelNew must accept the same arguments as Model\([^)]*\)): "
+    r"|ModelNew\(\*get_init_inputs\(\)\) raised(?:; ModelNew must accept the same arguments as Model\([^)]*\))?): "
 )
 # An exception's "Type: message" line, as Python prints it and as the evaluator's messages carry it.
 _EXCEPTION_HEAD = re.compile(r"^([A-Z][A-Za-z0-9_]*): ")

@@ -19,6 +19,7 @@ HERE = Path(__file__).parent
 CANDIDATES = HERE / "candidates"
 SCALE_RELU = load_task(HERE.parent / "executor" / "data" / "scale_relu_task.py")
 MATMUL = load_task(HERE / "tasks" / "matmul_task.py")
+LIST_INPUT = load_task(HERE / "tasks" / "list_input_task.py")
 HONEST = (HERE.parent / "executor" / "data" / "scale_relu_kernel.py").read_text()
 
 pytestmark = pytest.mark.anyio
@@ -40,6 +41,7 @@ BATTERY = [
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
+    ("h10_list_input_mutation", LIST_INPUT, Status.rejected, "You cannot return an input"),
     ("h14_global_flags", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     ("h14_task_namespace", SCALE_RELU, Status.rejected, "You cannot import adaexplore_task"),
     ("h15_bf16_inside", MATMUL, Status.mismatch, "elements exceed the tolerance"),

@@ -39,11 +39,13 @@ from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
+    clone_args,
     flatten_output,
     import_file,
     load_task_module,
     make_args,
     resolve_seeds,
+    tensors_in,
 )
 from adaexplore.executor.worker._timing import Timer, summarize
 
@@ -60,7 +62,7 @@ class _State:
 
 
 def _clone(args: list[Any]) -> list[Any]:
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    return clone_args(list(args))
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -183,13 +185,11 @@ class CandidateRunner:
             with self._numerics():
                 model = build_model(model_cls, init_args, init_seed, self.device, cast, on_device=on_device)
         except BaseException as exc:
-            params = ", ".join(list(inspect.signature(task.Model.__init__).parameters)[1:])
-            self._fail(
-                classify(exc),
-                f"ModelNew(*get_init_inputs()) raised; ModelNew must accept the same arguments as Model({params})",
-                exc,
-                "construction",
-            )
+            where = "ModelNew(*get_init_inputs()) raised"
+            if isinstance(exc, TypeError) and "argument" in str(exc):  # the call itself did not fit
+                params = ", ".join(list(inspect.signature(task.Model.__init__).parameters)[1:])
+                where += f"; ModelNew must accept the same arguments as Model({params})"
+            self._fail(classify(exc), where, exc, "construction")
         self._check(guard, "construction")
         load_s = time.perf_counter() - started
 
@@ -320,7 +320,7 @@ class CandidateRunner:
                     Status.mismatch,
                     f"output {j} is on {t.device}; the inputs are on {self.device}, and the output must be there too",
                 )
-            if not proceed.allow_aliasing and any(isinstance(a, torch.Tensor) and _overlaps(t, a) for a in args):
+            if not proceed.allow_aliasing and any(_overlaps(t, a) for a in tensors_in(args)):
                 self.state.flags.append(
                     AuditFlag(
                         code="output_aliases_input",
@@ -330,7 +330,7 @@ class CandidateRunner:
                 )
         if not proceed.allow_input_mutation:
             for k, (a, p) in enumerate(zip(args, pristine, strict=True)):
-                if isinstance(a, torch.Tensor) and not _same_bits(a, p):
+                if any(not _same_bits(x, y) for x, y in zip(tensors_in(a), tensors_in(p), strict=True)):
                     self.state.flags.append(
                         AuditFlag(
                             code="input_modified",

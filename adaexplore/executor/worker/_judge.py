@@ -33,11 +33,13 @@ from adaexplore.executor.worker._exchange import read_tensor
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
+    clone_args,
     flatten_output,
     load_task_module,
     make_args,
     resolve_seeds,
     scaled_inputs,
+    tensors_in,
     upcast,
     upcast_copy,
 )
@@ -194,15 +196,11 @@ class Judge:
             return self._task_flags[key]
         flags: list[AuditFlag] = []
         args = self._inputs(job, job.trial_seeds[0])
-        pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        pristine = clone_args(list(args))
         again = self._forward(job.native, args)
-        mutates = any(
-            isinstance(a, torch.Tensor) and not torch.equal(a, p) for a, p in zip(args, pristine, strict=True)
-        )
+        mutates = any(not torch.equal(a, p) for a, p in zip(tensors_in(args), tensors_in(pristine), strict=True))
         aliases = any(
-            isinstance(a, torch.Tensor) and t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
-            for t in again
-            for a in args
+            t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for t in again for a in tensors_in(args)
         )
         for j, tol in enumerate(job.tolerances):
             ref0 = job.refs[0][j]
@@ -257,12 +255,8 @@ class Judge:
         return job.timing_base
 
     def _scaled_reference(self, job: _Job, scale: float) -> list[torch.Tensor]:
-        # scaled_inputs makes new floating tensors; the others are copied so a reference that writes
-        # to its inputs cannot change the kept base.
-        args = [
-            a.clone() if isinstance(a, torch.Tensor) and not a.is_floating_point() else a
-            for a in scaled_inputs(self._timing_base(job), scale)
-        ]
+        # a copy of everything, so that a reference that writes to its inputs cannot change the kept base
+        args = clone_args(scaled_inputs(self._timing_base(job), scale))
         return self._forward(job.reference, upcast(args) if job.float64 else args)
 
     def _judge_one(

@@ -20,6 +20,7 @@ __all__ = [
     "TASK_MODULE",
     "TaskFault",
     "build_model",
+    "clone_args",
     "derive_seeds",
     "flatten_output",
     "import_file",
@@ -27,6 +28,7 @@ __all__ = [
     "make_args",
     "resolve_seeds",
     "scaled_inputs",
+    "tensors_in",
     "upcast",
     "upcast_copy",
 ]
@@ -157,19 +159,58 @@ def upcast(value: Any) -> Any:
     return value
 
 
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors in `value`, in order, looking into lists, tuples and dicts (a task may pass a list of
+    tensors as one argument)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in tensors_in(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in tensors_in(item)]
+    return []
+
+
+def clone_args(value: Any) -> Any:
+    """`value` with every tensor in it cloned, through lists, tuples and dicts."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list | tuple):
+        items = [clone_args(item) for item in value]
+        return type(value)(items) if type(value) in (list, tuple) else items
+    if isinstance(value, dict):
+        return {key: clone_args(item) for key, item in value.items()}
+    return value
+
+
 def scaled_inputs(base: list[Any], scale: float, out: list[Any] | None = None) -> list[Any]:
-    """Floating tensors of `base` times `scale` (into `out`'s buffers when given); the rest as is."""
-    result = []
-    for index, value in enumerate(base):
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
+    """The inputs of one timed call: floating tensors of `base` (also in lists and tuples) times `scale`, into
+    `out`'s buffers when given. When no input is floating (indices alone, say), integer and boolean tensors
+    are shuffled instead, by a permutation `scale` fixes: their values stay the same set (indices stay valid)
+    in an order no other call sees, so an output cached by content cannot be returned again. The rest as
+    is."""
+    floating = any(t.is_floating_point() for t in tensors_in(base))
+    shift = 0 if floating else round((1.0 - scale) * 16 * 1_000_003)
+    return _fresh(base, scale, shift, out)  # type: ignore[no-any-return]
+
+
+def _fresh(value: Any, scale: float, shift: int, out: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point():
             if out is not None:
-                torch.mul(value, scale, out=out[index])
-                result.append(out[index])
-            else:
-                result.append(value * scale)
-        else:
-            result.append(value)
-    return result
+                return torch.mul(value, scale, out=out)
+            return value * scale
+        if shift and value.numel() > 1:
+            # the same permutation in every process that draws it (a CPU generator with this seed)
+            order = torch.randperm(value.numel(), generator=torch.Generator().manual_seed(shift))
+            moved = value.reshape(-1)[order.to(value.device)].reshape(value.shape)
+            return out.copy_(moved) if out is not None else moved
+        return value
+    if isinstance(value, list | tuple):
+        outs = out if out is not None else [None] * len(value)
+        items = [_fresh(item, scale, shift, o) for item, o in zip(value, outs, strict=True)]
+        return type(value)(items) if type(value) in (list, tuple) else items
+    return value
 
 
 def flatten_output(value: Any) -> list[torch.Tensor]:

@@ -25,7 +25,7 @@ import torch
 
 from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
-from adaexplore.executor.worker._taskrun import flatten_output, scaled_inputs
+from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
 
 __all__ = ["Measurement", "Timer", "call_scale", "summarize"]
 
@@ -154,7 +154,7 @@ class Timer:
         """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept."""
         rings: list[list[Any]] = []
         if spec.fresh_inputs:
-            rings = [[v.clone() if isinstance(v, torch.Tensor) else v for v in base] for _ in range(_RING)]
+            rings = [clone_args(list(base)) for _ in range(_RING)]
         counter = 0
 
         def inputs() -> tuple[float, list[Any]]:
