@@ -76,6 +76,8 @@ class _StrictServer(MCPServer):
     """An MCP server whose tools refuse arguments they do not take: a misspelt name would otherwise be
     dropped without a word, and the call would do something other than what was asked."""
 
+    _taken: dict[str, set[str]] | None = None  # each tool's argument names
+
     async def list_tools(self) -> list[MCPTool]:
         listed = await super().list_tools()
         for tool in listed:
@@ -85,7 +87,11 @@ class _StrictServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
-        taken = {t.name: set(t.input_schema.get("properties", {})) for t in await super().list_tools()}
+        taken = getattr(self, "_taken", None)
+        if taken is None:  # the tools are all registered before the first call, and never change after
+            taken = self._taken = {
+                t.name: set(t.input_schema.get("properties", {})) for t in await super().list_tools()
+            }
         if name in taken:
             unknown = sorted(set(arguments) - taken[name])
             if unknown:
