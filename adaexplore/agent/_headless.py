@@ -165,6 +165,8 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
     if summaries is None:
         # The runs are open still: say so in the store, so `runs list` does not show them running.
         for run_id in run_ids:
+            if explorer.svc.store.run(run_id).status != "running":
+                continue  # finished, or stopped already for a reason of its own
             explorer.svc.store.stop_run(
                 run_id, f"{INTERRUPTED} twice ({second[0] if second else 'signal'}): the steps in flight were dropped"
             )

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -86,6 +87,10 @@ _SIGNALS = {
     -4: "SIGILL",
     -15: "SIGTERM",
 }
+
+
+# environment variables that hold credentials, by their names
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
 class ProgressUpdate(BaseModel):
@@ -235,7 +240,9 @@ class Evaluator:
                 await judge.aclose()
 
     def _make_worker_env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        # Workers run untrusted code: they get no credentials (API keys, tokens, passwords) of this process.
+        named = self.settings.model.api_key_env  # whatever its name
+        env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k) and k != named}
         env.pop("TRITON_INTERPRET", None)
         package_root = str(Path(adaexplore.__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)

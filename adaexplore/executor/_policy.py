@@ -102,6 +102,16 @@ _BANNED_NAMES = {
     "torch.cuda.profiler": "You cannot use the profiler; the evaluator measures.",
     "torch.cuda.cudart": "You cannot call the CUDA runtime directly.",
     "operator.attrgetter": "You cannot use operator.attrgetter; use the attribute directly.",
+    # these evaluate annotation strings as code
+    "typing.get_type_hints": "You cannot evaluate annotations (typing.get_type_hints).",
+    "typing.ForwardRef": "You cannot evaluate annotations (typing.ForwardRef).",
+    "typing.evaluate_forward_ref": "You cannot evaluate annotations.",
+    "functools.singledispatch": "You cannot use functools.singledispatch; call the function you mean.",
+    "functools.singledispatchmethod": "You cannot use functools.singledispatchmethod; call the method you mean.",
+    "torch.fx": "You cannot use torch.fx in a candidate; write Triton kernels.",
+    "torch.export": "You cannot use torch.export in a candidate; write Triton kernels.",
+    "torch.compiler": "You cannot use torch.compiler; write the Triton kernels yourself.",
+    "dataclasses.make_dataclass": "You cannot make classes from strings; write the class.",
     "operator.methodcaller": "You cannot use operator.methodcaller; call the method directly.",
 }
 
@@ -170,6 +180,13 @@ _MODULE_ATTRS = frozenset(
 )
 
 _FRAME_ATTRS = {
+    "tb_next",
+    "f_trace",
+    "gi_yieldfrom",
+    "cr_await",
+    "ag_await",
+    "gi_code",
+    "cr_code",
     "f_back",
     "f_globals",
     "f_locals",
@@ -183,6 +200,10 @@ _FRAME_ATTRS = {
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # Dunder attributes that lead from an object to code, frames, modules or the class graph.
 _DANGEROUS_DUNDERS = {
+    "__traceback__",
+    "__context__",
+    "__cause__",
+    "__annotations__",
     "__dict__",
     "__globals__",
     "__code__",
@@ -247,6 +268,7 @@ class _Checker(ast.NodeVisitor):
         # assigning into the module
         self.derived: dict[str, str] = {}
         self._called_getattr: set[int] = set()
+        self._bases: set[int] = set()  # nodes that are the object of an attribute access
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
@@ -300,6 +322,7 @@ class _Checker(ast.NodeVisitor):
                 return
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._bases.add(id(node.value))
         dotted = self._resolve(node)
         if dotted:
             self._check_dotted(node, dotted)
@@ -339,6 +362,18 @@ class _Checker(ast.NodeVisitor):
             self._add(node, "banned_builtin", "You cannot pass getattr around; use the attribute directly.")
         if node.id == "__builtins__":
             self._add(node, "introspection", "You cannot use __builtins__.")
+        if (
+            isinstance(node.ctx, ast.Load)
+            and self.aliases.get(node.id) in ALLOWED_IMPORTS
+            and id(node) not in self._bases
+        ):
+            # A module handed around as a value (`t = torch`, `f(torch)`, `[torch][0]`) is out of sight of
+            # every rule about its attributes; use it only as the start of an attribute, as `torch.relu`.
+            self._add(
+                node,
+                "module_value",
+                f"You cannot use the module {node.id} as a value; use its attributes directly, as {node.id}.name.",
+            )
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -353,7 +388,9 @@ class _Checker(ast.NodeVisitor):
                     "You cannot call getattr with a computed or private name; use the attribute directly.",
                 )
             elif isinstance(name.value, str):
-                # getattr(torch, "sys") is torch.sys
+                # getattr(torch, "sys") is torch.sys, getattr(tb, "tb_frame") is tb.tb_frame
+                if name.value in _FRAME_ATTRS:
+                    self._add(node, "introspection", f"You cannot read .{name.value}; frames belong to the evaluator.")
                 if name.value in _MODULE_ATTRS:
                     self._add(
                         node,
@@ -424,6 +461,27 @@ class _Checker(ast.NodeVisitor):
         for target in node.targets:
             self._check_target(target)
         self.generic_visit(node)
+
+    # functions -----------------------------------------------------------------------------------
+    def _scoped(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        # A parameter is a new name inside the function (`x` of `def f(x)` is not a module-level `x`), and
+        # what the body binds stays inside it.
+        saved = dict(self.derived)
+        arguments = node.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+            if arg is not None:
+                self.derived.pop(arg.arg, None)
+        self.generic_visit(node)
+        self.derived = saved
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scoped(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._scoped(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._scoped(node)
 
     # classes -------------------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:

@@ -107,6 +107,8 @@ class JudgeClient:
         self._worker: WorkerProcess | None = None
         self._lock = anyio.Lock()
         self.ready: Ready | None = None
+        self._owed = 0  # answers the judge will still send for requests that were cancelled
+        self._owed_timeout = 0.0
 
     async def start(self) -> Ready:
         async with self._lock:
@@ -129,6 +131,7 @@ class JudgeClient:
                     await worker.aclose()
                 raise
             self._worker, self.ready = worker, ready
+            self._owed, self._owed_timeout = 0, 0.0
         assert self.ready is not None
         return self.ready
 
@@ -142,18 +145,28 @@ class JudgeClient:
             await self._ensure()
             assert self._worker is not None
             worker = self._worker
+            sent = False
             try:
+                # Answers still owed to cancelled requests come first: each is read and dropped, so this
+                # request gets its own answer, and the jobs other requests loaded stay loaded.
+                while self._owed:
+                    if not isinstance(await worker.receive(max(timeout, self._owed_timeout)), Phase):
+                        self._owed -= 1
                 await worker.send(command)
+                sent = True
                 while True:
                     event = await worker.receive(timeout)
                     if not isinstance(event, Phase):
                         return event
             except BaseException as exc:
                 if not isinstance(exc, WorkerDied | WorkerTimeout):
-                    # Cancelled with a command in flight: its answer would be read as the next command's.
-                    self._worker = None
-                    with anyio.CancelScope(shield=True):
-                        await worker.aclose()
+                    if sent:  # cancelled while the judge works on it: its answer is owed
+                        self._owed += 1
+                        self._owed_timeout = max(self._owed_timeout, timeout)
+                    else:  # cancelled while sending: the judge may hold half a command
+                        self._worker = None
+                        with anyio.CancelScope(shield=True):
+                            await worker.aclose()
                     raise
                 output = worker.output.text()[-3000:]
                 await worker.aclose()

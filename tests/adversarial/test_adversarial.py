@@ -42,6 +42,7 @@ BATTERY = [
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
     ("h10_list_input_mutation", LIST_INPUT, Status.rejected, "You cannot return an input"),
+    ("h10_list_input_write", LIST_INPUT, Status.rejected, "You cannot modify the inputs: input 0 changed"),
     ("h14_global_flags", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     ("h14_task_namespace", SCALE_RELU, Status.rejected, "You cannot import adaexplore_task"),
     ("h15_bf16_inside", MATMUL, Status.mismatch, "elements exceed the tolerance"),

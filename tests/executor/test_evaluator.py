@@ -289,6 +289,32 @@ async def test_cancelling_while_the_judge_starts_or_answers_leaves_the_evaluator
         assert result.status is Status.ok, result.message
 
 
+async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loaded(home: Path) -> None:
+    # Two evaluations share a judge; one's request is cancelled while the judge works on it (a client
+    # gave up). The other's job must stay loaded, and its next answer must be its own.
+    from adaexplore.executor._evaluator import _Run
+    from adaexplore.executor._models import Backend, Mode
+    from adaexplore.executor._protocol import Load, Prepare, Prepared
+
+    slow_source = TASK.source.replace("import torch\n", "import time\nimport torch\n", 1).replace(
+        "        return torch.relu(x * self.scale + 1.0)",
+        "        time.sleep(0.5)\n        return torch.relu(x * self.scale + 1.0)",
+    )
+    slow = task_from_source(slow_source, name="slow")
+    async with Evaluator(fast_settings(home)) as ev:
+        backend = Backend.cuda if ON_GPU else Backend.interpret
+        judge = ev._judge(backend, 0)
+        jobs = {t.name: ev._job(_Run(t, "", Mode.strict, None), backend, ev._task_file(t)) for t in (slow, TASK)}
+        for job in jobs.values():
+            await judge.request(Load(job=job), 60)
+        with anyio.move_on_after(0.3):  # the judge is sleeping in the slow reference's forward
+            await judge.request(Prepare(job_id=jobs["slow"].job_id), 60)
+        prepared = await judge.request(Prepare(job_id=jobs[TASK.name].job_id), 60)
+        assert isinstance(prepared, Prepared), prepared
+        assert jobs[TASK.name].trial_seeds is not None  # strict mode draws fresh seeds for each job
+        assert prepared.trial_seeds == jobs[TASK.name].trial_seeds != jobs["slow"].trial_seeds
+
+
 async def test_a_task_that_hangs_while_loading_is_the_tasks_fault_not_the_evaluators(home: Path) -> None:
     hangs = task_from_source("import time\ntime.sleep(600)\n" + TASK.source, name="hangs")
     async with Evaluator(fast_settings(home, load_timeout_s=15.0)) as ev:
@@ -334,3 +360,15 @@ async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Ev
     with anyio.fail_after(60):
         await evaluator.wait_warm()
     assert len(pool._spares) == pool._warm
+
+
+def test_workers_get_no_credentials_of_the_evaluators_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from adaexplore.config import ModelConfig
+
+    for name in ("OPENAI_API_KEY", "ADAEXPLORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_LLM"):
+        monkeypatch.setenv(name, "secret")
+    settings = fast_settings(home).model_copy(update={"model": ModelConfig(api_key_env="MY_LLM")})
+    env = Evaluator(settings)._worker_env  # what every worker, judge and candidate, starts with
+    assert not {"OPENAI_API_KEY", "ADAEXPLORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_LLM"} & set(env)
+    assert "secret" not in env.values()
+    assert env["PATH"] == os.environ["PATH"]  # what the compilers need stays

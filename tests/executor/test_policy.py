@@ -74,6 +74,18 @@ def test_a_typical_triton_candidate_breaks_no_rule() -> None:
         ("import torch\nx = torch.ones(1)\ntype(x).add = None", "monkey_patch"),
         ("import torch\nwith torch.overrides.TorchFunctionMode():\n    pass", "banned_api"),
         ("import triton\nx = triton.backends", "banned_api"),
+        # annotation strings evaluated as code
+        ("import typing\ndef f(x: 'print(1)'): pass\nh = typing.get_type_hints(f)", "banned_api"),
+        ("import functools\n@functools.singledispatch\ndef f(a): pass", "banned_api"),
+        ("from functools import singledispatch", "banned_api"),
+        # frames reached through an exception, in plain or constant getattr form
+        ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    t = e.__traceback__", "introspection"),
+        ("def f(tb):\n    return getattr(tb, 'tb_frame')", "introspection"),
+        ("def f(fr):\n    return getattr(fr, 'f_back')", "introspection"),
+        # a module handed around as a value escapes the rules about its attributes
+        ("import torch\nt = torch", "module_value"),
+        ("import torch\nm = [torch][0]", "module_value"),
+        ("import torch\ndef f(m):\n    return m\nf(torch)", "module_value"),
         ("import torch.nn as nn\nnn.Module.__call__ = None", "monkey_patch"),
         ("import time", "import"),
         ("x = eval('1')", "banned_builtin"),
@@ -102,6 +114,12 @@ def test_violations_carry_line_and_an_actionable_sentence() -> None:
     assert len(violations) == 1
     assert violations[0].line == 3
     assert violations[0].message.startswith("You cannot import subprocess")
+
+
+def test_a_parameter_is_not_the_module_level_name_it_shadows() -> None:
+    source = "import torch\nx = torch.float16\n\ndef g(x):\n    x.data = x.data * 2\n    return x\n"
+    assert codes(source) == []
+    assert codes("import torch\nx = torch.Tensor\nx.add = None\n") == ["monkey_patch"]
 
 
 def test_self_owned_private_attributes_and_super_init_are_allowed() -> None:

@@ -61,6 +61,16 @@ class _State:
     flags: list[AuditFlag] = field(default_factory=list)
 
 
+def _accepts(cls: type, args: list[Any]) -> bool:
+    try:
+        inspect.signature(cls).bind(*args)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read: say nothing about it
+        return True
+    return True
+
+
 def _clone(args: list[Any]) -> list[Any]:
     return clone_args(list(args))
 
@@ -186,7 +196,7 @@ class CandidateRunner:
                 model = build_model(model_cls, init_args, init_seed, self.device, cast, on_device=on_device)
         except BaseException as exc:
             where = "ModelNew(*get_init_inputs()) raised"
-            if isinstance(exc, TypeError) and "argument" in str(exc):  # the call itself did not fit
+            if not _accepts(model_cls, init_args):  # the call itself did not fit
                 params = ", ".join(list(inspect.signature(task.Model.__init__).parameters)[1:])
                 where += f"; ModelNew must accept the same arguments as Model({params})"
             self._fail(classify(exc), where, exc, "construction")
@@ -330,7 +340,9 @@ class CandidateRunner:
                 )
         if not proceed.allow_input_mutation:
             for k, (a, p) in enumerate(zip(args, pristine, strict=True)):
-                if any(not _same_bits(x, y) for x, y in zip(tensors_in(a), tensors_in(p), strict=True)):
+                now, before = tensors_in(a), tensors_in(p)
+                # a list argument that lost or gained tensors was modified too
+                if len(now) != len(before) or any(not _same_bits(x, y) for x, y in zip(now, before, strict=True)):
                     self.state.flags.append(
                         AuditFlag(
                             code="input_modified",

@@ -198,7 +198,8 @@ class Judge:
         args = self._inputs(job, job.trial_seeds[0])
         pristine = clone_args(list(args))
         again = self._forward(job.native, args)
-        mutates = any(not torch.equal(a, p) for a, p in zip(tensors_in(args), tensors_in(pristine), strict=True))
+        now, before = tensors_in(args), tensors_in(pristine)
+        mutates = len(now) != len(before) or any(not torch.equal(a, p) for a, p in zip(now, before, strict=True))
         aliases = any(
             t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for t in again for a in tensors_in(args)
         )

@@ -176,41 +176,34 @@ def clone_args(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, list | tuple):
-        items = [clone_args(item) for item in value]
-        return type(value)(items) if type(value) in (list, tuple) else items
+        return _rebuilt(value, [clone_args(item) for item in value])
     if isinstance(value, dict):
         return {key: clone_args(item) for key, item in value.items()}
     return value
 
 
 def scaled_inputs(base: list[Any], scale: float, out: list[Any] | None = None) -> list[Any]:
-    """The inputs of one timed call: floating tensors of `base` (also in lists and tuples) times `scale`, into
-    `out`'s buffers when given. When no input is floating (indices alone, say), integer and boolean tensors
-    are shuffled instead, by a permutation `scale` fixes: their values stay the same set (indices stay valid)
-    in an order no other call sees, so an output cached by content cannot be returned again. The rest as
-    is."""
-    floating = any(t.is_floating_point() for t in tensors_in(base))
-    shift = 0 if floating else round((1.0 - scale) * 16 * 1_000_003)
-    return _fresh(base, scale, shift, out)  # type: ignore[no-any-return]
+    """The inputs of one timed call: floating tensors of `base` (also inside lists and tuples) times `scale`,
+    into `out`'s buffers when given; the rest as is."""
+    return _scaled(base, scale, out)  # type: ignore[no-any-return]
 
 
-def _fresh(value: Any, scale: float, shift: int, out: Any) -> Any:
+def _scaled(value: Any, scale: float, out: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        if value.is_floating_point():
-            if out is not None:
-                return torch.mul(value, scale, out=out)
-            return value * scale
-        if shift and value.numel() > 1:
-            # the same permutation in every process that draws it (a CPU generator with this seed)
-            order = torch.randperm(value.numel(), generator=torch.Generator().manual_seed(shift))
-            moved = value.reshape(-1)[order.to(value.device)].reshape(value.shape)
-            return out.copy_(moved) if out is not None else moved
-        return value
+        if not value.is_floating_point():
+            return value
+        return torch.mul(value, scale, out=out) if out is not None else value * scale
     if isinstance(value, list | tuple):
         outs = out if out is not None else [None] * len(value)
-        items = [_fresh(item, scale, shift, o) for item, o in zip(value, outs, strict=True)]
-        return type(value)(items) if type(value) in (list, tuple) else items
+        return _rebuilt(value, [_scaled(item, scale, o) for item, o in zip(value, outs, strict=True)])
     return value
+
+
+def _rebuilt(value: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
+    """A list or tuple like `value` (a named tuple stays one) holding `items`."""
+    if hasattr(value, "_fields"):
+        return type(value)(*items)
+    return type(value)(items) if type(value) in (list, tuple) else items
 
 
 def flatten_output(value: Any) -> list[torch.Tensor]:
