@@ -17,7 +17,7 @@ from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.agent import AdaptOptions, ExploreOptions, adapt, explore, parse_duration
 from adaexplore.config import ModelConfig, Settings
 from adaexplore.errors import AdaexploreError, ConfigError
-from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task
+from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
 from adaexplore.server import serve_http, serve_stdio
 from adaexplore.store import MAX_INTEGER, open_store
@@ -352,23 +352,9 @@ def _memory(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-def _read_module(path: Path, what: str) -> str:
-    """A Python file's text, or a message that says why it cannot be read."""
-    if not path.is_file():
-        raise AdaexploreError(f"{what} file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise AdaexploreError(
-            f"{what} file {path} is not UTF-8 text (byte {exc.start}); it must be a Python module"
-        ) from None
-    except OSError as exc:
-        raise AdaexploreError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-
-
 async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
     load_task(args.task)  # a task file that is missing or unusable is named before anything starts
-    code = _read_module(args.reproducer, "reproducer")
+    code = read_task_file(args.reproducer, "reproducer")
     async with open_services(settings) as svc:
         seed_starter_memory(svc)
         task = create_task(svc, CreateTaskRequest(path=str(args.task)))
@@ -381,7 +367,7 @@ async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _profile(args: argparse.Namespace, settings: Settings) -> int:
     task = load_task(args.task)
-    code = _read_module(args.kernel, "kernel")
+    code = read_task_file(args.kernel, "kernel")
     show = _Progress(enabled=sys.stderr.isatty() and not args.json)
     async with Evaluator(settings) as evaluator:
         result = await evaluator.evaluate(

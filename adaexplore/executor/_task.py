@@ -52,20 +52,22 @@ def load_task(path: str | Path) -> Task:
     return task_from_source(read_task_file(path), name=path.stem)
 
 
-def read_task_file(path: Path) -> str:
-    """A task file's text.
+def read_task_file(path: Path, what: str = "task") -> str:
+    """The text of a Python module's file: a task's, or (`what`) a kernel's or a reproducer's.
 
     Raises:
         TaskError: the file is missing, unreadable, or not UTF-8 text.
     """
     if not path.is_file():
-        raise TaskError(f"task file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
+        raise TaskError(f"{what} file {path} " + ("is a directory" if path.is_dir() else "does not exist"))
     try:
         return path.read_text(encoding="utf-8-sig")  # a byte order mark is no part of the module
     except UnicodeDecodeError as exc:
-        raise TaskError(f"task file {path} is not UTF-8 text (byte {exc.start}); a task is a Python module") from None
+        raise TaskError(
+            f"{what} file {path} is not UTF-8 text (byte {exc.start}); it must be a Python module"
+        ) from None
     except OSError as exc:
-        raise TaskError(f"cannot read task file {path}: {exc.strerror or exc}") from None
+        raise TaskError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
 
 
 def task_from_source(source: str, name: str = "task") -> Task:
