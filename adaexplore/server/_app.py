@@ -23,6 +23,7 @@ from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolResult,
+    GetPromptResult,
     InputRequiredResult,
     TextContent,
     ToolAnnotations,
@@ -73,8 +74,8 @@ class _StaticToken:
 
 
 class _StrictServer(MCPServer):
-    """An MCP server whose tools refuse arguments they do not take: a misspelt name would otherwise be
-    dropped without a word, and the call would do something other than what was asked."""
+    """An MCP server whose tools and prompts refuse arguments they do not take: a misspelt name would otherwise
+    be dropped without a word, and the call would do something other than what was asked."""
 
     _taken: dict[str, set[str]] | None = None  # each tool's argument names
 
@@ -100,6 +101,30 @@ class _StrictServer(MCPServer):
                     f"{', '.join(sorted(taken[name]))}"
                 )
         return await super().call_tool(name, arguments, context)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt asked for by a name we do not have, or with arguments missing or unknown, is refused with a
+        message that names them: the SDK answers those with a bare "Internal server error"."""
+        prompts = {prompt.name: prompt for prompt in await self.list_prompts()}
+        if name not in prompts:
+            raise MCPError(INVALID_PARAMS, f"there is no prompt {name!r}; the prompts are {', '.join(sorted(prompts))}")
+        declared = prompts[name].arguments or []
+        given = set(arguments or {})
+        missing = sorted(arg.name for arg in declared if arg.required and arg.name not in given)
+        unknown = sorted(given - {arg.name for arg in declared})
+        if missing or unknown:
+            wrong = [
+                f"{', '.join(missing)} missing" if missing else "",
+                f"{', '.join(unknown)} unknown" if unknown else "",
+            ]
+            raise MCPError(
+                INVALID_PARAMS,
+                f"prompt {name} takes {', '.join(arg.name for arg in declared)}: "
+                f"{'; '.join(part for part in wrong if part)}",
+            )
+        return await super().get_prompt(name, arguments, context)
 
 
 def _services(ctx: Context) -> tools.Services:

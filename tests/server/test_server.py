@@ -302,6 +302,15 @@ async def test_bad_prompt_and_resource_requests_are_refused_with_a_message_that_
         assert f"node {root} has no evaluation to learn from" in await refusal(
             client.get_prompt("distill_failure", {"node_id": root})
         )
+        assert "prompt small_step takes run_id, node_id: node_id missing" in await refusal(
+            client.get_prompt("small_step", {"run_id": run["run_id"]})
+        )
+        assert "node_id missing; nodeid unknown" in await refusal(
+            client.get_prompt("large_step", {"run_id": run["run_id"], "nodeid": root})
+        )
+        assert "there is no prompt 'tiny_step'; the prompts are distill_failure, large_step, small_step" in (
+            await refusal(client.get_prompt("tiny_step", {}))
+        )
         assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/code"))
         assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/evaluation"))
         assert f"node {root} has no evaluation" in await refusal(client.read_resource(f"node://{root}/evaluation"))
