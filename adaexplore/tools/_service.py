@@ -10,8 +10,9 @@ import contextlib
 import json
 import random
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -94,6 +95,33 @@ class EvaluatorLike(Protocol):
     def fingerprint(self) -> str: ...
 
 
+class PendingSteps:
+    """The steps this process is evaluating and has not yet added to their runs. A step is checked against
+    its run's total_steps and its parent's small_step_limit before its evaluation starts, and lands after it
+    ends: counting the ones in between keeps concurrent calls from overshooting either limit together."""
+
+    def __init__(self) -> None:
+        self.steps: Counter[str] = Counter()  # by run
+        self.small: Counter[int] = Counter()  # small steps, by parent node
+        self.finishing: set[str] = set()  # runs whose finish_run is re-measuring their best kernels
+
+    @contextlib.contextmanager
+    def hold(self, run_id: str | None, parent_id: int | None, action: Kind | None) -> Iterator[None]:
+        if run_id is None or parent_id is None:
+            yield
+            return
+        self.steps[run_id] += 1
+        if action is Kind.small:
+            self.small[parent_id] += 1
+        try:
+            yield
+        finally:
+            self.steps[run_id] -= 1
+            if action is Kind.small:
+                self.small[parent_id] -= 1
+            self.steps, self.small = +self.steps, +self.small  # without the counts that fell to zero
+
+
 @dataclass
 class Services:
     settings: Settings
@@ -101,6 +129,7 @@ class Services:
     evaluator: EvaluatorLike
     # The third tier of rule merging; None: merge by signature and text similarity only.
     judge: RuleJudge | None = None
+    pending: PendingSteps = field(default_factory=PendingSteps, repr=False)
 
 
 @contextlib.asynccontextmanager
@@ -244,8 +273,13 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     """
     run = svc.store.run(req.run_id)
     config = _config(run)
-    _refuse_closed_run(run, config)
+    _refuse_closed_run(run, config, svc.pending)
     chosen = select(svc.store.view(run.id), run.root_id, config, _rng(run, "select", run.root_id))
+    if chosen.action is Kind.small and svc.pending.small[chosen.node]:
+        node = svc.store.node(chosen.node)
+        if node.small_children + svc.pending.small[chosen.node] >= config.small_step_limit:
+            # the small steps being evaluated fill the node: the rule as it will read once they land
+            chosen.action, chosen.reason = Kind.large, "small-step limit (counting steps being evaluated)"
     trail = [
         TrailStep(
             node_id=d.node,
@@ -288,18 +322,13 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     run = svc.store.run(req.run_id)
     node = svc.store.node(req.node_id, run_id=run.id)
     config = _config(run)
-    _refuse_closed_run(run, config)
+    _refuse_closed_run(run, config, svc.pending)
     action = Kind(req.action)
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
     _refuse_small_step_from_root(node, action)
     if action is Kind.small:
-        if node.small_children >= config.small_step_limit:
-            raise ConflictError(
-                f"node {node.id} already has {node.small_children} small-step children "
-                f"(small_step_limit is {config.small_step_limit}); take a large step from it, or call "
-                "select_uct again"
-            )
+        _refuse_full_node(node, config, svc.pending, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
         current, history, representatives = memory[-1], memory[:-1], []
         instructions = render_small_step(
@@ -363,6 +392,20 @@ async def compile_and_profile(
         RequestError: the target is ambiguous, or the parent is in another run or cannot take the step.
     """
     run, parent_id, action, context_ids = _target(svc, req)
+    # Held from the checks of _target (no await in between) until the step lands or fails.
+    with svc.pending.hold(run.id if run else None, parent_id, action):
+        return await _evaluate_step(svc, req, progress, run, parent_id, action, context_ids)
+
+
+async def _evaluate_step(
+    svc: Services,
+    req: CompileAndProfileRequest,
+    progress: Progress | None,
+    run: RunRecord | None,
+    parent_id: int | None,
+    action: Kind | None,
+    context_ids: list[int],
+) -> CompileAndProfileResult:
     task_id = run.task_id if run is not None else req.task_id
     assert task_id is not None
     task = _task(svc, task_id)
@@ -446,13 +489,13 @@ def _target(
             raise RequestError("give expansion_id alone, or run_id with parent_id and action, not both")
         expansion = svc.store.expansion(req.expansion_id)
         run = svc.store.run(expansion.run_id)
-        _refuse_closed_run(run, _config(run))
+        _refuse_closed_run(run, _config(run), svc.pending)
         parent = svc.store.node(expansion.node_id, run_id=run.id)
-        if expansion.action is Kind.small and parent.small_children >= _config(run).small_step_limit:
-            # another client's small step from this node landed since this expansion was handed out
-            raise ConflictError(
-                f"node {parent.id} has had {parent.small_children} small-step children since expansion "
-                f"{expansion.id} was made, its limit; call select_uct again (nothing was evaluated)"
+        if expansion.action is Kind.small:
+            # another client's small step from this node may have landed, or be under way, since this
+            # expansion was handed out
+            _refuse_full_node(
+                parent, _config(run), svc.pending, f" since expansion {expansion.id} was made; call select_uct again"
             )
         _refuse_other_task(req, run)
         return run, expansion.node_id, expansion.action, expansion.context_ids
@@ -460,15 +503,13 @@ def _target(
         if req.parent_id is None or req.action is None:
             raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")
         run = svc.store.run(req.run_id)
-        _refuse_closed_run(run, _config(run))
+        _refuse_closed_run(run, _config(run), svc.pending)
         _refuse_other_task(req, run)
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
         _refuse_small_step_from_root(parent, action)
-        if action is Kind.small and parent.small_children >= _config(run).small_step_limit:
-            raise RequestError(
-                f"node {parent.id} already has {parent.small_children} small-step children; take a large step from it"
-            )
+        if action is Kind.small:
+            _refuse_full_node(parent, _config(run), svc.pending, "; take a large step from it")
         return run, parent.id, action, []
     if req.task_id is None:
         raise RequestError(
@@ -487,14 +528,39 @@ def _refuse_other_task(req: CompileAndProfileRequest, run: RunRecord) -> None:
         )
 
 
-def _refuse_closed_run(run: RunRecord, config: SearchConfig) -> None:
-    """A finished run, or one whose steps are all taken, takes no more (nothing is written or evaluated)."""
+def _refuse_closed_run(run: RunRecord, config: SearchConfig, pending: PendingSteps) -> None:
+    """A finished run, or one whose steps are all taken or being evaluated, takes no more (nothing is written
+    or evaluated)."""
     if run.status == "finished":
         raise ConflictError(f"run {run.id} is finished; best_kernel gives its result, and start_run opens a new search")
+    if run.id in pending.finishing:
+        raise ConflictError(
+            f"run {run.id} is being finished (its best kernels are being measured again); best_kernel gives its "
+            "result once finish_run returns, and start_run opens a new search"
+        )
     if run.steps >= config.total_steps:
         raise ConflictError(
             f"run {run.id} has taken all {config.total_steps} of its steps; call finish_run to re-measure its best "
             "kernels, or start_run (with a larger total_steps) for a longer search"
+        )
+    under_way = pending.steps[run.id]
+    if run.steps + under_way >= config.total_steps:
+        raise ConflictError(
+            f"run {run.id} has taken {run.steps} of its {config.total_steps} steps and the other "
+            f"{config.total_steps - run.steps} are being evaluated now; get_run shows them as they land, and "
+            "finish_run then picks the winner"
+        )
+
+
+def _refuse_full_node(node: NodeRecord, config: SearchConfig, pending: PendingSteps, advice: str) -> None:
+    """A small step from a node whose small_step_limit is reached, counting the small steps from it that are
+    being evaluated now, is refused before anything is evaluated or written."""
+    under_way = pending.small[node.id]
+    if node.small_children + under_way >= config.small_step_limit:
+        being = f" and {under_way} more being evaluated" if under_way else ""
+        raise ConflictError(
+            f"node {node.id} has {node.small_children} small-step children{being} "
+            f"(small_step_limit is {config.small_step_limit}){advice}"
         )
 
 
@@ -609,6 +675,7 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
 
     Raises:
         NotFoundError: the run id is unknown.
+        ConflictError: steps of the run are being evaluated.
     """
     run = svc.store.run(req.run_id)
     if run.status == "finished":  # a second call answers what the first decided, and measures nothing
@@ -621,6 +688,21 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
             if run.final_node_id is not None
             else "already finished, with no correct kernel",
         )
+    if svc.pending.steps[run.id]:
+        raise ConflictError(
+            f"run {run.id} has {svc.pending.steps[run.id]} step(s) being evaluated now; call finish_run again once "
+            "they have landed (get_run shows them), so that the winner is chosen among them too"
+        )
+    if run.id in svc.pending.finishing:
+        raise ConflictError(f"run {run.id} is being finished by another call; best_kernel gives its result after")
+    svc.pending.finishing.add(run.id)
+    try:
+        return await _finish(svc, run, progress)
+    finally:
+        svc.pending.finishing.discard(run.id)
+
+
+async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> FinishRunResult:
     config = _config(run)
     task = _task(svc, run.task_id)
     correct_nodes = sorted(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from adaexplore.config import SearchConfig, Settings
-from adaexplore.errors import NotFoundError, RequestError, TaskError
+from adaexplore.errors import ConflictError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Status
 from adaexplore.search import Kind, Tree
 from adaexplore.store import open_store
@@ -240,7 +242,7 @@ async def test_small_steps_stop_at_the_limit(svc: Services) -> None:
     with pytest.raises(RequestError, match="small_step_limit is 2"):
         expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=head, action="small"))
     nodes = rows(svc, "nodes")
-    with pytest.raises(RequestError, match="already has 2 small-step children"):
+    with pytest.raises(RequestError, match="has 2 small-step children"):
         await compile_and_profile(
             svc, CompileAndProfileRequest(code="x3", run_id=run.run_id, parent_id=head, action="small")
         )
@@ -262,6 +264,84 @@ async def test_two_clients_expanding_one_node_cannot_push_it_past_its_small_step
     with pytest.raises(RequestError, match="call select_uct again"):
         await compile_and_profile(svc, CompileAndProfileRequest(code="x3", expansion_id=second.expansion_id))
     assert rows(svc, "nodes") == nodes and svc.evaluator.calls == calls  # nothing written, nothing evaluated
+
+
+class GatedEvaluator(FakeEvaluator):
+    """Holds every evaluation until `gate` is set, so that several steps are under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__(by_hash)
+        self.gate = anyio.Event()
+        self.waiting = 0
+
+    async def evaluate(self, task, code, **options):  # type: ignore[no-untyped-def, override]
+        self.waiting += 1
+        await self.gate.wait()
+        return await super().evaluate(task, code, **options)
+
+
+async def test_steps_under_way_count_against_the_run_and_the_node_so_concurrent_calls_cannot_overshoot(
+    tmp_path: Path,
+) -> None:
+    # No expand bonus and no random large steps: selection descends to the newest leaf and takes a small step.
+    settings = Settings(home=tmp_path, search=SearchConfig(expand_exploration_ratio=0, p_large=0))
+    svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, total_steps=4))
+    head = await step(svc, run.run_id)
+    gated = svc.evaluator = GatedEvaluator()
+
+    async def small(code: str) -> None:
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=head, action="small")
+        )
+
+    # Without the counting, the refused calls below would wait on the gate: fail instead of hanging.
+    with anyio.fail_after(30):
+        await _overshoot_attempts(svc, run.run_id, head, gated, small)
+    state = get_run(svc, GetRunRequest(run_id=run.run_id))
+    assert state.steps_done == 4 and rows(svc, "nodes") == 5
+    assert get_node(svc, GetNodeRequest(node_id=head, include_code=False)).children == 3
+    assert svc.pending.steps == {} and svc.pending.small == {}
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert finished.final_node_id is not None
+
+
+async def _overshoot_attempts(
+    svc: Services, run_id: str, head: int, gated: GatedEvaluator, small: Callable[[str], Awaitable[None]]
+) -> None:
+    async with anyio.create_task_group() as group:
+        group.start_soon(small, "a")
+        group.start_soon(small, "b")
+        while gated.waiting < 2:
+            await anyio.sleep(0.01)
+        # Nothing has landed, but the two small steps under way fill the head's small_step_limit ...
+        assert get_node(svc, GetNodeRequest(node_id=head, include_code=False)).children == 0
+        with pytest.raises(ConflictError, match="0 small-step children and 2 more being evaluated"):
+            await small("c")
+        with pytest.raises(ConflictError, match="2 more being evaluated"):
+            expand_node(svc, ExpandNodeRequest(run_id=run_id, node_id=head, action="small"))
+        chosen = select_uct(svc, SelectUctRequest(run_id=run_id))
+        assert (chosen.node_id, chosen.action) == (head, "large")
+        assert "counting steps being evaluated" in chosen.reason
+        # ... and the run's last step is the only one left: one more goes, a fifth is refused.
+        group.start_soon(
+            compile_and_profile,
+            svc,
+            CompileAndProfileRequest(code="d", run_id=run_id, parent_id=head, action="large"),
+        )
+        while gated.waiting < 3:
+            await anyio.sleep(0.01)
+        for refused in (
+            lambda: select_uct(svc, SelectUctRequest(run_id=run_id)),
+            lambda: expand_node(svc, ExpandNodeRequest(run_id=run_id, node_id=head, action="large")),
+        ):
+            with pytest.raises(ConflictError, match="the other 3 are being evaluated now"):
+                refused()
+        with pytest.raises(ConflictError, match="3 step\\(s\\) being evaluated now"):
+            await finish_run(svc, FinishRunRequest(run_id=run_id))
+        assert gated.calls == 0 and rows(svc, "nodes") == 2  # nothing refused was evaluated or written
+        gated.gate.set()
 
 
 async def test_a_whole_run_matches_the_in_memory_tree_and_finishes_on_fresh_measurements(svc: Services) -> None:
