@@ -14,7 +14,7 @@ case "${1:-tests}" in
     timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
       tests/test_examples.py tests/adversarial tests/executor/test_evaluator.py tests/executor/test_device_lock.py \
       tests/executor/worker/test_timing.py tests/executor/worker/test_launcher_prebuild.py \
-      tests/test_cli.py 2>&1 | tee "$OUT/pytest.log"
+      tests/test_cli.py tests/executor/test_policy.py tests/executor/test_policy_reach.py 2>&1 | tee "$OUT/pytest.log"
     ;;
   bench)
     timeout 240 python3 -m adaexplore profile examples/tasks/gemm_epilogue.py examples/kernels/gemm_epilogue/correct.py \

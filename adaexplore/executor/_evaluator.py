@@ -514,6 +514,7 @@ class Evaluator:
             allow_tf32_cudnn=spec.allow_tf32_cudnn,
             allowed_precision=run.task.allowed_precision,
             generate_on_device=spec.generate_on_device and backend is Backend.cuda,
+            enforce_policy=self.config.enforce_policy,
             **seeds,
         )
 
@@ -733,7 +734,9 @@ class Evaluator:
             run.versions.update({k: v for k, v in judge_ready.versions.items() if v and not run.versions.get(k)})
         await worker.send(
             Proceed(
-                allow_input_mutation=prepared.reference_mutates_inputs, allow_aliasing=prepared.reference_aliases_inputs
+                allow_input_mutation=prepared.reference_mutates_inputs,
+                allow_aliasing=prepared.reference_aliases_inputs,
+                max_output_elements=prepared.output_elements,
             )
         )
         with run.phase("trials"):

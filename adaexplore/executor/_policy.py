@@ -9,9 +9,12 @@ side streams), so the numbers the worker reports are the numbers it measured. Ea
 from __future__ import annotations
 
 import ast
+import importlib
+import types
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ALLOWED_IMPORTS", "Violation", "check_policy", "defines_model_new"]
+__all__ = ["ALLOWED_IMPORTS", "Violation", "attribute_refused", "banned_name", "check_policy", "defines_model_new"]
 
 # Modules a candidate may import. Everything a Triton kernel needs, and nothing that reaches the
 # process, the file system or the interpreter's internals.
@@ -176,6 +179,35 @@ _MODULE_ATTRS = frozenset(
         "execv",
         "execve",
         "from_file",
+        # the allowed modules reached again through another module's attribute (torch.nn.functional.torch):
+        # every dotted-name rule below would be bypassed by the detour
+        "torch",
+        "triton",
+        # modules of numpy, multiprocessing, files and logging that torch's modules hold under short names
+        "np",
+        "numpy",
+        "mp",
+        "glob",
+        "logging",
+        "time",
+        "gzip",
+        "bz2",
+        "lzma",
+        "zipfile",
+        "tarfile",
+        "codecs",
+        "dis",
+        "grp",
+        "pwd",
+        "bltns",
+        "knobs",
+        # the GPU's management library (clocks, power limits): torch.cuda holds it where it is installed
+        "pynvml",
+        "amdsmi",
+        "tofile",
+        "dump",
+        "dumps",
+        "memmap",
     }
 )
 
@@ -198,39 +230,78 @@ _FRAME_ATTRS = {
     "ag_frame",
 }
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
-# Dunder attributes that lead from an object to code, frames, modules or the class graph.
-_DANGEROUS_DUNDERS = {
-    "__traceback__",
-    "__context__",
-    "__cause__",
-    "__annotations__",
-    "__dict__",
-    "__globals__",
-    "__code__",
-    "__closure__",
-    "__builtins__",
-    "__subclasses__",
-    "__bases__",
-    "__base__",
-    "__mro__",
-    "__class__",
-    "__getattribute__",
-    "__setattr__",
-    "__delattr__",
-    "__self__",
-    "__func__",
-    "__wrapped__",
-    "__module__",
-    "__loader__",
-    "__spec__",
-    "__import__",
-    "__reduce__",
-    "__reduce_ex__",
-    "__getstate__",
-    "__setstate__",
-    "__defaults__",
-    "__kwdefaults__",
-}
+# The special attributes a candidate may name: construction, calling, containers and arithmetic. Every other
+# dunder is refused, as most lead from an object to code, frames, modules or the class graph (__globals__,
+# __class__, __array_namespace__ ...), and a list of the dangerous ones is never complete.
+_ALLOWED_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__call__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__version__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__enter__",
+        "__exit__",
+        "__repr__",
+        "__str__",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__hash__",
+        "__post_init__",
+        *(
+            f"__{prefix}{op}__"
+            for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor")
+            for prefix in ("", "r", "i")
+        ),
+        *(f"__{op}__" for op in ("neg", "pos", "abs", "invert", "lt", "le", "gt", "ge", "eq", "ne")),
+    }
+)
+# The random state the evaluator draws its seeds and inputs from.
+_SEED_ATTRS = frozenset(
+    {"initial_seed", "get_rng_state", "get_rng_state_all", "default_generator", "default_generators", "get_state"}
+)
+
+
+def banned_name(dotted: str) -> str | None:
+    """The message for a dotted name (import aliases resolved) that a candidate may not use, or None."""
+    for banned, message in _BANNED_NAMES.items():
+        if dotted == banned or dotted.startswith(banned + "."):
+            return message
+    return None
+
+
+def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
+    """The (code, message) of the rule that reading attribute `name` breaks, however it is read (`x.name`,
+    `getattr(x, "name")`, `case C(name=...)`); `owned`: the object is the candidate's own self or cls."""
+    if name in _MODULE_ATTRS:
+        return (
+            "module_reach",
+            f"You cannot use .{name}; it reaches the process, files or interpreter, which belong to the evaluator.",
+        )
+    if name in _FRAME_ATTRS:
+        return "introspection", f"You cannot read .{name}; frames belong to the evaluator."
+    if name in _SEED_ATTRS:
+        return "introspection", f"You cannot read .{name}; the random state belongs to the evaluator."
+    if name.startswith("__") and name.endswith("__"):
+        if name in _ALLOWED_DUNDERS:
+            return None
+        return (
+            "introspection",
+            f"You cannot use .{name}; special attributes other than protocol methods (such as __init__ and "
+            "__call__) reach the evaluator's objects.",
+        )
+    if name.startswith("_") and not owned:
+        return "private_attribute", f"You cannot access private attribute .{name} of another object; use public APIs."
+    return None
 
 
 @dataclass(frozen=True)
@@ -252,15 +323,47 @@ def defines_model_new(tree: ast.Module) -> bool:
     return False
 
 
-def check_policy(tree: ast.Module) -> list[Violation]:
-    """Every rule the module breaks, in source order."""
-    checker = _Checker()
+# The packages whose modules a candidate may reach through attributes (torch.linalg, triton.language.math,
+# functools through torch.nn.modules.module): the allowed imports' own, and modules that only compute.
+_REACHABLE_ROOTS = frozenset({name.split(".")[0] for name in ALLOWED_IMPORTS} | {"cmath", "copy", "re", "string"})
+
+Resolver = Callable[[str], "tuple[str, object] | None"]
+
+
+def resolve_dotted(dotted: str) -> tuple[str, object] | None:
+    """The object a dotted name of an allowed import names, with its canonical name: each module on the way
+    is named by its own __name__, so torch.nn.quantized.modules.conv.ops reads torch.ops. Imports only the
+    allowed modules (trusted code); None when the name does not resolve (the candidate fails on it itself).
+    For the candidate's worker, which has torch and triton loaded; the caller's process has neither."""
+    parts = dotted.split(".")
+    start = next((i for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in ALLOWED_IMPORTS), 0)
+    if not start:
+        return None
+    value: object = importlib.import_module(".".join(parts[:start]))
+    canonical = ".".join(parts[:start])
+    for part in parts[start:]:
+        try:
+            value = getattr(value, part)
+        except Exception:  # AttributeError, or a lazy attribute that fails to load
+            return None
+        canonical = value.__name__ if isinstance(value, types.ModuleType) else f"{canonical}.{part}"
+    return canonical, value
+
+
+def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
+    """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
+    are loaded) names of allowed imports are also checked as what they are: a banned function reached under
+    another module's name, a module outside the allowed packages, a module used as a value."""
+    checker = _Checker(resolve)
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self) -> None:
+    def __init__(self, resolve: Resolver | None = None) -> None:
+        self.resolve = resolve
+        self._resolved: dict[str, tuple[str, object] | None] = {}
+        self._called: set[int] = set()  # nodes that are the function of a call
         self.violations: list[Violation] = []
         # import alias -> dotted module or object name ("tl" -> "triton.language")
         self.aliases: dict[str, str] = {}
@@ -316,33 +419,54 @@ class _Checker(ast.NodeVisitor):
         return None
 
     def _check_dotted(self, node: ast.AST, dotted: str) -> None:
-        for banned, message in _BANNED_NAMES.items():
-            if dotted == banned or dotted.startswith(banned + "."):
-                self._add(node, "banned_api", message)
-                return
+        message = banned_name(dotted)
+        if message:
+            self._add(node, "banned_api", message)
+
+    def _check_real(self, node: ast.expr, dotted: str) -> None:
+        """The checks that need the real objects (see check_policy)."""
+        if self.resolve is None:
+            return
+        if dotted not in self._resolved:
+            self._resolved[dotted] = self.resolve(dotted)
+        resolved = self._resolved[dotted]
+        if resolved is None:
+            return
+        canonical, value = resolved
+        if canonical != dotted and banned_name(canonical):
+            self._add(node, "banned_api", f"{banned_name(canonical)} ({dotted} is {canonical})")
+        if isinstance(value, types.ModuleType):
+            if canonical.split(".")[0] not in _REACHABLE_ROOTS:
+                self._add(
+                    node,
+                    "module_reach",
+                    f"You cannot use {dotted} (the module {canonical}); it reaches the process, files or "
+                    "interpreter, which belong to the evaluator.",
+                )
+            elif id(node) not in self._bases and id(node) not in self._called:
+                self._add(
+                    node,
+                    "module_value",
+                    f"You cannot use the module {dotted} as a value; use its attributes directly, as {dotted}.name.",
+                )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._bases.add(id(node.value))
         dotted = self._resolve(node)
         if dotted:
             self._check_dotted(node, dotted)
-        if node.attr in _MODULE_ATTRS:
-            self._add(
-                node,
-                "module_reach",
-                f"You cannot use .{node.attr}; it reaches the process, files or interpreter, which belong to "
-                "the evaluator.",
-            )
-        elif node.attr in _FRAME_ATTRS:
-            self._add(node, "introspection", f"You cannot read .{node.attr}; frames belong to the evaluator.")
-        elif node.attr in _DANGEROUS_DUNDERS:
-            self._add(node, "introspection", f"You cannot use .{node.attr}; it reaches the evaluator's objects.")
-        elif node.attr.startswith("_") and not node.attr.startswith("__") and not self._owned(node.value):
-            self._add(
-                node,
-                "private_attribute",
-                f"You cannot access private attribute .{node.attr} of another object; use public APIs.",
-            )
+            self._check_real(node, dotted)
+        refused = attribute_refused(node.attr, owned=self._owned(node.value))
+        if refused:
+            self._add(node, *refused)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # `case C(attr=pattern)` reads attr of the subject: the same rules as `subject.attr`
+        for name in node.kwd_attrs:
+            refused = attribute_refused(name, owned=False)
+            if refused:
+                self._add(node, *refused)
         self.generic_visit(node)
 
     @staticmethod
@@ -374,10 +498,13 @@ class _Checker(ast.NodeVisitor):
                 "module_value",
                 f"You cannot use the module {node.id} as a value; use its attributes directly, as {node.id}.name.",
             )
+        elif isinstance(node.ctx, ast.Load) and node.id in self.aliases:
+            self._check_real(node, self.aliases[node.id])
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        self._called.add(id(func))
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
             self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
@@ -389,15 +516,9 @@ class _Checker(ast.NodeVisitor):
                 )
             elif isinstance(name.value, str):
                 # getattr(torch, "sys") is torch.sys, getattr(tb, "tb_frame") is tb.tb_frame
-                if name.value in _FRAME_ATTRS:
-                    self._add(node, "introspection", f"You cannot read .{name.value}; frames belong to the evaluator.")
-                if name.value in _MODULE_ATTRS:
-                    self._add(
-                        node,
-                        "module_reach",
-                        f"You cannot use .{name.value}; it reaches the process, files or interpreter, which "
-                        "belong to the evaluator.",
-                    )
+                refused = attribute_refused(name.value, owned=False)
+                if refused:
+                    self._add(node, *refused)
                 base = self._resolve(node.args[0]) if node.args else None
                 if base:
                     self._check_dotted(node, f"{base}.{name.value}")

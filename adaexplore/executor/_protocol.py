@@ -56,6 +56,8 @@ class JobSpec(_Msg):
     allowed_precision: str | None = None
     # Call get_inputs, get_init_inputs and the model constructors with the (CUDA) device as default device.
     generate_on_device: bool = False
+    # Check the candidate's names against the real modules before importing it (the policy's second half).
+    enforce_policy: bool = True
 
 
 # ---- commands: evaluator -> worker ---------------------------------------------------------------
@@ -76,6 +78,9 @@ class Proceed(_Msg):
     # Set when the task's own reference does the same, so the candidate may too.
     allow_input_mutation: bool = False
     allow_aliasing: bool = False
+    # Outputs holding more elements than the reference's are refused before they are written anywhere: a
+    # broadcast view of a huge shape costs the candidate nothing and the evaluator its memory.
+    max_output_elements: int | None = None
 
 
 class TimeCandidate(_Msg):
@@ -214,6 +219,8 @@ class Prepared(_Msg):
     task_flags: list[AuditFlag] = Field(default_factory=list)
     reference_mutates_inputs: bool = False
     reference_aliases_inputs: bool = False
+    # The most elements the reference's outputs hold together in any trial.
+    output_elements: int | None = None
 
 
 class Compared(_Msg):

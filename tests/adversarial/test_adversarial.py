@@ -57,6 +57,12 @@ BATTERY = [
     ("h19_introspection", SCALE_RELU, Status.rejected, "You cannot import sys"),
     ("h19_gc_objects", SCALE_RELU, Status.rejected, "You cannot import gc"),
     ("h19_module_reach", SCALE_RELU, Status.rejected, "You cannot use .sys"),
+    ("h19_match_pattern", SCALE_RELU, Status.rejected, "You cannot use .__globals__"),
+    # caught in the worker, where names are resolved against the real modules
+    ("h19_module_detour", SCALE_RELU, Status.rejected, "You cannot use the module torch.functional as a value"),
+    # a broadcast view of 10^12 elements: refused before anything copies or writes it
+    ("rt_huge_output_at_once", SCALE_RELU, Status.mismatch, "the outputs of trial 1 hold 1000000000000 elements"),
+    ("rt_huge_output", SCALE_RELU, Status.mismatch, "the outputs of a timed call hold 1000000000000 elements"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.

@@ -2,7 +2,7 @@ import ast
 
 import pytest
 
-from adaexplore.executor._policy import check_policy, defines_model_new
+from adaexplore.executor._policy import check_policy, defines_model_new, resolve_dotted
 
 CLEAN = """
 import math
@@ -138,3 +138,62 @@ def test_self_owned_private_attributes_and_super_init_are_allowed() -> None:
 )
 def test_model_new_must_be_bound_at_module_level(source: str, expected: bool) -> None:
     assert defines_model_new(ast.parse(source)) is expected
+
+
+def real_codes(source: str) -> list[str]:
+    """The rules broken, names of allowed imports resolved to their objects as the candidate's worker does."""
+    return [v.code for v in check_policy(ast.parse(source), resolve=resolve_dotted)]
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        # a banned function or module under another module's name
+        ("import torch\nx = torch.nn.quantized.modules.conv.ops", "banned_api"),
+        ("import triton.language as tl\nk = tl.core.knobs", "module_reach"),
+        ("import torch\nd = torch.nn.parallel.distributed.dist.all_reduce", "banned_api"),
+        # a module outside the allowed packages
+        ("import enum\nb = enum.bltns.open", "module_reach"),
+        # a module handed around as a value, then used where the rules no longer see it
+        ("import torch\nm = torch.nn.modules.module", "module_value"),
+        ("import torch\ndef f(self):\n    return self._C\nf(torch.nn.modules.module)", "module_value"),
+        ("from torch.nn import modules\nx = [modules][0]", "module_value"),
+    ],
+)
+def test_resolved_names_are_checked_as_what_they_are(snippet: str, code: str) -> None:
+    assert code in real_codes(snippet)
+
+
+def test_a_typical_triton_candidate_breaks_no_rule_when_its_names_are_resolved() -> None:
+    assert real_codes(CLEAN) == []
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        # `case C(name=...)` reads C's attribute name of the subject
+        (
+            "def f(x):\n    match x:\n        case object(__globals__={'__builtins__': b}):\n            return b",
+            "introspection",
+        ),
+        ("def f(x):\n    match x:\n        case object(sys=s):\n            return s", "module_reach"),
+        # special attributes other than protocol methods
+        ("def f(t):\n    return t.numpy().__array_namespace__()", "introspection"),
+        ("def f(a):\n    a.tofile('x.bin')", "module_reach"),
+        ("import torch\nx = torch.storage.np", "module_reach"),
+        ("import torch\nx = torch.nn.functional.torch.load", "module_reach"),
+        ("import torch\ns = torch.initial_seed()", "introspection"),
+        ("import torch\ns = torch.cuda.default_generators[0]", "introspection"),
+        ("def f(m):\n    return m.__x", "private_attribute"),
+    ],
+)
+def test_the_detours_found_by_red_teaming_are_closed(snippet: str, code: str) -> None:
+    assert code in codes(snippet)
+
+
+def test_protocol_dunders_stay_allowed() -> None:
+    source = (
+        "class A:\n    def __init__(self):\n        super().__init__()\n"
+        "    def f(self, x):\n        return x.__add__(1), self.__call__\n"
+    )
+    assert codes(source) == []

@@ -6,6 +6,7 @@ for the judge to compare, so no result is decided in a process the candidate cou
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import time
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.executor._models import AuditFlag, Backend, Status
+from adaexplore.executor._policy import check_policy, resolve_dotted
 from adaexplore.executor._protocol import (
     Compiled,
     Done,
@@ -47,7 +49,7 @@ from adaexplore.executor.worker._taskrun import (
     resolve_seeds,
     tensors_in,
 )
-from adaexplore.executor.worker._timing import Timer, summarize
+from adaexplore.executor.worker._timing import OutputTooLarge, Timer, summarize
 
 __all__ = ["CandidateRunner"]
 
@@ -135,6 +137,17 @@ class CandidateRunner:
         if rejects:
             self._fail(Status.rejected, rejects[0].message)
 
+    def _check_names(self, path: Path) -> None:
+        """The half of the policy that needs the real modules, before the candidate is imported: a name of an
+        allowed import is checked as what it names (torch.nn.quantized.modules.conv.ops is torch.ops)."""
+        violations = check_policy(ast.parse(path.read_text(encoding="utf-8")), resolve=resolve_dotted)
+        if violations:
+            self.state.flags.extend(
+                AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations
+            )
+            first = violations[0]
+            self._fail(Status.rejected, f"line {first.line}: {first.message}")
+
     def _wait(self, *kinds: type) -> Any:
         command = self.channel.receive()
         if command is None or not isinstance(command, kinds):
@@ -172,6 +185,8 @@ class CandidateRunner:
             make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
         ]
         guard = Guard()
+        if job.enforce_policy:
+            self._check_names(exchange / "candidate.py")
 
         try:
             module = import_file(CANDIDATE_MODULE, exchange / "candidate.py")
@@ -232,7 +247,18 @@ class CandidateRunner:
             )
         )
         timing: TimeCandidate = self._wait(TimeCandidate)
-        self._time(model, task, trial_inputs[0], timing_seed, cast, on_device, timing, guard, exchange)
+        self._time(
+            model,
+            task,
+            trial_inputs[0],
+            timing_seed,
+            cast,
+            on_device,
+            timing,
+            guard,
+            exchange,
+            proceed.max_output_elements,
+        )
 
     def _compile_pass(self, model: torch.nn.Module, inputs: list[Any], command: RunCandidate, guard: Guard) -> float:
         self.channel.send(Phase(phase="compiling"))
@@ -315,6 +341,19 @@ class CandidateRunner:
             del out, tensors
         return outputs, first_launches
 
+    def _check_size(self, tensors: list[torch.Tensor], proceed: Proceed, where: str) -> None:
+        """Before an output is copied or written: it holds no more elements than the reference's."""
+        if proceed.max_output_elements is None:
+            return
+        held = sum(t.numel() for t in tensors if isinstance(t, torch.Tensor))
+        if held > proceed.max_output_elements:
+            shapes = ", ".join(str(tuple(t.shape)) for t in tensors if isinstance(t, torch.Tensor))
+            self._fail(
+                Status.mismatch,
+                f"the outputs of {where} hold {held} elements (shapes {shapes}), more than the "
+                f"{proceed.max_output_elements} of the reference's; return outputs of the reference's shapes",
+            )
+
     def _check_outputs(
         self, out: Any, args: list[Any], pristine: list[Any], proceed: Proceed, index: int
     ) -> list[torch.Tensor]:
@@ -322,6 +361,7 @@ class CandidateRunner:
             tensors = flatten_output(out)
         except TypeError as exc:
             self._fail(Status.mismatch, str(exc))
+        self._check_size(tensors, proceed, f"trial {index + 1}")
         for j, t in enumerate(tensors):
             if type(t) is not torch.Tensor:
                 self._fail(Status.mismatch, f"output {j} is a {type(t).__name__}, not a plain torch.Tensor")
@@ -368,6 +408,7 @@ class CandidateRunner:
         timing: TimeCandidate,
         guard: Guard,
         exchange: Path,
+        max_output_elements: int | None,
     ) -> None:
         self.channel.send(Phase(phase="timing"))
         call: Callable[[list[Any]], Any] = lambda args: model(*args)  # noqa: E731
@@ -384,8 +425,11 @@ class CandidateRunner:
                     min_reps=timing.min_reps,
                     max_reps=timing.max_reps,
                     keep_at=tuple(timing.recheck_at),
+                    keep_limit=max_output_elements,
                 )
             self._sync()
+        except OutputTooLarge as exc:
+            self._fail(Status.mismatch, str(exc))
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")

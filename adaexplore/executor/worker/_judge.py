@@ -177,6 +177,7 @@ class Judge:
             task_flags=flags,
             reference_mutates_inputs=facts[1],
             reference_aliases_inputs=facts[2],
+            output_elements=max(sum(t.numel() for t in refs) for refs in job.refs) if job.refs else None,
         )
 
     @staticmethod

@@ -27,9 +27,25 @@ from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
 
-__all__ = ["Measurement", "Timer", "call_scale", "summarize"]
+__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scale", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
+
+
+class OutputTooLarge(ValueError):
+    """A timed call's outputs hold more elements than the reference's: not copied for the recheck."""
+
+
+def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
+    tensors = flatten_output(out)
+    held = sum(t.numel() for t in tensors)
+    if limit is not None and held > limit:
+        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
+        raise OutputTooLarge(
+            f"the outputs of a timed call hold {held} elements (shapes {shapes}), more than the {limit} of the "
+            "reference's; return outputs of the reference's shapes"
+        )
+    return [t.detach().clone() for t in tensors]
 
 
 def call_scale(index: int) -> float:
@@ -150,8 +166,10 @@ class Timer:
         min_reps: int,
         max_reps: int,
         keep_at: tuple[float, ...] = (),
+        keep_limit: int | None = None,
     ) -> Measurement:
-        """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept."""
+        """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept (copies,
+        refused with OutputTooLarge past `keep_limit` elements)."""
         rings: list[list[Any]] = []
         if spec.fresh_inputs:
             rings = [clone_args(list(base)) for _ in range(_RING)]
@@ -170,7 +188,14 @@ class Timer:
         with grad:
             if self.cuda and spec.pipelined:
                 return self._measure_pipelined(
-                    call, inputs, spec, budget_ms=budget_ms, min_reps=min_reps, max_reps=max_reps, keep_at=keep_at
+                    call,
+                    inputs,
+                    spec,
+                    budget_ms=budget_ms,
+                    min_reps=min_reps,
+                    max_reps=max_reps,
+                    keep_at=keep_at,
+                    keep_limit=keep_limit,
                 )
             warm: list[float] = []
             started = 0.0
@@ -197,7 +222,7 @@ class Timer:
                     continue
                 result.times_ms.append(counted)
                 if rep in keep:
-                    result.kept.append((scale, [t.detach().clone() for t in flatten_output(out)]))
+                    result.kept.append((scale, _kept_copy(out, keep_limit)))
                 del out
         return result
 
@@ -212,6 +237,7 @@ class Timer:
         min_reps: int,
         max_reps: int,
         keep_at: tuple[float, ...],
+        keep_limit: int | None,
     ) -> Measurement:
         warmup_n = 0
         size = _MIN_CHUNK
@@ -219,7 +245,7 @@ class Timer:
         while warmup_n < max(1, spec.warmup_calls) or (
             (time.perf_counter() - started) * 1e3 < spec.warmup_ms and warmup_n < max_reps
         ):
-            last = self._chunk(call, inputs, spec, size, keep_last=False)
+            last = self._chunk(call, inputs, spec, size, keep_last=False, keep_limit=keep_limit)
             warmup_n += last.calls
             size = _chunk_size(statistics.median(last.times_ms))
         # the last chunk, run at the clocks the timed calls will see
@@ -234,7 +260,14 @@ class Timer:
             # a kept call ends its chunk, so its output is copied after the device is idle
             upcoming = [k for k in keep if k >= len(device)]
             n = min(size, reps - len(device), (upcoming[0] - len(device) + 1) if upcoming else reps)
-            chunk = self._chunk(call, inputs, spec, n, keep_last=bool(upcoming) and upcoming[0] == len(device) + n - 1)
+            chunk = self._chunk(
+                call,
+                inputs,
+                spec,
+                n,
+                keep_last=bool(upcoming) and upcoming[0] == len(device) + n - 1,
+                keep_limit=keep_limit,
+            )
             device.extend(chunk.times_ms)
             excess.append(chunk.excess_ms)
             result.warmup_n += chunk.calls - n
@@ -257,6 +290,7 @@ class Timer:
         n: int,
         *,
         keep_last: bool,
+        keep_limit: int | None,
     ) -> _Chunk:
         """A probe call alone, an uncounted call from an idle queue, then `n` timed calls back to back."""
         _, args = inputs()
@@ -284,7 +318,7 @@ class Timer:
                 last = (scale, out)
             del out
         torch.cuda.synchronize()
-        kept = (last[0], [t.detach().clone() for t in flatten_output(last[1])]) if last is not None else None
+        kept = (last[0], _kept_copy(last[1], keep_limit)) if last is not None else None
         return _Chunk(times_ms=[a.elapsed_time(b) for a, b in events[1:]], excess_ms=excess, calls=n + 2, kept=kept)
 
     def _one(self, call: Callable[[list[Any]], Any], args: list[Any], spec: TimingSpec) -> tuple[float, Any]:

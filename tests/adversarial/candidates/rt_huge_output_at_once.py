@@ -1,0 +1,26 @@
+"""The same huge broadcast view from the first call on: refused before a trial's output is written."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_relu_kernel(x_ptr, y_ptr, n, scale, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(y_ptr + offsets, tl.maximum(x * scale + 1.0, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        scale_relu_kernel[(triton.cdiv(n, 256),)](x, y, n, self.scale, BLOCK=256)
+        return y.reshape(-1)[:1].expand(10**12)
