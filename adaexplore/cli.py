@@ -124,7 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
     explore.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
     explore.add_argument(
-        "--resume", action="append", metavar="RUN", help="continue a stopped run (repeatable; see `runs list`)"
+        "--resume",
+        action="append",
+        metavar="RUN",
+        help="continue a stopped or killed run (repeatable; see `runs list`)",
     )
     explore.add_argument("--no-memory-updates", action="store_true", help="do not distill failures into rules")
     explore.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
@@ -144,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--seed", type=_SEED, default=0, help="seed of the task synthesis (default 0)")
     adapt.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
     _budget_options(adapt)
-    _model_options(adapt)
+    _model_options(adapt, replay=False)
 
     runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
     run_commands = runs.add_subparsers(dest="runs_command", required=True)
@@ -198,9 +201,15 @@ def _budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-time", help="stop starting steps after this long (90s, 30m, 2h)")
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
+def _model_options(parser: argparse.ArgumentParser, *, replay: bool = True) -> None:
     group = parser.add_argument_group("model")
-    group.add_argument("--model", help="model name; 'replay' for the offline generator (default: see above)")
+    default = f"default {ModelConfig.DEFAULT_MODEL} when a key or --base-url is set"
+    group.add_argument(
+        "--model",
+        help=f"model name ({default}, else 'replay', the offline generator)"
+        if replay
+        else f"model name ({default}; the offline 'replay' generator cannot adapt)",
+    )
     group.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the OpenAI API)")
     group.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
     group.add_argument("--temperature", type=_NONNEGATIVE, help="sampling temperature (default 1.0)")

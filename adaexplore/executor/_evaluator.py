@@ -522,7 +522,7 @@ class Evaluator:
     async def _candidate(self, run: _Run, backend: Backend, device: int) -> AsyncIterator[tuple[WorkerProcess, Ready]]:
         pool = self._pool(backend, device)
         async with self._slots[(backend, device)]:
-            await run.report("handover", f"starting a {backend.value} worker")
+            await run.report("handover", f"starting the {backend.value} worker")
             try:
                 with run.phase("handover"):
                     worker, ready = await pool.acquire()
