@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: the GPU test suites, then the evaluator benchmark. Results go to $OUT (default ./gpu-results).
-#   benchmarks/run_gpu_validation.sh tests      # example verdicts, bad input, reward-hack battery, timing, CLI
+#   benchmarks/run_gpu_validation.sh tests      # example verdicts, the reward-hack battery, the policy (about 4 min)
+#   benchmarks/run_gpu_validation.sh suites     # bad input and the evaluator suite, timing, CLI (about 5 min)
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 set -uo pipefail
@@ -12,9 +13,13 @@ python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", tr
 case "${1:-tests}" in
   tests)
     timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
-      tests/test_examples.py tests/adversarial tests/executor/test_evaluator.py tests/executor/test_device_lock.py \
-      tests/executor/worker/test_timing.py tests/executor/worker/test_launcher_prebuild.py \
-      tests/test_cli.py tests/executor/test_policy.py tests/executor/test_policy_reach.py 2>&1 | tee "$OUT/pytest.log"
+      tests/test_examples.py tests/adversarial tests/executor/test_policy.py tests/executor/test_policy_reach.py \
+      2>&1 | tee "$OUT/pytest.log"
+    ;;
+  suites)
+    timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+      tests/executor/test_evaluator.py tests/executor/test_device_lock.py tests/executor/worker/test_timing.py \
+      tests/executor/worker/test_launcher_prebuild.py tests/test_cli.py 2>&1 | tee "$OUT/pytest-suites.log"
     ;;
   bench)
     timeout 240 python3 -m adaexplore profile examples/tasks/gemm_epilogue.py examples/kernels/gemm_epilogue/correct.py \
