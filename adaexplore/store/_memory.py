@@ -363,7 +363,8 @@ class MemoryTables:
     ) -> RuleRecord:
         """Back a rule with a reproducer's failure, in one transaction: the failure is stored and counted,
         its signature joins the rule's, and the rule becomes curated with its scope starting at `triton`
-        (an imported rule's unknown scope becomes known). Returns the rule as it is now."""
+        (an imported rule's unknown scope becomes known). The same reproducer (code, task and signature) is
+        counted once, however often it confirms the rule. Returns the rule as it is now."""
         self.rule(rule_id)
         with self._write() as db:
             owner = db.execute("SELECT rule_id FROM rule_signatures WHERE signature=?", (signature,)).fetchone()
@@ -376,12 +377,17 @@ class MemoryTables:
                 "triton_max=COALESCE(triton_max, ?) WHERE id=?",
                 (triton, triton, rule_id),
             )
-            self._add_failure(
-                db,
-                rule_id,
-                specific=True,
-                row=(task_id, signature, signature_key, status, error_type, error_text, code, triton, backend),
-            )
+            counted = db.execute(
+                "SELECT 1 FROM failures WHERE rule_id=? AND task_id=? AND signature=? AND code=? LIMIT 1",
+                (rule_id, task_id, signature, code),
+            ).fetchone()
+            if counted is None:
+                self._add_failure(
+                    db,
+                    rule_id,
+                    specific=True,
+                    row=(task_id, signature, signature_key, status, error_type, error_text, code, triton, backend),
+                )
         return self.rule(rule_id)
 
     def _add_failure(

@@ -688,6 +688,9 @@ async def confirm_rule(
         backend=backend,
     )
     now_injected = injected(confirmed, svc.settings.memory, running_triton())
+    again = (
+        " (this reproducer was counted before, so the counts stay)" if confirmed.occurrences == rule.occurrences else ""
+    )
     return ConfirmRuleResult(
         rule=_skill(confirmed),
         status=evaluation.status.value,
@@ -696,6 +699,6 @@ async def confirm_rule(
         injected=now_injected,
         message=(
             f"rule {confirmed.id} is backed by a reproducer that fails with {evaluation.status.value}; "
-            f"scope {describe_scope(confirmed)}; {'injected into prompts' if now_injected else 'not injected'}"
+            f"scope {describe_scope(confirmed)}; {'injected into prompts' if now_injected else 'not injected'}{again}"
         ),
     )

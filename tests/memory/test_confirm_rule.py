@@ -79,6 +79,12 @@ async def test_a_reproducer_gives_an_imported_rule_its_scope_and_gets_it_injecte
     assert (confirmed.occurrences, confirmed.tasks) == (8, 1)  # the file's 7, and the reproducer's failure
     assert rule.id in injected_ids(svc)
     assert [f.code for f in svc.store.failures(rule.id)] == [REPRODUCER.read_text()]
+    # The same reproducer again confirms the rule again, but is not a second occurrence.
+    again = await confirm_rule(
+        svc, ConfirmRuleRequest(rule_id=rule.id, task_id=task.task_id, code=REPRODUCER.read_text())
+    )
+    assert "counted before" in again.message and again.rule.occurrences == 8
+    assert len(svc.store.failures(rule.id)) == 1
 
 
 async def test_a_reproducer_that_passes_or_shows_another_rules_mistake_confirms_nothing(

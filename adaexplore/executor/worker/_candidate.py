@@ -250,7 +250,6 @@ class CandidateRunner:
         self._time(
             model,
             task,
-            trial_inputs[0],
             timing_seed,
             cast,
             on_device,
@@ -336,6 +335,16 @@ class CandidateRunner:
                             "candidate ran during forward. Launch your @triton.jit kernels in forward.",
                         )
                     )
+            elif first_launches and not launches and command.require_triton:
+                # kernels in the first call only, PyTorch after it (work done once, then reused or skipped)
+                self.state.flags.append(
+                    AuditFlag(
+                        code="no_triton_launch",
+                        severity="reject",
+                        message=f"You cannot leave the work to PyTorch alone: Triton kernels ran in trial 1 but "
+                        f"none in trial {index + 1}. Launch your @triton.jit kernels in every forward.",
+                    )
+                )
             tensors = self._check_outputs(out, args, pristine, proceed, index)
             outputs.append([write_tensor(t, exchange, f"trial{index}_out{j}.bin") for j, t in enumerate(tensors)])
             del out, tensors
@@ -401,7 +410,6 @@ class CandidateRunner:
         self,
         model: torch.nn.Module,
         task: Any,
-        share_inputs: list[Any],
         timing_seed: int,
         cast: torch.dtype | None,
         on_device: bool,
@@ -413,9 +421,10 @@ class CandidateRunner:
         self.channel.send(Phase(phase="timing"))
         call: Callable[[list[Any]], Any] = lambda args: model(*args)  # noqa: E731
         try:
-            with self._numerics(), torch.no_grad():
-                share = self.tracker.triton_share(lambda: model(*_clone(share_inputs)))
             base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
+            # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
+            with self._numerics(), torch.no_grad():
+                share = self.tracker.triton_share(lambda: model(*_clone(base)))
             with self._numerics():
                 measured = Timer(self.device).measure(
                     call,

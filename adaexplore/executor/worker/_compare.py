@@ -39,7 +39,8 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: 
         return Comparison(
             equal, None, None, None, None if equal else f"{wrong} of {ref.numel()} elements differ (integer output)"
         )
-    if ref.is_complex():
+    complex_parts = ref.is_complex()
+    if complex_parts:
         # real and imaginary parts, each held to the tolerance (a cast to float64 would drop the imaginary part)
         if not out.is_complex():
             return Comparison(False, None, None, None, f"output is {out.dtype}, not complex like the reference")
@@ -84,10 +85,13 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: 
         )
     if max_scaled > 1.0:
         worst = int(torch.argmax(scaled))
-        index = tuple(int(i) for i in torch.nonzero(finite)[worst])
+        index = [int(i) for i in torch.nonzero(finite)[worst]]
+        # of a complex output, the element's index and which of its parts (the last index of the real view)
+        where = f"{index[:-1]} ({('real', 'imaginary')[index[-1]]} part)" if complex_parts else f"{index}"
+        counted = "real and imaginary parts" if complex_parts else "elements"
         problems.append(
-            f"max |out-ref| = {max_abs:.3g} at index {list(index)} (out {float(of[worst]):.6g}, "
-            f"ref {float(rf[worst]):.6g}); {int((scaled > 1).sum())} of {rf.numel()} elements "
+            f"max |out-ref| = {max_abs:.3g} at index {where} (out {float(of[worst]):.6g}, "
+            f"ref {float(rf[worst]):.6g}); {int((scaled > 1).sum())} of {rf.numel()} {counted} "
             f"exceed the tolerance"
         )
     if tol.norm_rtol is not None and norm_rel > tol.norm_rtol * allowance:

@@ -105,8 +105,13 @@ def test_complex_outputs_compare_both_parts_at_their_real_dtypes_tolerance() -> 
     assert compare(out, ref.to(torch.complex64), tol).passed
     real_only = torch.complex(out.real, torch.zeros_like(out.real))
     failed = compare(real_only, ref.to(torch.complex64), tol)
-    assert not failed.passed and "exceed the tolerance" in (failed.message or "")
+    assert not failed.passed and "real and imaginary parts exceed the tolerance" in (failed.message or "")
     assert not compare(out.real, ref.to(torch.complex64), tol).passed
+    # The index names the element of the output (one index for a 1-d output) and the part that is wrong.
+    wrong = out.clone()
+    wrong[7] = complex(out[7].real.item(), out[7].imag.item() + 1.0)
+    message = compare(wrong, ref.to(torch.complex64), tol).message or ""
+    assert "at index [7] (imaginary part)" in message, message
 
 
 def test_outputs_that_cannot_be_compared_are_named_not_crashed_on() -> None:
