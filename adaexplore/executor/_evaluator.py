@@ -88,6 +88,9 @@ _SIGNALS = {
     -15: "SIGTERM",
 }
 
+# Below this share of a forward's GPU time in the candidate's Triton kernels, the result carries a warning.
+_LOW_TRITON_SHARE = 0.05
+
 
 # environment variables that hold credentials, by their names
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -803,7 +806,18 @@ class Evaluator:
             timed = await self._await(run, worker, timeout=cfg.timing_timeout_s, until=(Timed,), what="timing")
         assert isinstance(timed, Timed)
         run.add_flags(timed.flags)
-        run.audit.triton_time_share = timed.triton_time_share
+        run.audit.triton_time_share = share = timed.triton_time_share
+        if share is not None and share < _LOW_TRITON_SHARE:
+            run.add_flags(
+                [
+                    AuditFlag(
+                        code="little_triton_time",
+                        severity="warn",
+                        message=f"only {share:.1%} of a forward's GPU time is spent in the candidate's Triton "
+                        "kernels: PyTorch does nearly all of the work, and the speedup is not the kernels'",
+                    )
+                ]
+            )
         if timed.rechecks:
             with run.phase("judge"):
                 rechecked = await self._ask_judge(

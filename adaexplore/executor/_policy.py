@@ -9,6 +9,7 @@ side streams), so the numbers the worker reports are the numbers it measured. Ea
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import types
 from collections.abc import Callable
@@ -23,7 +24,6 @@ ALLOWED_IMPORTS = frozenset(
         "__future__",
         "abc",
         "collections",
-        "dataclasses",
         "enum",
         "functools",
         "itertools",
@@ -69,6 +69,15 @@ _BANNED_NAMES = {
     "torch.cuda.stream": "You cannot switch CUDA streams; launch on the current stream.",
     "torch.cuda.set_stream": "You cannot switch CUDA streams; launch on the current stream.",
     "torch.cuda.ExternalStream": "You cannot use other CUDA streams; launch on the current stream.",
+    "torch.cuda.streams": "You cannot create CUDA streams; launch on the current stream.",
+    "torch.cuda.StreamContext": "You cannot switch CUDA streams; launch on the current stream.",
+    "torch.accelerator": "You cannot switch streams or devices; launch on the current stream.",
+    "torch.get_device_module": "You cannot fetch device modules; use torch.cuda's public functions directly.",
+    "torch.mtia": "You cannot use other devices' modules; launch on the current CUDA stream.",
+    "torch.xpu": "You cannot use other devices' modules; launch on the current CUDA stream.",
+    "torch.cuda.tunable": "You cannot use torch.cuda.tunable (it writes files and changes global settings).",
+    "torch.cuda.gds": "You cannot open files in a candidate.",
+    "torch.cuda.set_sync_debug_mode": "You cannot change global torch settings.",
     "torch.Stream": "You cannot create streams; launch on the current stream.",
     "torch.backends": "You cannot use torch.backends settings (TF32, cuDNN); the evaluator fixes them.",
     "torch.set_float32_matmul_precision": "You cannot change the float32 matmul precision.",
@@ -269,6 +278,8 @@ _ALLOWED_DUNDERS = frozenset(
 _SEED_ATTRS = frozenset(
     {"initial_seed", "get_rng_state", "get_rng_state_all", "default_generator", "default_generators", "get_state"}
 )
+# Public methods and classes that hand out a function's namespace (its globals, builtins included).
+_NAMESPACE_ATTRS = frozenset({"get_capture_scope", "JITFunction", "InterpretedFunction"})
 
 
 def banned_name(dotted: str) -> str | None:
@@ -291,6 +302,8 @@ def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
         return "introspection", f"You cannot read .{name}; frames belong to the evaluator."
     if name in _SEED_ATTRS:
         return "introspection", f"You cannot read .{name}; the random state belongs to the evaluator."
+    if name in _NAMESPACE_ATTRS:
+        return "introspection", f"You cannot use .{name}; it hands out a function's namespace. Use @triton.jit."
     if name.startswith("__") and name.endswith("__"):
         if name in _ALLOWED_DUNDERS:
             return None
@@ -350,6 +363,19 @@ def resolve_dotted(dotted: str) -> tuple[str, object] | None:
     return canonical, value
 
 
+@functools.cache
+def _banned_objects() -> dict[int, str]:
+    """The objects the banned names name, by identity (resolved where torch and triton are loaded): the same
+    function re-exported by another module (torch.autograd.profiler_util.attrgetter is operator.attrgetter)
+    is refused under any name."""
+    found: dict[int, str] = {}
+    for dotted in _BANNED_NAMES:
+        resolved = resolve_dotted(dotted)
+        if resolved is not None and not isinstance(resolved[1], int | float | str | bool | type(None)):
+            found[id(resolved[1])] = dotted
+    return found
+
+
 def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
@@ -393,6 +419,9 @@ class _Checker(ast.NodeVisitor):
             # `from torch import nn` imports a module; `from triton import jit` an object of an allowed one.
             if full in ALLOWED_IMPORTS or module in ALLOWED_IMPORTS:
                 self._check_dotted(node, full)
+                refused = attribute_refused(alias.name, owned=False) if alias.name != "*" else None
+                if refused:  # `from torch import sys` reads torch.sys
+                    self._add(node, *refused)
                 self.aliases[alias.asname or alias.name] = full
             else:
                 self._check_module(node, module)
@@ -435,6 +464,9 @@ class _Checker(ast.NodeVisitor):
         canonical, value = resolved
         if canonical != dotted and banned_name(canonical):
             self._add(node, "banned_api", f"{banned_name(canonical)} ({dotted} is {canonical})")
+        elif id(value) in _banned_objects() and not banned_name(dotted):
+            same = _banned_objects()[id(value)]
+            self._add(node, "banned_api", f"{_BANNED_NAMES[same]} ({dotted} is {same})")
         if isinstance(value, types.ModuleType):
             if canonical.split(".")[0] not in _REACHABLE_ROOTS:
                 self._add(
@@ -505,6 +537,10 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         self._called.add(id(func))
+        if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.aliases and len(node.args) > 1:
+            self._add(
+                node, "banned_builtin", "You cannot make classes with type(name, bases, namespace); write a class."
+            )
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
             self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
@@ -558,9 +594,17 @@ class _Checker(ast.NodeVisitor):
             return self.aliases.get(root.id) or self.derived.get(root.id)
         return None
 
+    def _check_dunder_name(self, target: ast.expr) -> None:
+        # `__annotations__ = {...}` in a class body feeds names to code generators (dataclass-like helpers
+        # write them into source text they run); `__builtins__ = ...` and the like replace the namespace
+        if isinstance(target, ast.Name) and target.id.startswith("__") and target.id.endswith("__"):
+            if target.id not in ("__all__", "__slots__"):
+                self._add(target, "introspection", f"You cannot assign to {target.id}; special names belong to Python.")
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._check_target(target)
+            self._check_dunder_name(target)
         origin = self._chain_origin(node.value)
         for target in node.targets:
             if isinstance(target, ast.Name):
@@ -576,6 +620,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_target(node.target)
+        self._check_dunder_name(node.target)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:

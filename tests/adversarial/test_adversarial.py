@@ -62,6 +62,10 @@ BATTERY = [
     ("h19_match_pattern", SCALE_RELU, Status.rejected, "You cannot use .__globals__"),
     # caught in the worker, where names are resolved against the real modules
     ("h19_module_detour", SCALE_RELU, Status.rejected, "You cannot use the module torch.functional as a value"),
+    ("h19_dataclass_exec", SCALE_RELU, Status.rejected, "You cannot import dataclasses"),
+    ("h19_capture_scope", SCALE_RELU, Status.rejected, "You cannot use .get_capture_scope"),
+    # caught in the worker: the function is operator.attrgetter, whatever module it is read from
+    ("h19_reexported_attrgetter", SCALE_RELU, Status.rejected, "profiler_util.attrgetter is operator.attrgetter"),
     # a broadcast view of 10^12 elements: refused before anything copies or writes it
     ("rt_huge_output_at_once", SCALE_RELU, Status.mismatch, "the outputs of trial 1 hold 1000000000000 elements"),
     ("rt_huge_output", SCALE_RELU, Status.mismatch, "the outputs of a timed call hold 1000000000000 elements"),
@@ -131,3 +135,13 @@ async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: E
     assert honest.timing is not None and hidden.timing is not None
     # Events on the current stream would see almost nothing; the probes for unseen work keep the speedup honest.
     assert hidden.timing.speedup < honest.timing.speedup * 1.5
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the time share is measured with CUDA events")
+async def test_a_kernel_that_does_nothing_beside_pytorch_is_flagged_on_the_gpu(timed_evaluator: Evaluator) -> None:
+    honest = await timed_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
+    idle = await timed_evaluator.evaluate(MATMUL, (CANDIDATES / "h03_noop_kernel.py").read_text(), backend="cuda")
+    assert honest.status is Status.ok and idle.status is Status.ok, (honest.message, idle.message)
+    assert "little_triton_time" not in [f.code for f in honest.audit.flags]
+    assert "little_triton_time" in [f.code for f in idle.audit.flags], idle.audit

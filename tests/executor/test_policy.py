@@ -158,6 +158,10 @@ def real_codes(source: str) -> list[str]:
         ("import torch\nm = torch.nn.modules.module", "module_value"),
         ("import torch\ndef f(self):\n    return self._C\nf(torch.nn.modules.module)", "module_value"),
         ("from torch.nn import modules\nx = [modules][0]", "module_value"),
+        # the same banned function re-exported by another module, and streams under other names
+        ("import torch\ng = torch.autograd.profiler_util.attrgetter('x')", "banned_api"),
+        ("import torch\ns = torch.cuda.streams.Stream()", "banned_api"),
+        ("import torch\ns = torch.autograd.grad_mode.set_grad_enabled(False)", "banned_api"),
     ],
 )
 def test_resolved_names_are_checked_as_what_they_are(snippet: str, code: str) -> None:
@@ -185,6 +189,14 @@ def test_a_typical_triton_candidate_breaks_no_rule_when_its_names_are_resolved()
         ("import torch\ns = torch.initial_seed()", "introspection"),
         ("import torch\ns = torch.cuda.default_generators[0]", "introspection"),
         ("def f(m):\n    return m.__x", "private_attribute"),
+        # code generators fed names, namespaces handed out, classes from dictionaries
+        ("import dataclasses", "import"),
+        ("class H:\n    __annotations__ = {'a or exec(p)': int}", "introspection"),
+        ("import triton\ndef f():\n    pass\nscope = triton.JITFunction(f).get_capture_scope()", "introspection"),
+        ("H = type('H', (), {})", "banned_builtin"),
+        ("from torch import sys", "module_reach"),
+        ("import torch\ns = torch.accelerator.set_stream", "banned_api"),
+        ("import torch\ntorch.cuda.tunable.write_file('x')", "banned_api"),
     ],
 )
 def test_the_detours_found_by_red_teaming_are_closed(snippet: str, code: str) -> None:

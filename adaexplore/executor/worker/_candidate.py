@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.executor._models import AuditFlag, Backend, Status
-from adaexplore.executor._policy import check_policy, resolve_dotted
+from adaexplore.executor._policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
 from adaexplore.executor._protocol import (
     Compiled,
     Done,
@@ -41,6 +41,7 @@ from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
+    candidate_builtins,
     clone_args,
     flatten_output,
     import_file,
@@ -189,7 +190,11 @@ class CandidateRunner:
             self._check_names(exchange / "candidate.py")
 
         try:
-            module = import_file(CANDIDATE_MODULE, exchange / "candidate.py")
+            module = import_file(
+                CANDIDATE_MODULE,
+                exchange / "candidate.py",
+                builtins=candidate_builtins(ALLOWED_IMPORTS) if job.enforce_policy else None,
+            )
         except BaseException as exc:
             status = classify(exc)
             self._fail(

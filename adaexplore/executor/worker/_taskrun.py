@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins as builtins_module
 import contextlib
 import copy
 import importlib.util
@@ -20,6 +21,7 @@ __all__ = [
     "TASK_MODULE",
     "TaskFault",
     "build_model",
+    "candidate_builtins",
     "clone_args",
     "derive_seeds",
     "flatten_output",
@@ -40,15 +42,47 @@ class TaskFault(Exception):
     """The task's own code raised, or does not provide what a task must."""
 
 
-def import_file(name: str, path: str | Path) -> ModuleType:
-    """Import the file at `path` as module `name` (Triton's JIT needs real files)."""
+def import_file(name: str, path: str | Path, *, builtins: dict[str, Any] | None = None) -> ModuleType:
+    """Import the file at `path` as module `name` (Triton's JIT needs real files). `builtins`: the builtins
+    its code sees, in place of the interpreter's."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    if builtins is not None:
+        module.__dict__["__builtins__"] = builtins
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# Builtins a candidate's own code goes without: code from strings, files, the namespaces of frames, and the
+# debugger. Whatever a candidate reaches that runs code in its module's namespace (generated methods, say)
+# finds them missing there too.
+_WITHHELD_BUILTINS = frozenset(
+    {"exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint", "input", "exit", "quit", "help"}
+)
+
+
+def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
+    """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
+    that imports only the `allowed` modules (and the packages above them, which `import a.b` binds)."""
+    real_import = builtins_module.__import__
+
+    def restricted_import(
+        name: str,
+        globals: Any = None,
+        locals: Any = None,
+        fromlist: Any = (),
+        level: int = 0,
+    ) -> ModuleType:
+        if level or not any(m == name or m.startswith(name + ".") for m in allowed):
+            raise ImportError(f"a candidate cannot import {name}")
+        return real_import(name, globals, locals, fromlist, level)  # type: ignore[no-any-return]
+
+    namespace = {k: v for k, v in vars(builtins_module).items() if k not in _WITHHELD_BUILTINS}
+    namespace["__import__"] = restricted_import
+    return namespace
 
 
 def load_task_module(path: str, small_sizes: dict[str, int | float] | None) -> ModuleType:

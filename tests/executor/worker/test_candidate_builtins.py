@@ -1,0 +1,62 @@
+"""A candidate module runs with builtins of its own: no code from strings, no files, no frames' namespaces,
+and an __import__ that imports only the allowed modules. Whatever runs code in the candidate's namespace
+(a generated method, say) meets the same builtins."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from adaexplore.executor._policy import ALLOWED_IMPORTS
+from adaexplore.executor.worker._taskrun import candidate_builtins, import_file
+
+
+def load(tmp_path: Path, source: str, name: str = "builtins_probe"):  # type: ignore[no-untyped-def]
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    try:
+        return import_file(name, path, builtins=candidate_builtins(ALLOWED_IMPORTS))
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_allowed_imports_and_ordinary_builtins_work(tmp_path: Path) -> None:
+    module = load(
+        tmp_path,
+        "import torch\nimport torch.nn.functional as F\nfrom triton.language.extra import libdevice\nimport math\n"
+        "values = sorted([3, 1, 2]) + [len('ab'), int(math.sqrt(16))]\n"
+        "def f(x):\n    return F.relu(torch.full((1,), x)), isinstance(x, object), range(2)\n",
+    )
+    assert module.values == [1, 2, 3, 2, 4]
+    assert module.f(-1.0)[0].item() == 0.0 and module.f(-1.0)[1] is True
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        ("import os", ImportError),
+        ("from importlib import import_module", ImportError),
+        ("x = __import__('sys')", ImportError),
+        ("exec('y = 1')", NameError),
+        ("eval('1')", NameError),
+        ("open('/etc/hostname')", NameError),
+        ("g = globals()", NameError),
+        ("c = compile('1', 'x', 'eval')", NameError),
+    ],
+)
+def test_what_a_candidate_goes_without(tmp_path: Path, source: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        load(tmp_path, source)
+
+
+def test_code_run_later_in_the_candidates_namespace_meets_the_same_builtins(tmp_path: Path) -> None:
+    # A function of the candidate's, and code executed in its module's namespace by someone else.
+    module = load(tmp_path, "def later():\n    return exec\n")
+    with pytest.raises(NameError):
+        module.later()
+    generated: dict[str, object] = {}
+    exec("def generated():\n    return __import__('os')\n", module.__dict__, generated)
+    with pytest.raises(ImportError, match="a candidate cannot import os"):
+        generated["generated"]()  # type: ignore[operator]
