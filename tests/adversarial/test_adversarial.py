@@ -127,6 +127,8 @@ async def test_runtime_guard_without_static_rules(
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: side streams only exist there")
 async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
+    # The first timed evaluation also times the reference; both compared ones find it cached.
+    await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
     honest = await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
     hidden = await unguarded_evaluator.evaluate(
         SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), backend="cuda"
