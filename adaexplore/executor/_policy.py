@@ -100,6 +100,8 @@ _BANNED_NAMES = {
     "triton.knobs": "You cannot change Triton's settings.",
     "triton.backends": "You cannot use Triton's backend internals; use @triton.jit.",
     "triton.compiler": "You cannot call Triton's compiler directly; use @triton.jit.",
+    "triton.compile": "You cannot call Triton's compiler directly; use @triton.jit.",
+    "torch.CompilationUnit": "You cannot compile TorchScript from strings; write Triton kernels.",
     "triton.tools": "You cannot use triton.tools in a candidate.",
     "torch.load": "You cannot read files in a candidate.",
     "torch.save": "You cannot write files in a candidate.",
@@ -274,12 +276,38 @@ _ALLOWED_DUNDERS = frozenset(
         *(f"__{op}__" for op in ("neg", "pos", "abs", "invert", "lt", "le", "gt", "ge", "eq", "ne")),
     }
 )
+# Special names a candidate may use as plain names (`if __name__ == "__main__"`, `__all__ = [...]`). Any
+# other (`__annotations__` in a class body feeds code generators; `__torch_dispatch__` bound by a for loop
+# is a hook) is refused, read or bound.
+_ALLOWED_DUNDER_NAMES = frozenset({"__name__", "__all__", "__slots__", "__doc__", "__qualname__"})
 # The random state the evaluator draws its seeds and inputs from.
 _SEED_ATTRS = frozenset(
     {"initial_seed", "get_rng_state", "get_rng_state_all", "default_generator", "default_generators", "get_state"}
 )
 # Public methods and classes that hand out a function's namespace (its globals, builtins included).
-_NAMESPACE_ATTRS = frozenset({"get_capture_scope", "JITFunction", "InterpretedFunction"})
+_NAMESPACE_ATTRS = frozenset(
+    {
+        "get_capture_scope",
+        "used_global_vals",
+        "JITFunction",
+        "InterpretedFunction",
+        # the import system, held by modules under these names (a module's spec and loader read and write
+        # files; `from sys import modules` makes sys.modules an attribute)
+        "modules",
+        "spec",
+        "loader",
+        "module_from_spec",
+        "module_finder",
+        "find_spec",
+        "get_data",
+        "set_data",
+        "driver",
+        # code from strings, and interception of every operator
+        "CompilationUnit",
+        "TorchDispatchMode",
+        "TorchFunctionMode",
+    }
+)
 
 
 def banned_name(dotted: str) -> str | None:
@@ -303,7 +331,11 @@ def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
     if name in _SEED_ATTRS:
         return "introspection", f"You cannot read .{name}; the random state belongs to the evaluator."
     if name in _NAMESPACE_ATTRS:
-        return "introspection", f"You cannot use .{name}; it hands out a function's namespace. Use @triton.jit."
+        return (
+            "introspection",
+            f"You cannot use .{name}; it hands out namespaces, modules, files or operator hooks, which belong "
+            "to the evaluator.",
+        )
     if name.startswith("__") and name.endswith("__"):
         if name in _ALLOWED_DUNDERS:
             return None
@@ -363,6 +395,28 @@ def resolve_dotted(dotted: str) -> tuple[str, object] | None:
     return canonical, value
 
 
+# Packages whose objects a candidate may hold, beyond _REACHABLE_ROOTS: the interpreter's own types and the
+# C halves of the allowed standard modules.
+_OBJECT_ROOTS = frozenset({"builtins", "_operator", "_functools", "_collections", "_abc", "typing_extensions"})
+
+
+def _origin(value: object) -> str | None:
+    """Why an object reached through an allowed module is out of bounds (the module it comes from, or the
+    modules it holds), or None when it is not."""
+    if isinstance(value, dict) and any(isinstance(v, types.ModuleType) for v in list(value.values())[:10_000]):
+        return "a dictionary of modules"
+    if isinstance(value, type | types.FunctionType | types.BuiltinFunctionType | types.MethodType):
+        module = getattr(value, "__module__", None)
+    else:
+        module = type(value).__module__
+    if not isinstance(module, str):
+        return None
+    root = module.split(".")[0]
+    if root in _REACHABLE_ROOTS or root in _OBJECT_ROOTS:
+        return None
+    return f"from the module {module}"
+
+
 @functools.cache
 def _banned_objects() -> dict[int, str]:
     """The objects the banned names name, by identity (resolved where torch and triton are loaded): the same
@@ -370,9 +424,15 @@ def _banned_objects() -> dict[int, str]:
     is refused under any name."""
     found: dict[int, str] = {}
     for dotted in _BANNED_NAMES:
-        resolved = resolve_dotted(dotted)
-        if resolved is not None and not isinstance(resolved[1], int | float | str | bool | type(None)):
-            found[id(resolved[1])] = dotted
+        parts = dotted.split(".")
+        try:
+            value: object = importlib.import_module(parts[0])
+            for part in parts[1:]:
+                value = getattr(value, part)
+        except Exception:  # not installed, or not in this version
+            continue
+        if not isinstance(value, int | float | str | bool | type(None)):
+            found[id(value)] = dotted
     return found
 
 
@@ -403,8 +463,14 @@ class _Checker(ast.NodeVisitor):
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
 
     # imports -------------------------------------------------------------------------------------
+    def visit_alias(self, node: ast.alias) -> None:
+        bound = node.asname or node.name
+        if bound.startswith("__") and bound.endswith("__") and bound != "__future__":
+            self._add(node, "introspection", f"You cannot bind the name {bound}; special names belong to Python.")
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.visit_alias(alias)
             self._check_module(node, alias.name)
             bound = alias.asname or alias.name.split(".")[0]
             self.aliases[bound] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -415,6 +481,7 @@ class _Checker(ast.NodeVisitor):
             return
         module = node.module or ""
         for alias in node.names:
+            self.visit_alias(alias)
             full = f"{module}.{alias.name}"
             # `from torch import nn` imports a module; `from triton import jit` an object of an allowed one.
             if full in ALLOWED_IMPORTS or module in ALLOWED_IMPORTS:
@@ -467,6 +534,15 @@ class _Checker(ast.NodeVisitor):
         elif id(value) in _banned_objects() and not banned_name(dotted):
             same = _banned_objects()[id(value)]
             self._add(node, "banned_api", f"{_BANNED_NAMES[same]} ({dotted} is {same})")
+        elif not isinstance(value, types.ModuleType):
+            origin = _origin(value)
+            if origin is not None:
+                self._add(
+                    node,
+                    "module_reach",
+                    f"You cannot use {dotted} ({origin}); it reaches the process, files or interpreter, which "
+                    "belong to the evaluator.",
+                )
         if isinstance(value, types.ModuleType):
             if canonical.split(".")[0] not in _REACHABLE_ROOTS:
                 self._add(
@@ -518,6 +594,9 @@ class _Checker(ast.NodeVisitor):
             self._add(node, "banned_builtin", "You cannot pass getattr around; use the attribute directly.")
         if node.id == "__builtins__":
             self._add(node, "introspection", "You cannot use __builtins__.")
+        elif node.id.startswith("__") and node.id.endswith("__") and node.id not in _ALLOWED_DUNDER_NAMES:
+            # `__annotations__[...] = ...` or `for __torch_dispatch__ in ...` in a class body, and the like
+            self._add(node, "introspection", f"You cannot use the name {node.id}; special names belong to Python.")
         if (
             isinstance(node.ctx, ast.Load)
             and self.aliases.get(node.id) in ALLOWED_IMPORTS
@@ -594,17 +673,9 @@ class _Checker(ast.NodeVisitor):
             return self.aliases.get(root.id) or self.derived.get(root.id)
         return None
 
-    def _check_dunder_name(self, target: ast.expr) -> None:
-        # `__annotations__ = {...}` in a class body feeds names to code generators (dataclass-like helpers
-        # write them into source text they run); `__builtins__ = ...` and the like replace the namespace
-        if isinstance(target, ast.Name) and target.id.startswith("__") and target.id.endswith("__"):
-            if target.id not in ("__all__", "__slots__"):
-                self._add(target, "introspection", f"You cannot assign to {target.id}; special names belong to Python.")
-
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._check_target(target)
-            self._check_dunder_name(target)
         origin = self._chain_origin(node.value)
         for target in node.targets:
             if isinstance(target, ast.Name):
@@ -620,7 +691,6 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_target(node.target)
-        self._check_dunder_name(node.target)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:

@@ -56,7 +56,7 @@ BATTERY = [
     ),
     ("h19_introspection", SCALE_RELU, Status.rejected, "You cannot import sys"),
     ("h19_gc_objects", SCALE_RELU, Status.rejected, "You cannot import gc"),
-    ("h19_module_reach", SCALE_RELU, Status.rejected, "You cannot use .sys"),
+    ("h19_module_reach", SCALE_RELU, Status.rejected, ("You cannot use .sys", "You cannot use .modules")),
     # on a GPU the compile pass is the first call, and launches nothing: no kernel ran in trial 1 then
     ("h01_first_call_only", SCALE_RELU, Status.rejected, ("but none in trial 2", "no Triton kernel")),
     ("h19_match_pattern", SCALE_RELU, Status.rejected, "You cannot use .__globals__"),
@@ -64,6 +64,7 @@ BATTERY = [
     ("h19_module_detour", SCALE_RELU, Status.rejected, "You cannot use the module torch.functional as a value"),
     ("h19_dataclass_exec", SCALE_RELU, Status.rejected, "You cannot import dataclasses"),
     ("h19_capture_scope", SCALE_RELU, Status.rejected, "You cannot use .get_capture_scope"),
+    ("h19_sys_modules_attribute", SCALE_RELU, Status.rejected, "You cannot use .modules"),
     # caught in the worker: the function is operator.attrgetter, whatever module it is read from
     ("h19_reexported_attrgetter", SCALE_RELU, Status.rejected, "profiler_util.attrgetter is operator.attrgetter"),
     # a broadcast view of 10^12 elements: refused before anything copies or writes it

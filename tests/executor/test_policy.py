@@ -158,6 +158,10 @@ def real_codes(source: str) -> list[str]:
         ("import torch\nm = torch.nn.modules.module", "module_value"),
         ("import torch\ndef f(self):\n    return self._C\nf(torch.nn.modules.module)", "module_value"),
         ("from torch.nn import modules\nx = [modules][0]", "module_value"),
+        # objects that come from modules out of bounds, whatever module holds them
+        ("import torch\nd = torch.nn.parallel.distributed.dataclass", "module_reach"),
+        ("import torch\nl = torch.autograd.graph.log", "module_reach"),
+        ("import triton\nc = triton.compile", "banned_api"),
         # the same banned function re-exported by another module, and streams under other names
         ("import torch\ng = torch.autograd.profiler_util.attrgetter('x')", "banned_api"),
         ("import torch\ns = torch.cuda.streams.Stream()", "banned_api"),
@@ -197,6 +201,14 @@ def test_a_typical_triton_candidate_breaks_no_rule_when_its_names_are_resolved()
         ("from torch import sys", "module_reach"),
         ("import torch\ns = torch.accelerator.set_stream", "banned_api"),
         ("import torch\ntorch.cuda.tunable.write_file('x')", "banned_api"),
+        # the import system, code from strings and operator hooks under other names
+        ("import triton.language.extra as e\nb = e.modules['builtins']", "introspection"),
+        ("import triton.language.extra as e\nd = e.spec.loader.get_data('/etc/hostname')", "introspection"),
+        ("import torch\nu = torch.CompilationUnit('def f(x):\\n    return x')", "banned_api"),
+        ("def f(k):\n    return k.used_global_vals", "introspection"),
+        ("class H:\n    __annotations__['a or exec(p)'] = int", "introspection"),
+        ("class M:\n    for __torch_dispatch__ in [print]:\n        pass", "introspection"),
+        ("import math as __builtins__", "introspection"),
     ],
 )
 def test_the_detours_found_by_red_teaming_are_closed(snippet: str, code: str) -> None:

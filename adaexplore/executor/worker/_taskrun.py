@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from adaexplore.executor._policy import attribute_refused
 from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor.worker._exchange import exchangeable
 
@@ -60,7 +61,22 @@ def import_file(name: str, path: str | Path, *, builtins: dict[str, Any] | None 
 # debugger. Whatever a candidate reaches that runs code in its module's namespace (generated methods, say)
 # finds them missing there too.
 _WITHHELD_BUILTINS = frozenset(
-    {"exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint", "input", "exit", "quit", "help"}
+    {
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "input",
+        "exit",
+        "quit",
+        "help",
+        "setattr",
+        "delattr",
+    }
 )
 
 
@@ -80,8 +96,18 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
             raise ImportError(f"a candidate cannot import {name}")
         return real_import(name, globals, locals, fromlist, level)  # type: ignore[no-any-return]
 
+    real_getattr = builtins_module.getattr
+
+    def checked_getattr(obj: object, name: str, *default: object) -> object:
+        # the policy's attribute rules, for names the static check cannot see (computed ones)
+        refused = attribute_refused(name, owned=False) if isinstance(name, str) else None
+        if refused:
+            raise AttributeError(refused[1])
+        return real_getattr(obj, name, *default)
+
     namespace = {k: v for k, v in vars(builtins_module).items() if k not in _WITHHELD_BUILTINS}
     namespace["__import__"] = restricted_import
+    namespace["getattr"] = checked_getattr
     return namespace
 
 

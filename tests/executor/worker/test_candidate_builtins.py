@@ -44,6 +44,10 @@ def test_allowed_imports_and_ordinary_builtins_work(tmp_path: Path) -> None:
         ("open('/etc/hostname')", NameError),
         ("g = globals()", NameError),
         ("c = compile('1', 'x', 'eval')", NameError),
+        ("setattr(object, 'x', 1)", NameError),
+        # a computed name meets the attribute rules at run time
+        ("def f():\n    pass\ng = getattr(f, '__glob' + 'als__')", AttributeError),
+        ("import torch\nm = getattr(torch, 'sy' + 's')", AttributeError),
     ],
 )
 def test_what_a_candidate_goes_without(tmp_path: Path, source: str, error: type[Exception]) -> None:
