@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import itertools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -403,7 +404,9 @@ _OBJECT_ROOTS = frozenset({"builtins", "_operator", "_functools", "_collections"
 def _origin(value: object) -> str | None:
     """Why an object reached through an allowed module is out of bounds (the module it comes from, or the
     modules it holds), or None when it is not."""
-    if isinstance(value, dict) and any(isinstance(v, types.ModuleType) for v in list(value.values())[:10_000]):
+    if isinstance(value, dict) and any(
+        isinstance(v, types.ModuleType) for v in itertools.islice(value.values(), 10_000)
+    ):
         return "a dictionary of modules"
     if isinstance(value, type | types.FunctionType | types.BuiltinFunctionType | types.MethodType):
         module = getattr(value, "__module__", None)

@@ -13,7 +13,13 @@ import importlib
 import types
 import warnings
 
-from adaexplore.executor._policy import _BANNED_NAMES, ALLOWED_IMPORTS, attribute_refused, banned_name, resolve_dotted
+from adaexplore.executor._policy import (
+    ALLOWED_IMPORTS,
+    _banned_objects,
+    attribute_refused,
+    banned_name,
+    resolve_dotted,
+)
 
 # Packages whose modules only compute: reaching them is harmless, and their own attributes are walked too.
 COMPUTING = {
@@ -68,21 +74,6 @@ COMPUTING = {
     "tokenize",
     "_weakrefset",
 }
-
-
-def _banned_objects() -> dict[int, str]:
-    found: dict[int, str] = {}
-    for dotted in _BANNED_NAMES:
-        parts = dotted.split(".")
-        try:
-            value: object = importlib.import_module(parts[0])
-            for part in parts[1:]:
-                value = getattr(value, part)
-        except (ImportError, AttributeError):
-            continue
-        if isinstance(value, types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type):
-            found[id(value)] = dotted
-    return found
 
 
 def _walk() -> list[str]:

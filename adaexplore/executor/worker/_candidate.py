@@ -50,7 +50,7 @@ from adaexplore.executor.worker._taskrun import (
     resolve_seeds,
     tensors_in,
 )
-from adaexplore.executor.worker._timing import OutputTooLarge, Timer, summarize
+from adaexplore.executor.worker._timing import OutputTooLarge, Timer, oversized, summarize
 
 __all__ = ["CandidateRunner"]
 
@@ -357,16 +357,9 @@ class CandidateRunner:
 
     def _check_size(self, tensors: list[torch.Tensor], proceed: Proceed, where: str) -> None:
         """Before an output is copied or written: it holds no more elements than the reference's."""
-        if proceed.max_output_elements is None:
-            return
-        held = sum(t.numel() for t in tensors if isinstance(t, torch.Tensor))
-        if held > proceed.max_output_elements:
-            shapes = ", ".join(str(tuple(t.shape)) for t in tensors if isinstance(t, torch.Tensor))
-            self._fail(
-                Status.mismatch,
-                f"the outputs of {where} hold {held} elements (shapes {shapes}), more than the "
-                f"{proceed.max_output_elements} of the reference's; return outputs of the reference's shapes",
-            )
+        refused = oversized(tensors, proceed.max_output_elements, where)
+        if refused:
+            self._fail(Status.mismatch, refused)
 
     def _check_outputs(
         self, out: Any, args: list[Any], pristine: list[Any], proceed: Proceed, index: int

@@ -27,7 +27,7 @@ from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
 
-__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scale", "summarize"]
+__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scale", "oversized", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
 
@@ -36,15 +36,25 @@ class OutputTooLarge(ValueError):
     """A timed call's outputs hold more elements than the reference's: not copied for the recheck."""
 
 
+def oversized(tensors: list[Any], limit: int | None, where: str) -> str | None:
+    """Why the outputs of `where` are refused before anything copies them: they hold more elements than the
+    reference's `limit`; None when they do not."""
+    held = [t for t in tensors if isinstance(t, torch.Tensor)]
+    count = sum(t.numel() for t in held)
+    if limit is None or count <= limit:
+        return None
+    shapes = ", ".join(str(tuple(t.shape)) for t in held)
+    return (
+        f"the outputs of {where} hold {count} elements (shapes {shapes}), more than the {limit} of the "
+        "reference's; return outputs of the reference's shapes"
+    )
+
+
 def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
     tensors = flatten_output(out)
-    held = sum(t.numel() for t in tensors)
-    if limit is not None and held > limit:
-        shapes = ", ".join(str(tuple(t.shape)) for t in tensors)
-        raise OutputTooLarge(
-            f"the outputs of a timed call hold {held} elements (shapes {shapes}), more than the {limit} of the "
-            "reference's; return outputs of the reference's shapes"
-        )
+    refused = oversized(tensors, limit, "a timed call")
+    if refused:
+        raise OutputTooLarge(refused)
     return [t.detach().clone() for t in tensors]
 
 
