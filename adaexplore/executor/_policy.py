@@ -9,9 +9,11 @@ side streams), so the numbers the worker reports are the numbers it measured. Ea
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import importlib
 import itertools
+import string
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,6 +130,18 @@ _BANNED_NAMES = {
     "torch.compiler": "You cannot use torch.compiler; write the Triton kernels yourself.",
     "dataclasses.make_dataclass": "You cannot make classes from strings; write the class.",
     "operator.methodcaller": "You cannot use operator.methodcaller; call the method directly.",
+    # these read and set attributes whose names they are given as strings
+    "functools.update_wrapper": "You cannot use functools.update_wrapper; write the function you mean.",
+    "functools.wraps": "You cannot use functools.wraps; write the function you mean.",
+    # classes made by calling a metaclass with a namespace of strings
+    "abc.ABCMeta": "You cannot use abc.ABCMeta; subclass abc.ABC if you need an abstract class.",
+    "enum.EnumMeta": "You cannot use enum's metaclass; subclass enum.Enum.",
+    "enum.EnumType": "You cannot use enum's metaclass; subclass enum.Enum.",
+    # files, and shared libraries loaded by path
+    "torch.onnx": "You cannot use torch.onnx in a candidate (it writes files).",
+    "torch.cuda.memory": "You cannot use torch.cuda.memory (allocators load shared libraries); allocate with torch.",
+    "torch.cuda.CUDAPluggableAllocator": "You cannot load an allocator; allocate with torch.",
+    "torch.cuda.change_current_allocator": "You cannot change the allocator; allocate with torch.",
 }
 
 # Modules that the allowed ones hold as attributes (torch.os, dataclasses.sys, triton...builtins) and a few
@@ -223,24 +237,9 @@ _MODULE_ATTRS = frozenset(
     }
 )
 
-_FRAME_ATTRS = {
-    "tb_next",
-    "f_trace",
-    "gi_yieldfrom",
-    "cr_await",
-    "ag_await",
-    "gi_code",
-    "cr_code",
-    "f_back",
-    "f_globals",
-    "f_locals",
-    "f_builtins",
-    "f_code",
-    "gi_frame",
-    "cr_frame",
-    "tb_frame",
-    "ag_frame",
-}
+# Attributes of code objects, frames, tracebacks, generators and coroutines, by prefix: every one leads to code
+# or to another frame's variables.
+_FRAME_PREFIXES = ("co_", "f_", "gi_", "cr_", "ag_", "tb_")
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # The special attributes a candidate may name: construction, calling, containers and arithmetic. Every other
 # dunder is refused, as most lead from an object to code, frames, modules or the class graph (__globals__,
@@ -277,6 +276,13 @@ _ALLOWED_DUNDERS = frozenset(
         *(f"__{op}__" for op in ("neg", "pos", "abs", "invert", "lt", "le", "gt", "ge", "eq", "ne")),
     }
 )
+# Special methods a candidate may define. Python and trusted code call special methods with names and
+# objects of their own choosing (__setattr__, __reduce_ex__, __instancecheck__, __set_name__ ...): defining
+# one turns that call into a way around the attribute rules.
+_DEFINABLE_DUNDERS = frozenset(_ALLOWED_DUNDERS - {"__name__", "__qualname__", "__doc__", "__version__"})
+# Format strings read attributes and items by the names in their fields ("{0.__globals__}"), out of sight of
+# the attribute rules; a format string must be a literal with plain fields.
+_FORMAT_METHODS = frozenset({"format", "format_map"})
 # Special names a candidate may use as plain names (`if __name__ == "__main__"`, `__all__ = [...]`). Any
 # other (`__annotations__` in a class body feeds code generators; `__torch_dispatch__` bound by a for loop
 # is a hook) is refused, read or bound.
@@ -327,8 +333,14 @@ def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
             "module_reach",
             f"You cannot use .{name}; it reaches the process, files or interpreter, which belong to the evaluator.",
         )
-    if name in _FRAME_ATTRS:
-        return "introspection", f"You cannot read .{name}; frames belong to the evaluator."
+    if name.startswith(_FRAME_PREFIXES):
+        return "introspection", f"You cannot read .{name}; code objects and frames belong to the evaluator."
+    if name in _FORMAT_METHODS:
+        return (
+            "introspection",
+            f"You cannot use .{name} except on a literal string with plain fields ({{}}, {{0}}, {{name}}); use "
+            "an f-string.",
+        )
     if name in _SEED_ATTRS:
         return "introspection", f"You cannot read .{name}; the random state belongs to the evaluator."
     if name in _NAMESPACE_ATTRS:
@@ -371,7 +383,7 @@ def defines_model_new(tree: ast.Module) -> bool:
 
 # The packages whose modules a candidate may reach through attributes (torch.linalg, triton.language.math,
 # functools through torch.nn.modules.module): the allowed imports' own, and modules that only compute.
-_REACHABLE_ROOTS = frozenset({name.split(".")[0] for name in ALLOWED_IMPORTS} | {"cmath", "copy", "re", "string"})
+_REACHABLE_ROOTS = frozenset({name.split(".")[0] for name in ALLOWED_IMPORTS} | {"cmath", "re"})
 
 Resolver = Callable[[str], "tuple[str, object] | None"]
 
@@ -439,11 +451,59 @@ def _banned_objects() -> dict[int, str]:
     return found
 
 
+# Builtin classes whose positional class patterns match the subject itself (`case int(n)`) and read no
+# attribute; any other class reads the attributes its __match_args__ names.
+_SELF_MATCHING = frozenset(
+    {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
+)
+_PLAIN_STRINGS = _ALLOWED_DUNDERS | _ALLOWED_DUNDER_NAMES | {"__main__"}
+
+
+def _plain_format(text: str) -> bool:
+    """True if every field of a format string is empty, a number or a name: no attribute or item access,
+    and no nested field in the spec."""
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError:
+        return False
+    for _, field, spec, _ in fields:
+        if field is None:
+            continue
+        if field and not (field.isdigit() or field.isidentifier()):
+            return False
+        if spec and ("{" in spec or "}" in spec):
+            return False
+    return True
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Every name the module binds anywhere (assignments, parameters, definitions, imports, handlers,
+    patterns). Deliberately scope-blind: it only has to tell names the module defines from names it does not."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif type(node).__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):  # Python 3.12 type parameters
+            bound.add(node.name)  # type: ignore[attr-defined]
+    return bound
+
+
 def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
     another module's name, a module outside the allowed packages, a module used as a value."""
     checker = _Checker(resolve)
+    checker.bound = _bound_names(tree)
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)
 
@@ -461,6 +521,8 @@ class _Checker(ast.NodeVisitor):
         self.derived: dict[str, str] = {}
         self._called_getattr: set[int] = set()
         self._bases: set[int] = set()  # nodes that are the object of an attribute access
+        self._type_calls: set[int] = set()  # `type` names called with one argument, the one use allowed
+        self.bound: set[str] = set()  # names the module binds (see _bound_names)
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
@@ -537,6 +599,10 @@ class _Checker(ast.NodeVisitor):
         elif id(value) in _banned_objects() and not banned_name(dotted):
             same = _banned_objects()[id(value)]
             self._add(node, "banned_api", f"{_BANNED_NAMES[same]} ({dotted} is {same})")
+        elif isinstance(value, type) and issubclass(value, type):
+            self._add(
+                node, "banned_api", f"You cannot use {dotted}; it is a metaclass, which makes classes from strings."
+            )
         elif not isinstance(value, types.ModuleType):
             origin = _origin(value)
             if origin is not None:
@@ -567,10 +633,28 @@ class _Checker(ast.NodeVisitor):
         if dotted:
             self._check_dotted(node, dotted)
             self._check_real(node, dotted)
-        refused = attribute_refused(node.attr, owned=self._owned(node.value))
-        if refused:
-            self._add(node, *refused)
+        literal = node.value
+        if node.attr in _FORMAT_METHODS and isinstance(literal, ast.Constant) and isinstance(literal.value, str):
+            if not _plain_format(literal.value):
+                self._add(
+                    node,
+                    "introspection",
+                    "You cannot format with attribute or item fields ({0.name}, {0[key]}); use an f-string.",
+                )
+        else:
+            refused = attribute_refused(node.attr, owned=self._owned(node.value))
+            if refused:
+                self._add(node, *refused)
         self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # Names as strings reach attributes through code that reads them for the candidate (a namespace
+        # handed to a metaclass, co_names of a code object). A net, not a wall: strings built from pieces
+        # pass it; the rules on what can read them are the wall.
+        text = node.value
+        if isinstance(text, str) and text.isidentifier() and text not in _PLAIN_STRINGS:
+            if (text.startswith("__") and text.endswith("__")) or text.startswith(_FRAME_PREFIXES):
+                self._add(node, "introspection", f"You cannot use the string {text!r}; it names an internal attribute.")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         # `case C(attr=pattern)` reads attr of the subject: the same rules as `subject.attr`
@@ -578,6 +662,15 @@ class _Checker(ast.NodeVisitor):
             refused = attribute_refused(name, owned=False)
             if refused:
                 self._add(node, *refused)
+        # `case C(x)` reads the attributes that C.__match_args__ names, whatever they are
+        plain = isinstance(node.cls, ast.Name) and node.cls.id in _SELF_MATCHING and node.cls.id not in self.bound
+        if node.patterns and not plain:
+            self._add(
+                node,
+                "introspection",
+                "You cannot use positional class patterns except on builtin types (case int(n)); use keyword "
+                "patterns (case C(attr=x)).",
+            )
         self.generic_visit(node)
 
     @staticmethod
@@ -595,6 +688,25 @@ class _Checker(ast.NodeVisitor):
         ):
             # handed on (functools.reduce(getattr, ...)), its name is no longer in sight
             self._add(node, "banned_builtin", "You cannot pass getattr around; use the attribute directly.")
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id == "type"
+            and "type" not in self.aliases
+            and id(node) not in self._type_calls
+        ):
+            # as a base (`class M(type)`), an alias or an argument, it makes classes out of strings
+            self._add(node, "banned_builtin", "You cannot use type except as type(x) with one argument.")
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.id not in self.bound
+            and not hasattr(builtins, node.id)
+            and node.id not in _ALLOWED_DUNDER_NAMES
+        ):
+            # names that something else put into the module's namespace (Triton's interpreter puts its own
+            # modules there) are not the candidate's to use
+            self._add(
+                node, "undefined_name", f"The name {node.id} is never defined in the module; define or import it."
+            )
         if node.id == "__builtins__":
             self._add(node, "introspection", "You cannot use __builtins__.")
         elif node.id.startswith("__") and node.id.endswith("__") and node.id not in _ALLOWED_DUNDER_NAMES:
@@ -619,10 +731,13 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         self._called.add(id(func))
-        if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.aliases and len(node.args) > 1:
-            self._add(
-                node, "banned_builtin", "You cannot make classes with type(name, bases, namespace); write a class."
-            )
+        if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.aliases:
+            if len(node.args) > 1 or node.keywords:
+                self._add(
+                    node, "banned_builtin", "You cannot make classes with type(name, bases, namespace); write a class."
+                )
+            else:
+                self._type_calls.add(id(func))
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
             self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
@@ -714,9 +829,18 @@ class _Checker(ast.NodeVisitor):
         self.derived = saved
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name.startswith("__") and node.name.endswith("__") and node.name not in _DEFINABLE_DUNDERS:
+            self._add(
+                node,
+                "introspection",
+                f"You cannot define {node.name}; a class may define construction, calling, container, "
+                "conversion, comparison and arithmetic methods only.",
+            )
         self._scoped(node)
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        # coroutines and async generators carry code objects and frames, and a kernel has no use for them
+        self._add(node, "introspection", "You cannot define async functions; a kernel runs synchronously.")
         self._scoped(node)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
@@ -732,6 +856,12 @@ class _Checker(ast.NodeVisitor):
                     "tensor_subclass",
                     "You cannot subclass torch.Tensor; return plain tensors computed in forward.",
                 )
+        for keyword in node.keywords:
+            self._add(
+                node,
+                "introspection",
+                f"You cannot pass {keyword.arg or '**'}= to a class; metaclasses and class hooks belong to Python.",
+            )
         for item in node.body:
             if isinstance(item, ast.FunctionDef) and item.name in _TENSOR_HOOKS:
                 self._add(item, "tensor_subclass", f"You cannot define {item.name}; return plain tensors.")

@@ -32,7 +32,7 @@ BATTERY = [
     ("h04_side_stream", SCALE_RELU, Status.rejected, "You cannot create CUDA streams"),
     ("h05_thread_injection", SCALE_RELU, Status.rejected, "You cannot import threading"),
     ("h06_lazy_tensor", SCALE_RELU, Status.rejected, "You cannot subclass torch.Tensor"),
-    ("h06_not_a_tensor", SCALE_RELU, Status.mismatch, "forward must return a torch.Tensor"),
+    ("h06_not_a_tensor", SCALE_RELU, Status.rejected, "You cannot define __array__"),
     ("h07_timer_patch", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     # A cache keyed on addresses is hit either before any kernel ran (the compile pass on a GPU reuses
     # the address): no Triton kernel of its own ran; or by a later call: a stale result.
@@ -70,6 +70,14 @@ BATTERY = [
     # a broadcast view of 10^12 elements: refused before anything copies or writes it
     ("rt_huge_output_at_once", SCALE_RELU, Status.mismatch, "the outputs of trial 1 hold 1000000000000 elements"),
     ("rt_huge_output", SCALE_RELU, Status.mismatch, "the outputs of a timed call hold 1000000000000 elements"),
+    # the fifth round: code rebuilt from parts, trusted code that sets attributes by name, metaclasses,
+    # format fields, and the names Triton's interpreter leaves in the candidate's module
+    ("h19_code_rebuild", SCALE_RELU, Status.rejected, "You cannot define async functions"),
+    ("h19_update_wrapper", SCALE_RELU, Status.rejected, "You cannot use functools.update_wrapper"),
+    ("h07_event_new_via_copy", SCALE_RELU, Status.rejected, "You cannot define __reduce_ex__"),
+    ("h19_interpreter_names", SCALE_RELU, Status.rejected, "The name inspect is never defined in the module"),
+    ("h19_match_args_metaclass", SCALE_RELU, Status.rejected, "You cannot use type except as type(x)"),
+    ("h19_format_fields", SCALE_RELU, Status.rejected, "You cannot format with attribute or item fields"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -78,6 +86,16 @@ RUNTIME = [
     ("h14_global_flags", Status.rejected, "You cannot change global settings: torch.backends"),
     ("rt_thread", Status.rejected, "You cannot start threads"),
     ("h19_introspection", Status.mismatch, "wrong result"),
+    ("h06_not_a_tensor", Status.mismatch, "forward must return a torch.Tensor"),
+    # a method added to a class the timer uses, and the worker's own code replaced
+    ("h07_event_new_via_copy", Status.rejected, "You cannot replace or add torch.cuda.Event.__new__"),
+    (
+        "rt_forge_launch_count",
+        Status.rejected,
+        "You cannot replace or add adaexplore.executor.worker._launches.LaunchTracker.count",
+    ),
+    # the interpreter no longer leaves its own modules in the candidate's namespace
+    ("h19_interpreter_names", Status.runtime_error, "name 'inspect' is not defined"),
 ]
 
 

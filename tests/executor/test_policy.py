@@ -221,3 +221,93 @@ def test_protocol_dunders_stay_allowed() -> None:
         "    def f(self, x):\n        return x.__add__(1), self.__call__\n"
     )
     assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        # code objects and frames, reached through coroutines, generators and tracebacks under any prefix
+        ("async def f(x):\n    yield x", "introspection"),
+        ("def f(g):\n    return g.ag_code", "introspection"),
+        ("def f(c):\n    return c.co_names", "introspection"),
+        ("def f(frame):\n    return frame.f_lasti", "introspection"),
+        # trusted code that reads or sets the attributes it is told to
+        ("import functools\ndef f(a, b):\n    functools.update_wrapper(a, b, assigned=('x',))", "banned_api"),
+        ("import functools\n@functools.wraps(print)\ndef f():\n    pass", "banned_api"),
+        ("class S:\n    def __setattr__(self, k, v):\n        pass", "introspection"),
+        ("class S:\n    def __reduce_ex__(self, p):\n        return (print, ())", "introspection"),
+        ("class S:\n    def __instancecheck__(self, o):\n        return True", "introspection"),
+        ("def __getattr__(name):\n    return name", "introspection"),
+        # metaclasses: classes made from namespaces of strings
+        ("class M(type):\n    pass", "banned_builtin"),
+        ("make = type", "banned_builtin"),
+        ("def f(x):\n    return isinstance(x, type)", "banned_builtin"),
+        ("import abc\nP = abc.ABCMeta('P', (), {})", "banned_api"),
+        ("import abc\nclass P(abc.ABC, metaclass=abc.ABCMeta):\n    pass", "introspection"),
+        # positional class patterns read the attributes __match_args__ names
+        ("def f(x, P):\n    match x:\n        case P(v):\n            return v", "introspection"),
+        ("int = object\ndef f(x):\n    match x:\n        case int(v):\n            return v", "introspection"),
+        # format fields read attributes and items by name
+        ("def f(x):\n    return '{0.__globals__}'.format(x)", "introspection"),
+        ("def f(x):\n    return '{0[k]}'.format_map(x)", "introspection"),
+        ("def f(x, s):\n    return s.format(x)", "introspection"),
+        ("def f(x):\n    return str.format('{0}', x)", "introspection"),
+        # names of internals as strings, and names nobody defined (Triton's interpreter adds its own)
+        ("names = ('__globals__',)", "introspection"),
+        ("names = {'gi_frame': 1}", "introspection"),
+        ("def f():\n    return inspect.stack()", "undefined_name"),
+        # files and shared libraries
+        ("import torch\nx = torch.onnx.export", "banned_api"),
+        ("import torch\na = torch.cuda.memory.CUDAPluggableAllocator", "banned_api"),
+    ],
+)
+def test_the_fifth_round_of_red_teaming_is_closed(snippet: str, code: str) -> None:
+    assert code in codes(snippet)
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import torch\nM = torch.autograd.function.FunctionMeta",
+        # abc.ABCMeta held by another module: banned by identity
+        "import torch\nM = torch.ao.quantization.observer.ABCMeta",
+    ],
+)
+def test_metaclasses_are_refused_under_any_name(snippet: str) -> None:
+    assert "banned_api" in [v.code for v in check_policy(ast.parse(snippet), resolve=resolve_dotted)]
+
+
+def test_plain_uses_of_type_format_match_and_protocol_methods_stay_allowed() -> None:
+    source = """
+def describe(x, n):
+    kind = type(x).__name__
+    text = "{}: {:.3f} {name}".format(kind, 1.0, name="x")
+    match n:
+        case int(k):
+            return k
+        case {"a": v}:
+            return v
+        case [first, *rest]:
+            return first
+    if __name__ == "__main__":
+        return text
+    return x
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+    def __getitem__(self, i):
+        return self.v[i]
+
+    def __len__(self):
+        return 1
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+"""
+    assert codes(source) == []

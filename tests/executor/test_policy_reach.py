@@ -3,8 +3,9 @@
 A candidate reaches objects through attributes of the modules it may import. Walking every public
 attribute that the rules let through, from every allowed import, must never arrive at a module that
 touches the process, the files or the interpreter, nor at a banned function or module by a path that
-neither the attribute-name rules nor the worker's resolution of names to their canonical form (what
-torch.nn.quantized.modules.conv.ops really is: torch.ops) refuses.
+neither the attribute-name rules, nor the worker's resolution of names to their canonical form (what
+torch.nn.quantized.modules.conv.ops really is: torch.ops), nor its refusal of banned objects by identity
+(torch.distributions.utils.update_wrapper is functools.update_wrapper) refuses.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ COMPUTING = {
 def _walk() -> list[str]:
     """Each way out of bounds the rules leave open, as 'path -> what it reaches'."""
     banned = _banned_objects()
+    assert banned, "the banned names resolve to no object: the identity check would refuse nothing"
     leaks: list[str] = []
     seen: set[int] = set()
     queue: list[tuple[str, types.ModuleType]] = []
@@ -106,7 +108,7 @@ def _walk() -> list[str]:
             if banned_name(canonical):
                 continue  # the worker refuses it under its canonical name
             if id(value) in banned and not isinstance(value, types.ModuleType | type):
-                leaks.append(f"{dotted} -> {banned[id(value)]}")
+                continue  # the worker refuses a banned object by identity, under any name
             if not isinstance(value, types.ModuleType):
                 continue
             if value.__name__.split(".")[0] not in COMPUTING:

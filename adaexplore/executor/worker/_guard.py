@@ -1,8 +1,10 @@
 """Proof that the candidate left the process as it found it: global numeric flags, the functions the
-evaluator measures and copies with, Triton's launch hooks, and the number of threads."""
+evaluator measures and copies with, the code of the evaluator's own worker modules and of the classes it
+times and launches with, Triton's launch hooks, and the number of threads."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -72,6 +74,52 @@ _WATCHED: dict[str, Callable[[], Any]] = {
 }
 
 
+# Classes whose methods the evaluator calls while it measures: a method replaced or added (torch.cuda.Event's
+# __new__, say) changes what the evaluator's calls do without changing the class.
+_WATCHED_CLASSES: dict[str, Callable[[], type]] = {
+    "torch.cuda.Event": lambda: torch.cuda.Event,
+    "torch.Tensor": lambda: torch.Tensor,
+    "torch.nn.Module": lambda: torch.nn.Module,
+    "triton.runtime.jit.JITFunction": lambda: JITFunction,
+    "triton.runtime.autotuner.Autotuner": lambda: Autotuner,
+}
+_CONSTANT = (int, float, str, bytes, bool, tuple, frozenset, type(None))
+
+
+def _is_code(value: object) -> bool:
+    """Functions, classes and descriptors of every kind (C method descriptors, properties, slots)."""
+    return callable(value) or hasattr(type(value), "__get__")
+
+
+def _code_of(namespace: Any, constants: bool) -> dict[str, int]:
+    """Identities of the functions, classes and descriptors in a namespace, and with `constants` of its
+    immutable values named in capitals (the module's limits, not its counters): what a replaced method or a
+    changed limit would show in."""
+    return {
+        name: id(value)
+        for name, value in list(namespace.items())
+        if _is_code(value) or (constants and isinstance(value, _CONSTANT) and name.lstrip("_").isupper())
+    }
+
+
+def _namespaces() -> dict[str, tuple[Any, bool]]:
+    """The namespaces the Guard compares: the watched classes, and every loaded module of the evaluator's worker
+    with the classes it defines (their code and constants, e.g. LaunchTracker.count or Timer.measure)."""
+    found: dict[str, tuple[Any, bool]] = {}
+    for name, get in _WATCHED_CLASSES.items():
+        # the class and the bases its methods live in (torch.Tensor's are in torch._C.TensorBase)
+        for cls in get().__mro__[:-1]:
+            found.setdefault(name if cls is get() else f"{cls.__module__}.{cls.__qualname__}", (vars(cls), False))
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("adaexplore.") or module is None:
+            continue
+        found[module_name] = (vars(module), True)
+        for name, value in list(vars(module).items()):
+            if isinstance(value, type) and value.__module__ == module_name:
+                found[f"{module_name}.{name}"] = (vars(value), False)
+    return found
+
+
 class Guard:
     """A snapshot taken before the candidate is imported, compared after each step it takes."""
 
@@ -80,6 +128,8 @@ class Guard:
         self._ids = {name: id(get()) for name, get in _WATCHED.items()}
         self._threads = threading.active_count()
         self._extra = extra_checks
+        self._spaces = _namespaces()
+        self._code = {name: _code_of(space, constants) for name, (space, constants) in self._spaces.items()}
 
     def check(self, where: str) -> list[AuditFlag]:
         """Reject flags for everything that changed since the snapshot; `where` names the step."""
@@ -102,6 +152,22 @@ class Guard:
                         code="monkey_patch",
                         severity="reject",
                         message=f"You cannot replace {name} (changed during {where}); the evaluator relies on it.",
+                    )
+                )
+        for space_name, (space, constants) in self._spaces.items():
+            before_code = self._code[space_name]
+            now_code = _code_of(space, constants)
+            changed = sorted(
+                {name for name in before_code if now_code.get(name) != before_code[name]}
+                | {name for name in now_code if name not in before_code}
+            )
+            if changed:
+                found.append(
+                    AuditFlag(
+                        code="monkey_patch",
+                        severity="reject",
+                        message=f"You cannot replace or add {', '.join(f'{space_name}.{n}' for n in changed[:5])} "
+                        f"(changed during {where}); the evaluator relies on it.",
                     )
                 )
         threads = threading.active_count()

@@ -2,14 +2,16 @@
 
 The plain interpreter cannot autotune without a driver, has no libdevice, computes bfloat16 on raw
 bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU uses TF32,
-ignores `tl.device_assert`, and reads or writes any address it is given. Each patch below fixes one of
-these. They rely on interpreter internals, which is why triton is pinned.
+ignores `tl.device_assert`, reads or writes any address it is given, and copies its own modules (inspect,
+numpy ...) into the module that defines a kernel. Each patch below fixes one of these. They rely on
+interpreter internals, which is why triton is pinned.
 
 `install()` must run after `TRITON_INTERPRET=1` is set and before the candidate module is imported.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import time
 from collections.abc import Callable
@@ -479,6 +481,32 @@ def _install_bounds_checker() -> None:
     _Builder.create_atomic_cas = create_atomic_cas  # type: ignore[method-assign]
 
 
+# ---- 7. the rewritten kernel gets the one name it needs, not the interpreter's namespace -----------------
+# Triton's rewriter copies every global of its own module (inspect, numpy, ast ...) into the module that defines
+# the kernel, so the candidate's module would hold them after its first launch. The one name the rewritten code
+# uses is renamed to a special name, which a candidate cannot write, and only that name is added.
+_SEMANTIC = "__adaexplore_interpreter_semantic__"
+
+
+class _RenameSemantic(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id == "interpreter_semantic":
+            node.id = _SEMANTIC
+        return node
+
+
+def _install_namespace_guard() -> None:
+    def _compile_and_exec(self: Any, transformed_ast: ast.Module) -> Any:
+        code = compile(_RenameSemantic().visit(transformed_ast), filename=self.filename, mode="exec")
+        local_namespace = {**self.kwargs}
+        fn_globals = self.fn.__globals__
+        fn_globals[_SEMANTIC] = _interp.interpreter_semantic
+        exec(code, fn_globals, local_namespace)
+        return local_namespace[self.fn.__name__]
+
+    _interp.FunctionRewriter._compile_and_exec = _compile_and_exec  # type: ignore[method-assign]
+
+
 def install() -> None:
     """Apply every patch. Requires `TRITON_INTERPRET=1` in the environment."""
     if not triton.knobs.runtime.interpret:
@@ -489,3 +517,4 @@ def install() -> None:
     _install_libdevice()
     _install_device_assert()
     _install_bounds_checker()
+    _install_namespace_guard()

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import importlib.util
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -80,6 +81,14 @@ _WITHHELD_BUILTINS = frozenset(
 )
 
 
+# Classes that build code, functions, modules and frames out of parts (FunctionType(code, globals) runs a code
+# object with any names in it); type(x) does not hand them to a candidate.
+_CONSTRUCTOR_TYPES = frozenset(
+    {value for value in vars(types).values() if isinstance(value, type)}
+    - {types.NoneType, types.EllipsisType, types.NotImplementedType}
+)
+
+
 def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
     that imports only the `allowed` modules (and the packages above them, which `import a.b` binds)."""
@@ -105,9 +114,23 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
             raise AttributeError(refused[1])
         return real_getattr(obj, name, *default)
 
+    real_type = builtins_module.type
+
+    def checked_type(obj: object) -> type:
+        # One argument only (three make a class from strings). A class's type is a metaclass, and the
+        # constructor types make code out of parts: both stay out of reach.
+        found = real_type(obj)
+        if isinstance(obj, real_type) or found in _CONSTRUCTOR_TYPES:
+            raise TypeError(
+                f"a candidate may call type(x) on plain values only, not on {found.__name__} objects; "
+                "compare with isinstance instead"
+            )
+        return found
+
     namespace = {k: v for k, v in vars(builtins_module).items() if k not in _WITHHELD_BUILTINS}
     namespace["__import__"] = restricted_import
     namespace["getattr"] = checked_getattr
+    namespace["type"] = checked_type
     return namespace
 
 

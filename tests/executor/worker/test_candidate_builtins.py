@@ -30,6 +30,8 @@ def test_allowed_imports_and_ordinary_builtins_work(tmp_path: Path) -> None:
         "def f(x):\n    return F.relu(torch.full((1,), x)), isinstance(x, object), range(2)\n",
     )
     assert module.values == [1, 2, 3, 2, 4]
+    kinds = load(tmp_path, "import torch\nkinds = [type(1), type(None), type(torch.ones(1)).__name__]\n").kinds
+    assert kinds == [int, type(None), "Tensor"]
     assert module.f(-1.0)[0].item() == 0.0 and module.f(-1.0)[1] is True
 
 
@@ -48,6 +50,11 @@ def test_allowed_imports_and_ordinary_builtins_work(tmp_path: Path) -> None:
         # a computed name meets the attribute rules at run time
         ("def f():\n    pass\ng = getattr(f, '__glob' + 'als__')", AttributeError),
         ("import torch\nm = getattr(torch, 'sy' + 's')", AttributeError),
+        # type(x) takes one argument and hands out neither metaclasses nor the constructors of code
+        ("Made = type('Made', (), {})", TypeError),
+        ("import torch\nmeta = type(torch.Tensor)", TypeError),
+        ("def f():\n    pass\nFunction = type(f)", TypeError),
+        ("def g():\n    yield 1\nGenerator = type(g())", TypeError),
     ],
 )
 def test_what_a_candidate_goes_without(tmp_path: Path, source: str, error: type[Exception]) -> None:
