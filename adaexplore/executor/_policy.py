@@ -63,6 +63,7 @@ _BANNED_CALLS = {
     "delattr": "You cannot call delattr.",
     "exit": "You cannot call exit.",
     "quit": "You cannot call quit.",
+    "id": "You cannot use id(); object addresses belong to the evaluator.",
 }
 
 # Dotted names (after resolving import aliases) that a candidate may not use.
@@ -142,7 +143,19 @@ _BANNED_NAMES = {
     "torch.cuda.memory": "You cannot use torch.cuda.memory (allocators load shared libraries); allocate with torch.",
     "torch.cuda.CUDAPluggableAllocator": "You cannot load an allocator; allocate with torch.",
     "torch.cuda.change_current_allocator": "You cannot change the allocator; allocate with torch.",
+    # graphs are captured on a side stream and replayed out of sight of the launch counter
+    "torch.cuda.graphs": "You cannot capture CUDA graphs; launch your kernels in forward.",
+    "torch.cuda.graph": "You cannot capture CUDA graphs; launch your kernels in forward.",
+    "torch.cuda.CUDAGraph": "You cannot capture CUDA graphs; launch your kernels in forward.",
+    "torch.cuda.graph_pool_handle": "You cannot capture CUDA graphs; launch your kernels in forward.",
+    "torch.cuda.make_graphed_callables": "You cannot capture CUDA graphs; launch your kernels in forward.",
+    # assembly reads and writes any address
+    "triton.language.inline_asm_elementwise": "You cannot use inline assembly; write the kernel in Triton.",
+    "triton.language.core.inline_asm_elementwise": "You cannot use inline assembly; write the kernel in Triton.",
 }
+# Modules whose every function is banned under any name: torch.cuda re-exports most of them
+# (torch.cuda.caching_allocator_delete is torch.cuda.memory.caching_allocator_delete).
+_BANNED_FUNCTION_MODULES = ("torch.cuda.memory", "torch.cuda.graphs")
 
 # Modules that the allowed ones hold as attributes (torch.os, dataclasses.sys, triton...builtins) and a few
 # of their functions: reached through any object, they lead to the process, the files and the
@@ -448,6 +461,14 @@ def _banned_objects() -> dict[int, str]:
             continue
         if not isinstance(value, int | float | str | bool | type(None)):
             found[id(value)] = dotted
+    for module_name in _BANNED_FUNCTION_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:  # not in this version
+            continue
+        for value in vars(module).values():
+            if callable(value) and getattr(value, "__module__", None) == module_name:
+                found.setdefault(id(value), module_name)
     return found
 
 
@@ -456,6 +477,10 @@ def _banned_objects() -> dict[int, str]:
 _SELF_MATCHING = frozenset(
     {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 )
+# Objects whose attributes a candidate may set: its own instance, its class, an autograd Function's context.
+_OWN_ROOTS = frozenset({"self", "cls", "ctx"})
+# Properties of tensors and layers that initialisation code sets on other objects (w.data = ..., lin.bias = None).
+_SETTABLE_ATTRS = frozenset({"data", "requires_grad", "grad", "weight", "bias"})
 _PLAIN_STRINGS = _ALLOWED_DUNDERS | _ALLOWED_DUNDER_NAMES | {"__main__"}
 
 
@@ -504,6 +529,9 @@ def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Viol
     another module's name, a module outside the allowed packages, a module used as a value."""
     checker = _Checker(resolve)
     checker.bound = _bound_names(tree)
+    checker.defined = {
+        node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)
 
@@ -523,6 +551,7 @@ class _Checker(ast.NodeVisitor):
         self._bases: set[int] = set()  # nodes that are the object of an attribute access
         self._type_calls: set[int] = set()  # `type` names called with one argument, the one use allowed
         self.bound: set[str] = set()  # names the module binds (see _bound_names)
+        self.defined: set[str] = set()  # names of the classes and functions the module defines
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
@@ -773,6 +802,20 @@ class _Checker(ast.NodeVisitor):
                     "monkey_patch",
                     f"You cannot assign into {self.aliases.get(root.id) or self.derived[root.id]}; modules and "
                     "their classes are shared with the evaluator.",
+                )
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(root, ast.Name)
+                and root.id not in _OWN_ROOTS
+                and root.id not in self.defined
+                and target.attr not in _SETTABLE_ATTRS
+            ):
+                # an attribute set on a tensor shadows torch's method for everyone who calls it (the evaluator's
+                # detach, contiguous, untyped_storage ...)
+                self._add(
+                    target,
+                    "monkey_patch",
+                    f"You cannot set attributes of {root.id}; keep state on self (or on your own classes).",
                 )
             elif isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in ("type", "getattr"):
                 self._add(

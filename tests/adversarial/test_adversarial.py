@@ -78,6 +78,11 @@ BATTERY = [
     ("h19_interpreter_names", SCALE_RELU, Status.rejected, "The name inspect is never defined in the module"),
     ("h19_match_args_metaclass", SCALE_RELU, Status.rejected, "You cannot use type except as type(x)"),
     ("h19_format_fields", SCALE_RELU, Status.rejected, "You cannot format with attribute or item fields"),
+    # the sixth round: methods shadowed on the tensors the evaluator checks, and addresses turned into pointers
+    ("h08_shadowed_detach", SCALE_RELU, Status.rejected, "You cannot set attributes of y"),
+    ("h10_shadowed_input_checks", SCALE_RELU, Status.rejected, "You cannot set attributes of x"),
+    ("h19_integer_pointer", SCALE_RELU, Status.rejected, "You cannot use id()"),
+    ("h19_fake_data_ptr", SCALE_RELU, Status.rejected, "You cannot use id()"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -96,6 +101,9 @@ RUNTIME = [
     ),
     # the interpreter no longer leaves its own modules in the candidate's namespace
     ("h19_interpreter_names", Status.runtime_error, "name 'inspect' is not defined"),
+    # the evaluator's checks call torch's methods, not what a tensor carries
+    ("h08_shadowed_detach", Status.rejected, "You cannot set attributes on the tensors you return: output 0"),
+    ("h10_shadowed_input_checks", Status.rejected, "You cannot set attributes on the inputs: input 0"),
 ]
 
 
@@ -141,6 +149,23 @@ async def test_runtime_guard_without_static_rules(
     result = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / f"{name}.py").read_text())
     assert result.status is status, result.message
     assert reason in result.message
+
+
+async def test_a_kernel_cannot_make_a_pointer_from_an_integer(unguarded_evaluator: Evaluator) -> None:
+    # Refused where Triton builds the cast, so on the GPU it is a compile error and in the interpreter a
+    # runtime one.
+    result = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / "h19_integer_pointer.py").read_text())
+    assert result.status in (Status.compile_error, Status.runtime_error), result.message
+    assert "You cannot turn an integer into a pointer" in result.message
+
+
+@pytest.mark.skipif(ON_GPU, reason="checks the interpreter's bounds checker, which the CPU path runs")
+async def test_the_interpreter_lets_a_kernel_touch_only_the_tensors_it_is_given(
+    unguarded_evaluator: Evaluator,
+) -> None:
+    result = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / "h19_fake_data_ptr.py").read_text())
+    assert result.status is Status.runtime_error, result.message
+    assert "is a Address with a data_ptr, not a torch.Tensor" in result.message
 
 
 @pytest.mark.gpu

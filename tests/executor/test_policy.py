@@ -122,6 +122,16 @@ def test_a_parameter_is_not_the_module_level_name_it_shadows() -> None:
     assert codes("import torch\nx = torch.Tensor\nx.add = None\n") == ["monkey_patch"]
 
 
+def test_attributes_are_set_on_own_objects_only() -> None:
+    allowed = (
+        "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        lin = nn.Linear(2, 2)\n        lin.bias = None\n        self.lin = lin\n        M.count = 1\n"
+    )
+    assert codes(allowed) == []
+    # a method shadowed on a tensor would run for the evaluator's own calls on it
+    assert codes("def forward(x):\n    y = x * 2\n    y.detach = lambda: x\n    return y\n") == ["monkey_patch"]
+
+
 def test_self_owned_private_attributes_and_super_init_are_allowed() -> None:
     source = "class A:\n    def __init__(self):\n        super().__init__()\n        self._x = 1\n"
     assert check_policy(ast.parse(source)) == []
@@ -311,3 +321,27 @@ class Box:
         return 0
 """
     assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        # addresses, which a kernel could turn into pointers
+        ("def f(x):\n    return id(x)", "banned_builtin"),
+        # graphs replay work out of sight of the launch counter; assembly reads any address
+        ("import torch\ng = torch.cuda.CUDAGraph()", "banned_api"),
+        ("import torch\ndef f():\n    with torch.cuda.graph(None):\n        pass", "banned_api"),
+        ("import triton.language as tl\nasm = tl.inline_asm_elementwise", "banned_api"),
+    ],
+)
+def test_the_sixth_round_of_red_teaming_is_closed(snippet: str, code: str) -> None:
+    assert code in codes(snippet)
+
+
+def test_the_allocators_functions_are_refused_under_torch_cuda_too() -> None:
+    # torch.cuda re-exports the functions of torch.cuda.memory; refused by identity once names are resolved
+    violations = check_policy(
+        ast.parse("import torch\nfree = torch.cuda.caching_allocator_delete"), resolve=resolve_dotted
+    )
+    assert [v.code for v in violations] == ["banned_api"]
+    assert "torch.cuda.memory" in violations[0].message

@@ -74,7 +74,10 @@ def main() -> None:
 
     tracker = None
     if options.role == "candidate":
+        from adaexplore.executor.worker import _kernel_rules
         from adaexplore.executor.worker._launches import LaunchTracker
+
+        _kernel_rules.install()
 
         if backend is Backend.compile:
             from adaexplore.executor.worker._compile_only import activate_compile_only

@@ -39,6 +39,7 @@ from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import (
+    ShadowedTensor,
     TaskFault,
     build_model,
     candidate_builtins,
@@ -47,6 +48,7 @@ from adaexplore.executor.worker._taskrun import (
     import_file,
     load_task_module,
     make_args,
+    own_attributes,
     resolve_seeds,
     tensors_in,
 )
@@ -78,14 +80,16 @@ def _clone(args: list[Any]) -> list[Any]:
     return clone_args(list(args))
 
 
+# Methods are called through the class, never through the tensor: a tensor's own attribute would shadow them.
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    as_bytes = [torch.Tensor.view(torch.Tensor.contiguous(t), torch.uint8) for t in (a, b)]
+    return torch.equal(*as_bytes)
 
 
 def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    sa, sb = a.untyped_storage(), b.untyped_storage()
+    sa, sb = torch.Tensor.untyped_storage(a), torch.Tensor.untyped_storage(b)
     if sa.nbytes() == 0 or sb.nbytes() == 0 or a.device != b.device:
         return False
     a0, b0 = sa.data_ptr(), sb.data_ptr()
@@ -364,8 +368,18 @@ class CandidateRunner:
     def _check_outputs(
         self, out: Any, args: list[Any], pristine: list[Any], proceed: Proceed, index: int
     ) -> list[torch.Tensor]:
+        for k, a in enumerate(args):
+            names = [name for t in tensors_in(a) for name in own_attributes(t)]
+            if names:
+                self._fail(
+                    Status.rejected,
+                    f"You cannot set attributes on the inputs: input {k} carries {', '.join(names[:5])} after "
+                    f"forward in trial {index + 1}.",
+                )
         try:
             tensors = flatten_output(out)
+        except ShadowedTensor as exc:
+            self._fail(Status.rejected, str(exc))
         except TypeError as exc:
             self._fail(Status.mismatch, str(exc))
         self._check_size(tensors, proceed, f"trial {index + 1}")
@@ -437,6 +451,8 @@ class CandidateRunner:
             self._sync()
         except OutputTooLarge as exc:
             self._fail(Status.mismatch, str(exc))
+        except ShadowedTensor as exc:
+            self._fail(Status.rejected, str(exc))
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")

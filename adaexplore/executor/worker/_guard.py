@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 import triton
+from triton.language.semantic import TritonSemantic
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
@@ -82,6 +83,8 @@ _WATCHED_CLASSES: dict[str, Callable[[], type]] = {
     "torch.nn.Module": lambda: torch.nn.Module,
     "triton.runtime.jit.JITFunction": lambda: JITFunction,
     "triton.runtime.autotuner.Autotuner": lambda: Autotuner,
+    # its cast refuses pointers made from integers (_kernel_rules)
+    "triton.language.semantic.TritonSemantic": lambda: TritonSemantic,
 }
 _CONSTANT = (int, float, str, bytes, bool, tuple, frozenset, type(None))
 

@@ -401,7 +401,7 @@ class _Launch:
 
 def _collect_ranges(value: Any, label: str, out: list[_Range]) -> None:
     if isinstance(value, torch.Tensor):
-        storage = value.untyped_storage()
+        storage = torch.Tensor.untyped_storage(value)  # through the class: an own attribute cannot shadow it
         dtype = str(value.dtype).removeprefix("torch.")
         out.append(
             _Range(storage.data_ptr(), storage.data_ptr() + storage.nbytes(), f"{label} {tuple(value.shape)} {dtype}")
@@ -413,10 +413,28 @@ def _collect_ranges(value: Any, label: str, out: list[_Range]) -> None:
         _collect_ranges(value.base, label, out)
 
 
+def _refuse_fake_tensors(value: Any, label: str) -> None:
+    """The interpreter takes anything with a data_ptr for a tensor, calls its methods and reads wherever it
+    points: such an argument must be a tensor (or hold one, as a tensor descriptor does)."""
+    if isinstance(value, torch.Tensor):
+        return
+    if isinstance(value, tuple | list):
+        for item in value:
+            _refuse_fake_tensors(item, label)
+    elif hasattr(value, "data_ptr") and not isinstance(getattr(value, "base", None), torch.Tensor):
+        raise TypeError(
+            f"kernel argument {label} is a {type(value).__name__} with a data_ptr, not a torch.Tensor; pass tensors"
+        )
+
+
 def _check_access(builder: _Builder, ptrs: _Handle, mask: _Handle | None, what: str) -> None:
     ranges = _Launch.ranges
     if not ranges:
-        return
+        # no tensor argument: every address the kernel could touch came from somewhere else
+        raise KernelOOBError(
+            f"{what} in kernel {_Launch.kernel}, which was given no tensor: a kernel may touch only the memory "
+            "of the tensors it is passed."
+        )
     addresses = np.asarray(ptrs.data).astype(np.uint64)
     active = (
         np.ones(addresses.shape, bool)
@@ -444,6 +462,10 @@ def _install_bounds_checker() -> None:
     init_args = _interp.GridExecutor._init_args_hst
 
     def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        for index, value in enumerate(args_dev):
+            _refuse_fake_tensors(value, self.arg_names[index] if index < len(self.arg_names) else f"argument {index}")
+        for name, value in kwargs.items():
+            _refuse_fake_tensors(value, name)
         args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
         ranges: list[_Range] = []
         for index, value in enumerate(args_hst):

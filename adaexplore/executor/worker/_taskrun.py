@@ -21,6 +21,7 @@ from adaexplore.executor.worker._exchange import exchangeable
 
 __all__ = [
     "TASK_MODULE",
+    "ShadowedTensor",
     "TaskFault",
     "build_model",
     "candidate_builtins",
@@ -30,6 +31,7 @@ __all__ = [
     "import_file",
     "load_task_module",
     "make_args",
+    "own_attributes",
     "resolve_seeds",
     "scaled_inputs",
     "tensors_in",
@@ -77,6 +79,8 @@ _WITHHELD_BUILTINS = frozenset(
         "help",
         "setattr",
         "delattr",
+        # an object's address, which a kernel could turn into a pointer into the worker's memory
+        "id",
     }
 )
 
@@ -289,10 +293,21 @@ def _rebuilt(value: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
     return type(value)(items) if type(value) in (list, tuple) else items
 
 
+class ShadowedTensor(TypeError):
+    """A tensor carries attributes of its own: they would shadow torch's methods (detach, contiguous,
+    untyped_storage ...) in the evaluator's calls on it."""
+
+
+def own_attributes(tensor: torch.Tensor) -> list[str]:
+    """The names a plain tensor carries in its instance dictionary (none for a tensor torch made)."""
+    return sorted(vars(tensor)) if type(tensor) is torch.Tensor else []
+
+
 def flatten_output(value: Any) -> list[torch.Tensor]:
     """The tensors a forward returned, in order.
 
     Raises:
+        ShadowedTensor: an output carries attributes of its own.
         TypeError: the forward returned something other than tensors.
     """
     if isinstance(value, torch.Tensor):
@@ -302,6 +317,12 @@ def flatten_output(value: Any) -> list[torch.Tensor]:
     else:
         raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
     for index, tensor in enumerate(tensors):
+        names = own_attributes(tensor)
+        if names:
+            raise ShadowedTensor(
+                f"You cannot set attributes on the tensors you return: output {index} carries "
+                f"{', '.join(names[:5])}. Return plain tensors."
+            )
         if tensor.is_nested:
             raise TypeError(f"output {index} is a nested tensor; forward must return ordinary dense tensors")
         if tensor.layout is not torch.strided:
