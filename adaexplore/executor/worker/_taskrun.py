@@ -299,8 +299,8 @@ class ShadowedTensor(TypeError):
 
 
 def own_attributes(tensor: torch.Tensor) -> list[str]:
-    """The names a plain tensor carries in its instance dictionary (none for a tensor torch made)."""
-    return sorted(vars(tensor)) if type(tensor) is torch.Tensor else []
+    """The names a tensor (or a Parameter) carries in its instance dictionary: none for a tensor torch made."""
+    return sorted(vars(tensor))
 
 
 def flatten_output(value: Any) -> list[torch.Tensor]:

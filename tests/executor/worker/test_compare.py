@@ -126,3 +126,16 @@ def test_outputs_that_cannot_be_compared_are_named_not_crashed_on() -> None:
     ]:
         with pytest.raises(TypeError, match=fragment):
             flatten_output(value)
+
+
+def test_outputs_carrying_attributes_of_their_own_are_refused() -> None:
+    # an attribute on the tensor would shadow torch's method in the evaluator's own calls (detach, numel ...)
+    from adaexplore.executor.worker._taskrun import ShadowedTensor, flatten_output
+
+    plain, shadowed, parameter = torch.ones(2), torch.ones(2), torch.nn.Parameter(torch.ones(2))
+    shadowed.detach = lambda: plain  # type: ignore[method-assign]
+    parameter.numel = lambda: 1  # type: ignore[method-assign]
+    assert flatten_output([plain]) == [plain]
+    for value, name in [((plain, shadowed), "output 1 carries detach"), (parameter, "output 0 carries numel")]:
+        with pytest.raises(ShadowedTensor, match=name):
+            flatten_output(value)
