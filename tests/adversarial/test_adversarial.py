@@ -36,7 +36,13 @@ BATTERY = [
     ("h07_timer_patch", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     # A cache keyed on addresses is hit either before any kernel ran (the compile pass on a GPU reuses
     # the address): no Triton kernel of its own ran; or by a later call: a stale result.
-    ("h08_pointer_cache", SCALE_RELU, (Status.mismatch, Status.rejected), ("wrong", "no Triton kernel", "but none in")),
+    # Or by the timed calls, which must launch a kernel of its own each.
+    (
+        "h08_pointer_cache",
+        SCALE_RELU,
+        (Status.mismatch, Status.rejected),
+        ("wrong", "no Triton kernel", "but none in", "You cannot skip the Triton kernels in timed calls"),
+    ),
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
@@ -83,6 +89,8 @@ BATTERY = [
     ("h10_shadowed_input_checks", SCALE_RELU, Status.rejected, "You cannot set attributes of x"),
     ("h19_integer_pointer", SCALE_RELU, Status.rejected, "You cannot use id()"),
     ("h19_fake_data_ptr", SCALE_RELU, Status.rejected, "You cannot use id()"),
+    # the seventh round: kernels in the checked calls only, PyTorch (or a table) in the timed ones
+    ("h08_kernels_in_trials_only", SCALE_RELU, Status.rejected, "You cannot skip the Triton kernels in timed calls"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.

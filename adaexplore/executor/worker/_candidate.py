@@ -10,7 +10,7 @@ import ast
 import contextlib
 import inspect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -431,22 +431,31 @@ class CandidateRunner:
         max_output_elements: int | None,
     ) -> None:
         self.channel.send(Phase(phase="timing"))
-        call: Callable[[list[Any]], Any] = lambda args: model(*args)  # noqa: E731
+        calls = 0
+
+        def call(args: list[Any]) -> Any:
+            nonlocal calls
+            calls += 1
+            return model(*args)
+
+        launched: list[str] = []
         try:
             base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
             # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(base)))
             with self._numerics():
-                measured = Timer(self.device).measure(
-                    call,
-                    base,
-                    timing.timing,
-                    budget_ms=timing.budget_ms,
-                    min_reps=timing.min_reps,
-                    max_reps=timing.max_reps,
-                    keep_at=tuple(timing.recheck_at),
-                    keep_limit=max_output_elements,
+                measured, launched = self.tracker.count(
+                    lambda: Timer(self.device).measure(
+                        call,
+                        base,
+                        timing.timing,
+                        budget_ms=timing.budget_ms,
+                        min_reps=timing.min_reps,
+                        max_reps=timing.max_reps,
+                        keep_at=tuple(timing.recheck_at),
+                        keep_limit=max_output_elements,
+                    )
                 )
             self._sync()
         except OutputTooLarge as exc:
@@ -456,6 +465,14 @@ class CandidateRunner:
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")
+        if len(launched) < calls:
+            # as in the trials: a call that launches none of the candidate's kernels answered from elsewhere
+            # (outputs computed ahead, or replayed)
+            self._fail(
+                Status.rejected,
+                f"You cannot skip the Triton kernels in timed calls: {len(launched)} launches of the candidate's "
+                f"kernels in {calls} timed calls. Every call must compute its outputs with a Triton kernel.",
+            )
         rechecks = [
             [write_tensor(t, exchange, f"recheck{k}_out{j}.bin") for j, t in enumerate(tensors)]
             for k, (_, tensors) in enumerate(measured.kept)

@@ -1,20 +1,22 @@
 """Timing one model's forward calls, the same way for the reference and for the candidate.
 
-Strict timing gives every call its own input buffers holding new values (the base inputs times a
-scale that never repeats) and flushes the L2 cache before each call. Calls run in chunks enqueued
-back to back, each bracketed by its own CUDA events, so the host's launch latency hides behind the
-previous call as it does in `triton.testing.do_bench` and in a real model; the first call after a
-synchronization, which pays that latency on an idle queue, is not counted. Each chunk opens with one
-probe call run alone: the time the device stays busy after the current stream has finished the call
-is work the events cannot see (kernels on other streams that the current one never waits for).
-When the probes show such work, its median is added to every timed call. Host work inside a call
-shows in the events: once it outlasts the device work, the queue runs dry and the gaps are timed.
-The other protocols time as their sources do, one synchronized call at a time.
+Strict timing gives every call its own input buffers holding new values (the base inputs times a scale
+drawn in secret, so no call's inputs can be foreseen) and flushes the L2 cache before each call. Calls
+run in chunks enqueued back to back, each bracketed by its own CUDA events, so the host's launch latency
+hides behind the previous call as it does in `triton.testing.do_bench` and in a real model; the first
+call after a synchronization, which pays that latency on an idle queue, is not counted. Each chunk opens
+with one probe call run alone: the time the device stays busy after the current stream has finished the
+call is work the events cannot see (kernels on other streams that the current one never waits for). When
+the probes show such work, its median is added to every timed call. Host work inside a call shows in the
+events: once it outlasts the device work, the queue runs dry and the gaps are timed. The other protocols
+time as their sources do, one synchronized call at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
 
-__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scale", "oversized", "summarize"]
+__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scales", "oversized", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
 
@@ -58,10 +60,17 @@ def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
     return [t.detach().clone() for t in tensors]
 
 
-def call_scale(index: int) -> float:
-    """The input scale of call `index`: distinct for every call, in (0.9375, 1], never above 1 so inputs
-    stay in their domain (a probability stays below one, a positive value positive)."""
-    return 1.0 - 0.0625 * ((index * 0.6180339887498949) % 1.0)
+def call_scales() -> Callable[[], float]:
+    """The input scales of one measurement's calls, drawn from a source seeded in secret: in (0.9375, 1),
+    never above 1 so inputs stay in their domain (a probability stays below one, a positive value positive),
+    and never the base itself. Nothing the candidate can see predicts the next one, so outputs computed ahead
+    for the scales to come cannot be looked up (a public sequence of scales could)."""
+    source = random.Random(secrets.randbits(128))
+
+    def draw() -> float:
+        return 1.0 - 0.0625 * (1.0 - source.random())  # random() is in [0, 1): never exactly 1
+
+    return draw
 
 
 _MIN_CHUNK, _MAX_CHUNK = 6, 100
@@ -184,6 +193,7 @@ class Timer:
         if spec.fresh_inputs:
             rings = [clone_args(list(base)) for _ in range(_RING)]
         counter = 0
+        next_scale = call_scales()
 
         def inputs() -> tuple[float, list[Any]]:
             nonlocal counter
@@ -191,7 +201,7 @@ class Timer:
             counter += 1
             if not spec.fresh_inputs:
                 return 1.0, base
-            scale = call_scale(index)
+            scale = next_scale()
             return scale, scaled_inputs(base, scale, out=rings[index % _RING])
 
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()
