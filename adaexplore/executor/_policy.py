@@ -784,6 +784,7 @@ class _Checker(ast.NodeVisitor):
                 base = self._resolve(node.args[0]) if node.args else None
                 if base:
                     self._check_dotted(node, f"{base}.{name.value}")
+                    self._check_real(node, f"{base}.{name.value}")
         self.generic_visit(node)
 
     # mutation of other objects -------------------------------------------------------------------

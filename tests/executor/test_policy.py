@@ -345,3 +345,9 @@ def test_the_allocators_functions_are_refused_under_torch_cuda_too() -> None:
     )
     assert [v.code for v in violations] == ["banned_api"]
     assert "torch.cuda.memory" in violations[0].message
+
+
+def test_getattr_with_a_literal_name_is_checked_as_the_attribute_it_reads() -> None:
+    # the same object as torch.storage.copy, a module out of bounds, whichever way it is written
+    for source in ("import torch\nc = torch.storage.copy", "import torch\nc = getattr(torch.storage, 'copy')"):
+        assert "module_reach" in [v.code for v in check_policy(ast.parse(source), resolve=resolve_dotted)]
