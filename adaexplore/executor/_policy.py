@@ -501,17 +501,19 @@ def _plain_format(text: str) -> bool:
     return True
 
 
-def _bound_names(tree: ast.AST) -> set[str]:
-    """Every name the module binds anywhere (assignments, parameters, definitions, imports, handlers,
-    patterns). Deliberately scope-blind: it only has to tell names the module defines from names it does not."""
+def _module_names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """(bound, defined): every name the module binds anywhere (assignments, parameters, definitions, imports,
+    handlers, patterns), and the names of the classes and functions it defines. Deliberately scope-blind: it
+    only has to tell names the module defines from names it does not."""
     bound: set[str] = set()
+    defined: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
+            defined.add(node.name)
         elif isinstance(node, ast.alias):
             bound.add(node.asname or node.name.split(".")[0])
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
@@ -520,24 +522,20 @@ def _bound_names(tree: ast.AST) -> set[str]:
             bound.add(node.rest)
         elif type(node).__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple"):  # Python 3.12 type parameters
             bound.add(node.name)  # type: ignore[attr-defined]
-    return bound
+    return bound | defined, defined
 
 
 def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
     another module's name, a module outside the allowed packages, a module used as a value."""
-    checker = _Checker(resolve)
-    checker.bound = _bound_names(tree)
-    checker.defined = {
-        node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-    }
+    checker = _Checker(tree, resolve)
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, resolve: Resolver | None = None) -> None:
+    def __init__(self, tree: ast.AST, resolve: Resolver | None = None) -> None:
         self.resolve = resolve
         self._resolved: dict[str, tuple[str, object] | None] = {}
         self._called: set[int] = set()  # nodes that are the function of a call
@@ -550,8 +548,8 @@ class _Checker(ast.NodeVisitor):
         self._called_getattr: set[int] = set()
         self._bases: set[int] = set()  # nodes that are the object of an attribute access
         self._type_calls: set[int] = set()  # `type` names called with one argument, the one use allowed
-        self.bound: set[str] = set()  # names the module binds (see _bound_names)
-        self.defined: set[str] = set()  # names of the classes and functions the module defines
+        # names the module binds, and those of the classes and functions it defines (see _module_names)
+        self.bound, self.defined = _module_names(tree)
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))

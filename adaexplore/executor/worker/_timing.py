@@ -29,7 +29,7 @@ from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
 
-__all__ = ["Measurement", "OutputTooLarge", "Timer", "call_scales", "oversized", "summarize"]
+__all__ = ["Measurement", "OutputTooLarge", "Timer", "oversized", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
 
@@ -60,7 +60,7 @@ def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
     return [t.detach().clone() for t in tensors]
 
 
-def call_scales() -> Callable[[], float]:
+def _call_scales() -> Callable[[], float]:
     """The input scales of one measurement's calls, drawn from a source seeded in secret: in (0.9375, 1),
     never above 1 so inputs stay in their domain (a probability stays below one, a positive value positive),
     and never the base itself. Nothing the candidate can see predicts the next one, so outputs computed ahead
@@ -193,7 +193,7 @@ class Timer:
         if spec.fresh_inputs:
             rings = [clone_args(list(base)) for _ in range(_RING)]
         counter = 0
-        next_scale = call_scales()
+        next_scale = _call_scales()
 
         def inputs() -> tuple[float, list[Any]]:
             nonlocal counter
