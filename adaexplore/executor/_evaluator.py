@@ -822,7 +822,7 @@ class Evaluator:
             with run.phase("judge"):
                 rechecked = await self._ask_judge(
                     judge,
-                    Compare(job_id=job.job_id, outputs=timed.rechecks, scales=timed.recheck_scales),
+                    Compare(job_id=job.job_id, outputs=timed.rechecks, patterns=timed.recheck_patterns),
                     cfg.trial_timeout_s * len(timed.rechecks),
                     run,
                 )

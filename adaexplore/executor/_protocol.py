@@ -16,6 +16,7 @@ from adaexplore.executor._modes import TimingSpec
 __all__ = [
     "Command",
     "Event",
+    "InputPattern",
     "JobSpec",
     "TensorFile",
     "decode_command",
@@ -35,6 +36,17 @@ class TensorFile(_Msg):
     shape: list[int]
     dtype: str
     device: str
+
+
+class InputPattern(_Msg):
+    """The inputs of one timed call, told by how they were made from the timing seed's inputs: each
+    floating tensor times factors read from a pool that `key` seeds, starting at its offset
+    (worker/_perturb.py). The judge rebuilds the same inputs from it to recheck that call's outputs."""
+
+    key: int
+    offsets: list[int]
+    # per floating tensor: symmetric in its last two dims, so scaled as D·X·D (it stays symmetric)
+    congruent: list[bool]
 
 
 class JobSpec(_Msg):
@@ -121,8 +133,8 @@ class Compare(_Msg):
     kind: Literal["compare"] = "compare"
     job_id: str
     outputs: list[list[TensorFile]]
-    # For outputs of timed calls: the input scale of each call (None for correctness trials).
-    scales: list[float] | None = None
+    # For outputs of timed calls: how each call's inputs were made (None for correctness trials).
+    patterns: list[InputPattern] | None = None
 
 
 class TimeReference(_Msg):
@@ -205,7 +217,7 @@ class Timed(_Msg):
     host_bound_calls: int
     unseen_ms: float = 0.0
     rechecks: list[list[TensorFile]] = Field(default_factory=list)
-    recheck_scales: list[float] = Field(default_factory=list)
+    recheck_patterns: list[InputPattern] = Field(default_factory=list)
     triton_time_share: float | None = None
     flags: list[AuditFlag] = Field(default_factory=list)
 

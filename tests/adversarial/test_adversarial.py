@@ -44,6 +44,8 @@ BATTERY = [
         ("wrong", "no Triton kernel", "but none in", "You cannot skip the Triton kernels in timed calls"),
     ),
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
+    # timed inputs differ from call to call element by element, not by one scale a linear task passes on
+    ("h08_linear_rescale", MATMUL, Status.mismatch, "the output of a timed call is wrong"),
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
@@ -181,14 +183,17 @@ async def test_the_interpreter_lets_a_kernel_touch_only_the_tensors_it_is_given(
 async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
     # The first timed evaluation also times the reference; both compared ones find it cached.
     await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
-    honest = await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
+    # The kernel runs for a few microseconds, so one measurement of it can catch a stall of the host or the
+    # device; the better of two stands for the honest speed.
+    honest = [await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda") for _ in range(2)]
     hidden = await unguarded_evaluator.evaluate(
         SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), backend="cuda"
     )
-    assert honest.status is Status.ok and hidden.status is Status.ok, (honest.message, hidden.message)
-    assert honest.timing is not None and hidden.timing is not None
+    assert all(r.status is Status.ok for r in [*honest, hidden]), [r.message for r in [*honest, hidden]]
+    assert all(r.timing is not None for r in [*honest, hidden])
+    best_honest = max(r.timing.speedup for r in honest if r.timing is not None)
     # Events on the current stream would see almost nothing; the probes for unseen work keep the speedup honest.
-    assert hidden.timing.speedup < honest.timing.speedup * 1.5
+    assert hidden.timing is not None and hidden.timing.speedup < best_honest * 1.5
 
 
 @pytest.mark.gpu

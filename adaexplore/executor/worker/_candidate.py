@@ -484,7 +484,7 @@ class CandidateRunner:
                 host_bound_calls=measured.host_bound,
                 unseen_ms=measured.unseen_ms,
                 rechecks=rechecks,
-                recheck_scales=[scale for scale, _ in measured.kept],
+                recheck_patterns=[pattern for pattern, _ in measured.kept if pattern is not None],
                 triton_time_share=share,
                 flags=self.state.flags,
             )

@@ -19,6 +19,7 @@ from adaexplore.executor._protocol import (
     Compare,
     Compared,
     Done,
+    InputPattern,
     JobSpec,
     Load,
     Prepare,
@@ -30,6 +31,7 @@ from adaexplore.executor._protocol import (
 )
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._exchange import read_tensor
+from adaexplore.executor.worker._perturb import apply_pattern, factor_pool, floating_tensors, pool_size
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
@@ -38,7 +40,6 @@ from adaexplore.executor.worker._taskrun import (
     load_task_module,
     make_args,
     resolve_seeds,
-    scaled_inputs,
     tensors_in,
     upcast,
     upcast_copy,
@@ -65,6 +66,8 @@ class _Job:
     allowance: list[float] = field(default_factory=list)
     dtypes: list[torch.dtype] = field(default_factory=list)
     timing_base: list[Any] | None = None
+    # the pool of the timed calls' factors, with its key (worker/_perturb.py)
+    pattern_pool: tuple[int, torch.Tensor] | None = None
 
 
 class Judge:
@@ -240,10 +243,10 @@ class Judge:
         directory = Path(job.spec.exchange_dir)
         results: list[TrialResult] = []
         for index, files in enumerate(command.outputs):
-            if command.scales is None:
+            if command.patterns is None:
                 refs, seed = job.refs[index], job.trial_seeds[index]
             else:
-                refs, seed = self._scaled_reference(job, command.scales[index]), job.timing_seed
+                refs, seed = self._patterned_reference(job, command.patterns[index]), job.timing_seed
             results.append(self._judge_one(job, index, seed, files, refs, directory))
         return Compared(results=results)
 
@@ -256,9 +259,17 @@ class Judge:
             job.timing_base = self._inputs(job, job.timing_seed)
         return job.timing_base
 
-    def _scaled_reference(self, job: _Job, scale: float) -> list[torch.Tensor]:
+    def _patterned_reference(self, job: _Job, pattern: InputPattern) -> list[torch.Tensor]:
+        """The reference's outputs on the inputs of a timed call, rebuilt from its pattern."""
+        base = self._timing_base(job)
+        tensors = floating_tensors(base)
+        if len(pattern.offsets) != len(tensors) or len(pattern.congruent) != len(tensors):
+            raise ValueError(f"a pattern for {len(pattern.offsets)} floating inputs; the task has {len(tensors)}")
+        if job.pattern_pool is None or job.pattern_pool[0] != pattern.key:
+            pool = factor_pool(pattern.key, pool_size(base, pattern.congruent), tensors[0].device)
+            job.pattern_pool = (pattern.key, pool)
         # a copy of everything, so that a reference that writes to its inputs cannot change the kept base
-        args = clone_args(scaled_inputs(self._timing_base(job), scale))
+        args = clone_args(apply_pattern(base, pattern, job.pattern_pool[1]))
         return self._forward(job.reference, upcast(args) if job.float64 else args)
 
     def _judge_one(

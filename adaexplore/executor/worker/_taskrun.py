@@ -32,8 +32,8 @@ __all__ = [
     "load_task_module",
     "make_args",
     "own_attributes",
+    "rebuilt",
     "resolve_seeds",
-    "scaled_inputs",
     "tensors_in",
     "upcast",
     "upcast_copy",
@@ -263,30 +263,13 @@ def clone_args(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, list | tuple):
-        return _rebuilt(value, [clone_args(item) for item in value])
+        return rebuilt(value, [clone_args(item) for item in value])
     if isinstance(value, dict):
         return {key: clone_args(item) for key, item in value.items()}
     return value
 
 
-def scaled_inputs(base: list[Any], scale: float, out: list[Any] | None = None) -> list[Any]:
-    """The inputs of one timed call: floating tensors of `base` (also inside lists and tuples) times `scale`,
-    into `out`'s buffers when given; the rest as is."""
-    return _scaled(base, scale, out)  # type: ignore[no-any-return]
-
-
-def _scaled(value: Any, scale: float, out: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        if not value.is_floating_point():
-            return value
-        return torch.mul(value, scale, out=out) if out is not None else value * scale
-    if isinstance(value, list | tuple):
-        outs = out if out is not None else [None] * len(value)
-        return _rebuilt(value, [_scaled(item, scale, o) for item, o in zip(value, outs, strict=True)])
-    return value
-
-
-def _rebuilt(value: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
+def rebuilt(value: list[Any] | tuple[Any, ...], items: list[Any]) -> Any:
     """A list or tuple like `value` (a named tuple stays one) holding `items`."""
     if hasattr(value, "_fields"):
         return type(value)(*items)

@@ -1,7 +1,8 @@
 """Timing one model's forward calls, the same way for the reference and for the candidate.
 
-Strict timing gives every call its own input buffers holding new values (the base inputs times a scale
-drawn in secret, so no call's inputs can be foreseen) and flushes the L2 cache before each call. Calls
+Strict timing gives every call its own input buffers holding new values (the base inputs times factors
+that differ from element to element and from call to call, drawn in secret: worker/_perturb.py) and
+flushes the L2 cache before each call. Calls
 run in chunks enqueued back to back, each bracketed by its own CUDA events, so the host's launch latency
 hides behind the previous call as it does in `triton.testing.do_bench` and in a real model; the first
 call after a synchronization, which pays that latency on an idle queue, is not counted. Each chunk opens
@@ -15,8 +16,6 @@ time as their sources do, one synchronized call at a time.
 from __future__ import annotations
 
 import contextlib
-import random
-import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -27,7 +26,9 @@ import torch
 
 from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
-from adaexplore.executor.worker._taskrun import clone_args, flatten_output, scaled_inputs
+from adaexplore.executor._protocol import InputPattern
+from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
+from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 
 __all__ = ["Measurement", "OutputTooLarge", "Timer", "oversized", "summarize"]
 
@@ -60,19 +61,6 @@ def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
     return [t.detach().clone() for t in tensors]
 
 
-def _call_scales() -> Callable[[], float]:
-    """The input scales of one measurement's calls, drawn from a source seeded in secret: in (0.9375, 1),
-    never above 1 so inputs stay in their domain (a probability stays below one, a positive value positive),
-    and never the base itself. Nothing the candidate can see predicts the next one, so outputs computed ahead
-    for the scales to come cannot be looked up (a public sequence of scales could)."""
-    source = random.Random(secrets.randbits(128))
-
-    def draw() -> float:
-        return 1.0 - 0.0625 * (1.0 - source.random())  # random() is in [0, 1): never exactly 1
-
-    return draw
-
-
 _MIN_CHUNK, _MAX_CHUNK = 6, 100
 _CHUNK_MS = 20.0  # timed calls per chunk: about this long, within the two bounds above
 
@@ -86,7 +74,7 @@ class _Chunk:
     times_ms: list[float]
     excess_ms: float
     calls: int  # all calls made, the probe and the uncounted one included
-    kept: tuple[float, list[torch.Tensor]] | None
+    kept: tuple[InputPattern | None, list[torch.Tensor]] | None
 
 
 @dataclass
@@ -96,7 +84,8 @@ class Measurement:
     host_bound: int = 0
     # Median over the chunks' probes of how long the device stayed busy after the current stream was done.
     unseen_ms: float = 0.0
-    kept: list[tuple[float, list[torch.Tensor]]] = field(default_factory=list)
+    # (the pattern of the call's inputs, None where calls reuse the base; its outputs)
+    kept: list[tuple[InputPattern | None, list[torch.Tensor]]] = field(default_factory=list)
 
 
 def summarize(times_ms: list[float], spec: TimingSpec, warmup_n: int = 0) -> Stats:
@@ -190,19 +179,20 @@ class Timer:
         """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept (copies,
         refused with OutputTooLarge past `keep_limit` elements)."""
         rings: list[list[Any]] = []
+        patterns: PatternSource | None = None
         if spec.fresh_inputs:
             rings = [clone_args(list(base)) for _ in range(_RING)]
+            patterns = PatternSource(base)
         counter = 0
-        next_scale = _call_scales()
 
-        def inputs() -> tuple[float, list[Any]]:
+        def inputs() -> tuple[InputPattern | None, list[Any]]:
             nonlocal counter
             index = counter
             counter += 1
-            if not spec.fresh_inputs:
-                return 1.0, base
-            scale = next_scale()
-            return scale, scaled_inputs(base, scale, out=rings[index % _RING])
+            if patterns is None or patterns.pool is None:
+                return None, base
+            pattern = patterns.next()
+            return pattern, apply_pattern(base, pattern, patterns.pool, out=rings[index % _RING])
 
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()
         with grad:
@@ -236,13 +226,13 @@ class Timer:
             keep = _positions(keep_at, spec.discard_first, reps)
             result = Measurement(times_ms=[], warmup_n=len(warm) + min(spec.discard_first, reps))
             for rep in range(reps):
-                scale, args = inputs()
+                pattern, args = inputs()
                 counted, out = self._one(call, args, spec)
                 if rep < spec.discard_first:
                     continue
                 result.times_ms.append(counted)
                 if rep in keep:
-                    result.kept.append((scale, _kept_copy(out, keep_limit)))
+                    result.kept.append((pattern, _kept_copy(out, keep_limit)))
                 del out
         return result
 
@@ -250,7 +240,7 @@ class Timer:
     def _measure_pipelined(
         self,
         call: Callable[[list[Any]], Any],
-        inputs: Callable[[], tuple[float, list[Any]]],
+        inputs: Callable[[], tuple[InputPattern | None, list[Any]]],
         spec: TimingSpec,
         *,
         budget_ms: float,
@@ -305,7 +295,7 @@ class Timer:
     def _chunk(
         self,
         call: Callable[[list[Any]], Any],
-        inputs: Callable[[], tuple[float, list[Any]]],
+        inputs: Callable[[], tuple[InputPattern | None, list[Any]]],
         spec: TimingSpec,
         n: int,
         *,
@@ -325,9 +315,9 @@ class Timer:
         excess = (time.perf_counter() - t0) * 1e3 - self.idle_sync_ms
         del out
         events = []
-        last: tuple[float, Any] | None = None
+        last: tuple[InputPattern | None, Any] | None = None
         for index in range(n + 1):
-            scale, args = inputs()
+            pattern, args = inputs()
             self._flush(spec.flush_l2)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -335,7 +325,7 @@ class Timer:
             end.record()
             events.append((start, end))
             if keep_last and index == n:
-                last = (scale, out)
+                last = (pattern, out)
             del out
         torch.cuda.synchronize()
         kept = (last[0], _kept_copy(last[1], keep_limit)) if last is not None else None

@@ -9,12 +9,13 @@ import pytest
 import torch
 
 from adaexplore.executor._modes import Mode, mode_spec
+from adaexplore.executor.worker._perturb import PatternSource, apply_pattern, factor_pool, pool_size
 from adaexplore.executor.worker._timing import Timer
 
 
-def sleeper(ms: float, seen: list[float], at: list[float] | None = None):
+def sleeper(ms: float, seen: list[tuple[float, ...]], at: list[float] | None = None):
     def call(args: list[torch.Tensor]) -> torch.Tensor:
-        seen.append(float(args[0][0]))
+        seen.append(tuple(args[0].flatten().tolist()))
         if at is not None:
             at.append(time.perf_counter())
         time.sleep(ms / 1e3)
@@ -26,7 +27,7 @@ def sleeper(ms: float, seen: list[float], at: list[float] | None = None):
 def test_strict_warm_up_runs_for_its_time_before_the_timed_calls() -> None:
     spec = mode_spec(Mode.strict).timing
     assert spec.warmup_ms >= 50 and spec.warmup_calls >= 1
-    seen: list[float] = []
+    seen: list[tuple[float, ...]] = []
     at: list[float] = []
     measured = Timer(torch.device("cpu")).measure(
         sleeper(2.0, seen, at), [torch.ones(4)], spec, budget_ms=40, min_reps=5, max_reps=1000
@@ -39,17 +40,17 @@ def test_strict_warm_up_runs_for_its_time_before_the_timed_calls() -> None:
     # the timed calls follow the budget, estimated from calls made at the end of the warm-up
     assert 5 <= len(measured.times_ms) <= 40 / 2.0 + 1
     assert len(seen) == measured.warmup_n + len(measured.times_ms)
-    # every call saw its own input scale, below 1 (never the base itself) and within 1/16 of it
+    # every call saw inputs of its own, each element within 1/16 of the base and never above it
     assert len(set(seen)) == len(seen)
-    assert all(0.9375 <= value < 1.0 for value in seen)
+    assert all(0.9375 < value <= 1.0 for inputs in seen for value in inputs)
 
 
-def test_the_scales_of_timed_calls_cannot_be_foreseen() -> None:
-    # Two measurements of the same call with the same inputs draw different scales: a candidate that
-    # computed outputs ahead for the scales to come would look up the wrong ones.
+def test_the_inputs_of_timed_calls_cannot_be_foreseen() -> None:
+    # Two measurements of the same call with the same inputs draw different factors: a candidate that
+    # computed outputs ahead for the inputs to come would look up the wrong ones.
     spec = mode_spec(Mode.strict).timing.model_copy(update={"warmup_ms": 0.0})
-    first: list[float] = []
-    second: list[float] = []
+    first: list[tuple[float, ...]] = []
+    second: list[tuple[float, ...]] = []
     for seen in (first, second):
         Timer(torch.device("cpu")).measure(
             sleeper(0.0, seen), [torch.ones(4)], spec, budget_ms=1, min_reps=20, max_reps=20
@@ -61,23 +62,78 @@ def test_the_scales_of_timed_calls_cannot_be_foreseen() -> None:
 def test_fixed_protocols_warm_up_by_count_alone() -> None:
     spec = mode_spec(Mode.paper).timing
     assert spec.warmup_ms == 0
-    seen: list[float] = []
+    seen: list[tuple[float, ...]] = []
     measured = Timer(torch.device("cpu")).measure(
         sleeper(0.1, seen), [torch.ones(4)], spec, budget_ms=40, min_reps=5, max_reps=1000
     )
     assert measured.warmup_n == spec.warmup_calls
     assert len(measured.times_ms) == spec.reps
-    assert set(seen) == {1.0}  # the paper's protocol reuses one input
+    assert set(seen) == {(1.0,) * 4}  # the paper's protocol reuses one input
+    assert all(pattern is None for pattern, _ in measured.kept)
 
 
-def test_outputs_of_chosen_calls_are_kept_with_their_scales() -> None:
+def rebuilt(base: list[torch.Tensor], pattern) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
+    """A call's inputs as the judge rebuilds them: from the base, the pattern and nothing else."""
+    pool = factor_pool(pattern.key, pool_size(base, pattern.congruent), base[0].device)
+    return apply_pattern(base, pattern, pool)
+
+
+def test_outputs_of_chosen_calls_are_kept_with_the_pattern_that_rebuilds_their_inputs() -> None:
     spec = mode_spec(Mode.strict).timing.model_copy(update={"warmup_ms": 0.0})
+    base = [torch.randn(8, 5)]
+    seen: list[tuple[float, ...]] = []
     measured = Timer(torch.device("cpu")).measure(
-        sleeper(0.1, []), [torch.ones(4)], spec, budget_ms=5, min_reps=20, max_reps=20, keep_at=(0.5, 0.9)
+        sleeper(0.1, seen), base, spec, budget_ms=5, min_reps=20, max_reps=20, keep_at=(0.5, 0.9)
     )
     assert len(measured.kept) == 2
-    for scale, (out,) in measured.kept:
-        assert torch.equal(out, torch.full((4,), 2 * scale))
+    for pattern, (out,) in measured.kept:
+        assert pattern is not None
+        (inputs,) = rebuilt(base, pattern)
+        assert torch.equal(out, inputs * 2)  # bit for bit
+        assert tuple(inputs.flatten().tolist()) in seen
+
+
+def test_timed_inputs_are_not_one_scale_of_the_base_or_of_each_other() -> None:
+    # For a linear task a single scale on the inputs is the same scale on the outputs: a candidate could
+    # rescale an output it computed once. The factors differ from element to element instead.
+    base = [torch.ones(32, 32)]
+    source = PatternSource(base)
+    assert source.pool is not None
+    first, second = (apply_pattern(base, source.next(), source.pool)[0] for _ in range(2))
+    assert torch.linalg.matrix_rank(first.double()) > 1  # base times one scale would be rank one
+    ratio = first / second
+    assert float(ratio.max() - ratio.min()) > 0.01
+
+
+def test_timed_inputs_keep_symmetry_zeros_and_signs() -> None:
+    a = torch.randn(3, 6, 6, dtype=torch.float64)
+    symmetric = a + a.transpose(-1, -2)
+    spd = (lambda m: m @ m.T + 6 * torch.eye(6))(torch.randn(6, 6)).to(torch.bfloat16)
+    triangular = torch.triu(torch.randn(7, 7))
+    indices = torch.arange(4)
+    base = [symmetric, [spd, triangular], indices]
+    source = PatternSource(base)
+    assert source.congruent == [True, True, False]
+    assert source.pool is not None
+    for _ in range(3):
+        pattern = source.next()
+        sym, (pd, tri), same = apply_pattern(base, pattern, source.pool)
+        assert torch.equal(sym, sym.transpose(-1, -2)) and not torch.equal(sym, symmetric)
+        assert torch.equal(pd, pd.T) and torch.linalg.eigvalsh(pd.double()).min() > 0
+        assert torch.equal(tri.tril(-1), torch.zeros(7, 7)) and torch.equal(tri.sign(), triangular.sign())
+        assert same is indices  # integers are left as they are
+        assert [t.dtype for t in (sym, pd, tri)] == [torch.float64, torch.bfloat16, torch.float32]
+        rebuilt_sym, (rebuilt_pd, rebuilt_tri), _ = rebuilt([symmetric, [spd, triangular], indices], pattern)
+        assert torch.equal(rebuilt_sym, sym) and torch.equal(rebuilt_pd, pd) and torch.equal(rebuilt_tri, tri)
+
+
+def test_the_factor_pool_depends_on_its_key_alone() -> None:
+    pool = factor_pool(7, 5000, torch.device("cpu"))
+    assert torch.equal(pool, factor_pool(7, 5000, torch.device("cpu")))
+    assert torch.equal(pool[:1000], factor_pool(7, 1000, torch.device("cpu")))
+    assert not torch.equal(pool, factor_pool(8, 5000, torch.device("cpu")))
+    assert float(pool.min()) > 0.9375 and float(pool.max()) <= 1.0
+    assert pool.unique().numel() > 4900  # no short period
 
 
 # On a GPU: strict timing enqueues calls back to back and probes for work its events cannot see. How close
@@ -134,27 +190,44 @@ def test_strict_gpu_timing_counts_host_work_inside_a_call() -> None:
 
 @pytest.mark.gpu
 @needs_gpu
-def test_strict_gpu_timing_keeps_the_outputs_of_chosen_calls_with_their_scales() -> None:
-    base = torch.randn(4096, device="cuda")
-    measured = strict_on_gpu(lambda args: args[0] * 2, [base], keep_at=(0.3, 0.6, 0.9))
+def test_strict_gpu_timing_keeps_the_outputs_of_chosen_calls_with_their_patterns() -> None:
+    a = torch.randn(64, 64, device="cuda")
+    base = [torch.randn(4096, device="cuda"), a + a.T]
+    measured = strict_on_gpu(lambda args: args[0].sum() * args[1], base, keep_at=(0.3, 0.6, 0.9))
     assert len(measured.kept) == 3
-    for scale, (out,) in measured.kept:
-        assert torch.allclose(out, base * scale * 2)
+    for pattern, (out,) in measured.kept:
+        assert pattern is not None and pattern.congruent == [False, True]
+        x, sym = rebuilt(base, pattern)
+        assert torch.equal(out, x.sum() * sym)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_the_factor_pool_is_the_same_on_the_gpu_and_the_cpu() -> None:
+    # The judge rebuilds a timed call's inputs on its own device: the factors must not depend on it.
+    assert torch.equal(
+        factor_pool(99, 1 << 21, torch.device("cuda")).cpu(), factor_pool(99, 1 << 21, torch.device("cpu"))
+    )
 
 
 def test_floats_inside_list_arguments_are_scaled_and_named_tuples_stay_named() -> None:
     from collections import namedtuple
 
-    from adaexplore.executor.worker._taskrun import clone_args, scaled_inputs
+    from adaexplore.executor.worker._taskrun import clone_args
 
     x = torch.ones(3)
     indices = torch.arange(5)
     buffers = [[torch.empty(3), torch.empty(3)], indices, 2]
-    pair, same, k = scaled_inputs([[x, 2 * x], indices, 2], 0.5, out=buffers)
-    assert pair[0] is buffers[0][0] and torch.equal(pair[1], x) and k == 2
+    base = [[x, 2 * x], indices, 2]
+    source = PatternSource(base)
+    assert source.pool is not None
+    pair, same, k = apply_pattern(base, source.next(), source.pool, out=buffers)
+    assert pair[0] is buffers[0][0] and k == 2
+    assert float((pair[1] / (2 * x)).max()) <= 1.0 and not torch.equal(pair[1], 2 * x)
     assert same is indices  # integers are left as they are
     Pair = namedtuple("Pair", "a b")
-    (scaled,) = scaled_inputs([Pair(x, x)], 0.5)
-    assert isinstance(scaled, Pair) and torch.equal(scaled.a, x / 2)
+    named = [Pair(x, x)]
+    (scaled,) = apply_pattern(named, PatternSource(named).next(), factor_pool(1, 1 << 21, x.device))
+    assert isinstance(scaled, Pair) and float(scaled.a.max()) <= 1.0
     (copied,) = clone_args([Pair(x, indices)])
     assert isinstance(copied, Pair) and copied.a is not x and torch.equal(copied.b, indices)
