@@ -109,7 +109,8 @@ def apply_pattern(
             return rebuilt(value, [scaled(item, b) for item, b in zip(value, buffers, strict=True)])
         return value
 
-    return scaled(base, out)  # type: ignore[no-any-return]
+    with torch.no_grad():  # an input that requires grad still gets its pattern written into a buffer
+        return scaled(base, out)  # type: ignore[no-any-return]
 
 
 def _scale(

@@ -127,6 +127,26 @@ def test_timed_inputs_keep_symmetry_zeros_and_signs() -> None:
         assert torch.equal(rebuilt_sym, sym) and torch.equal(rebuilt_pd, pd) and torch.equal(rebuilt_tri, tri)
 
 
+def test_patterns_apply_to_odd_inputs() -> None:
+    # a transposed view, an expanded row, a scalar, an empty tensor and one that requires grad
+    base = [
+        torch.randn(4, 6).t(),
+        torch.randn(1, 5).expand(3, 5),
+        torch.tensor(2.0),
+        torch.empty(0, 3),
+        torch.randn(3, requires_grad=True),
+    ]
+    source = PatternSource(base)
+    assert source.pool is not None
+    buffers = [t.clone() for t in base]
+    for out in (None, buffers):
+        made = apply_pattern(base, source.next(), source.pool, out=out)
+        for before, after in zip(base, made, strict=True):
+            assert after.shape == before.shape and after.dtype == before.dtype
+            ratio = (after / before).flatten()
+            assert bool(((ratio > 0.9375) & (ratio <= 1.0)).all())
+
+
 def test_the_factor_pool_depends_on_its_key_alone() -> None:
     pool = factor_pool(7, 5000, torch.device("cpu"))
     assert torch.equal(pool, factor_pool(7, 5000, torch.device("cpu")))
