@@ -27,7 +27,6 @@ ALLOWED_IMPORTS = frozenset(
         "__future__",
         "abc",
         "collections",
-        "enum",
         "functools",
         "itertools",
         "math",
@@ -136,8 +135,14 @@ _BANNED_NAMES = {
     "functools.wraps": "You cannot use functools.wraps; write the function you mean.",
     # classes made by calling a metaclass with a namespace of strings
     "abc.ABCMeta": "You cannot use abc.ABCMeta; subclass abc.ABC if you need an abstract class.",
-    "enum.EnumMeta": "You cannot use enum's metaclass; subclass enum.Enum.",
-    "enum.EnumType": "You cannot use enum's metaclass; subclass enum.Enum.",
+    "enum.EnumMeta": "You cannot use enum's metaclass; write a plain class.",
+    "enum.EnumType": "You cannot use enum's metaclass; write a plain class.",
+    # enum is not importable; these write an enum's members into the module its `module=` argument names,
+    # should another path reach them
+    "enum.global_enum": "You cannot use enum.global_enum (it writes into other modules).",
+    "enum.global_enum_repr": "You cannot use enum.global_enum_repr.",
+    "enum.global_flag_repr": "You cannot use enum.global_flag_repr.",
+    "enum.global_str": "You cannot use enum.global_str.",
     # files, and shared libraries loaded by path
     "torch.onnx": "You cannot use torch.onnx in a candidate (it writes files).",
     "torch.cuda.memory": "You cannot use torch.cuda.memory (allocators load shared libraries); allocate with torch.",
@@ -478,6 +483,7 @@ _SELF_MATCHING = frozenset(
     {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
 )
 # Objects whose attributes a candidate may set: its own instance, its class, an autograd Function's context.
+_BUILTIN_NAMES = frozenset(vars(builtins))
 _OWN_ROOTS = frozenset({"self", "cls", "ctx"})
 # Properties of tensors and layers that initialisation code sets on other objects (w.data = ..., lin.bias = None).
 _SETTABLE_ATTRS = frozenset({"data", "requires_grad", "grad", "weight", "bias"})
@@ -525,6 +531,14 @@ def _module_names(tree: ast.AST) -> tuple[set[str], set[str]]:
     return bound | defined, defined
 
 
+def _is_tensor_class(resolved: object) -> bool:
+    """Whether a resolved name is torch.Tensor or a class derived from it (torch.nn.Buffer, the Parameters)."""
+    value = resolved[1] if isinstance(resolved, tuple) and len(resolved) == 2 else resolved
+    return isinstance(value, type) and any(
+        f"{c.__module__}.{c.__qualname__}" in ("torch.Tensor", "torch._C.TensorBase") for c in value.__mro__
+    )
+
+
 def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
@@ -556,9 +570,17 @@ class _Checker(ast.NodeVisitor):
 
     # imports -------------------------------------------------------------------------------------
     def visit_alias(self, node: ast.alias) -> None:
-        bound = node.asname or node.name
+        bound = node.asname or node.name.split(".")[0]
         if bound.startswith("__") and bound.endswith("__") and bound != "__future__":
             self._add(node, "introspection", f"You cannot bind the name {bound}; special names belong to Python.")
+        elif bound in _BUILTIN_NAMES:
+            # `from typing import getattr` (which fails inside a try) would make every rule about the
+            # builtin getattr look away from the name, while the name still is the builtin
+            self._add(
+                node,
+                "import",
+                f"You cannot import under the name {bound}, which is a Python builtin; import it as another name.",
+            )
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -704,7 +726,19 @@ class _Checker(ast.NodeVisitor):
     def _owned(value: ast.expr) -> bool:
         return isinstance(value, ast.Name) and value.id in ("self", "cls")
 
+    def _check_rebinding(self, node: ast.AST, name: str) -> None:
+        """Attributes may be set on the classes and functions the module defines; a parameter or a variable
+        of the same name would bring that trust to any object (`def f(Helper): Helper.x = ...`)."""
+        if name in self.defined:
+            self._add(
+                node,
+                "monkey_patch",
+                f"You cannot bind {name} to another value; it names a class or function the module defines.",
+            )
+
     def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self._check_rebinding(node, node.id)
         if isinstance(node.ctx, ast.Load) and node.id in _BANNED_CALLS and node.id not in self.aliases:
             self._add(node, "banned_builtin", _BANNED_CALLS[node.id])
         if (
@@ -795,7 +829,15 @@ class _Checker(ast.NodeVisitor):
             root = target
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
-            if isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.derived):
+            if isinstance(target, ast.Attribute) and target.attr.startswith("__") and target.attr.endswith("__"):
+                # on whatever object: `self` may be any object a method is called with (M.install(torch.no_grad,
+                # f) sets torch.no_grad.__enter__), and special methods are looked up on classes
+                self._add(
+                    target,
+                    "monkey_patch",
+                    f"You cannot set the special attribute {target.attr}; define methods in a class body.",
+                )
+            elif isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.derived):
                 self._add(
                     target,
                     "monkey_patch",
@@ -867,6 +909,7 @@ class _Checker(ast.NodeVisitor):
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
             if arg is not None:
                 self.derived.pop(arg.arg, None)
+                self._check_rebinding(arg, arg.arg)
         self.generic_visit(node)
         self.derived = saved
 
@@ -892,7 +935,17 @@ class _Checker(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
             dotted = self._resolve(base)
-            if dotted in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            if isinstance(base, ast.Name) and base.id in self.derived:
+                # `Base = torch.Tensor; class X(Base)`: the rules below would not see what the base is
+                self._add(
+                    node,
+                    "tensor_subclass",
+                    f"You cannot derive from {base.id}, a name bound to {self.derived[base.id]}'s objects; name "
+                    "the base class directly (nn.Module) or derive from a class of your own.",
+                )
+            elif dotted in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") or (
+                dotted and self.resolve is not None and _is_tensor_class(self.resolve(dotted))
+            ):
                 self._add(
                     node,
                     "tensor_subclass",

@@ -134,7 +134,8 @@ class Compare(_Msg):
     job_id: str
     outputs: list[list[TensorFile]]
     # For outputs of timed calls: how each call's inputs were made (None for correctness trials).
-    patterns: list[InputPattern] | None = None
+    # (None for a call that had the timing inputs themselves: a task without floating inputs)
+    patterns: list[InputPattern | None] | None = None
 
 
 class TimeReference(_Msg):
@@ -217,7 +218,7 @@ class Timed(_Msg):
     host_bound_calls: int
     unseen_ms: float = 0.0
     rechecks: list[list[TensorFile]] = Field(default_factory=list)
-    recheck_patterns: list[InputPattern] = Field(default_factory=list)
+    recheck_patterns: list[InputPattern | None] = Field(default_factory=list)
     triton_time_share: float | None = None
     flags: list[AuditFlag] = Field(default_factory=list)
 

@@ -46,6 +46,13 @@ BATTERY = [
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
     # timed inputs differ from call to call element by element, not by one scale a linear task passes on
     ("h08_linear_rescale", MATMUL, Status.mismatch, "the output of a timed call is wrong"),
+    # eighth round: names bound by imports, enum's writes into modules, bases named through variables,
+    # special attributes set through a method's first parameter, launches owed across timed calls
+    ("h19_builtin_name_import", SCALE_RELU, Status.rejected, "You cannot import under the name getattr"),
+    ("h19_enum_module_write", SCALE_RELU, Status.rejected, "You cannot import enum"),
+    ("h06_lazy_alias_subclass", SCALE_RELU, Status.rejected, "You cannot derive from Base"),
+    ("h07_special_attribute_via_self", SCALE_RELU, Status.rejected, "You cannot set the special attribute __enter__"),
+    ("rt_launch_debt", SCALE_RELU, Status.rejected, "launched none of the candidate's kernels"),
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
@@ -114,6 +121,11 @@ RUNTIME = [
     # the evaluator's checks call torch's methods, not what a tensor carries
     ("h08_shadowed_detach", Status.rejected, "You cannot set attributes on the tensors you return: output 0"),
     ("h10_shadowed_input_checks", Status.rejected, "You cannot set attributes on the inputs: input 0"),
+    # eighth round
+    ("h06_lazy_alias_subclass", Status.rejected, "You cannot subclass torch.Tensor (found Deferred after import)"),
+    ("h07_special_attribute_via_self", Status.rejected, "You cannot replace or add torch.no_grad.__enter__"),
+    ("rt_module_global_swap", Status.rejected, "adaexplore.executor.worker._timing.statistics"),
+    ("rt_launch_debt", Status.rejected, "launched none of the candidate's kernels"),
 ]
 
 
@@ -140,6 +152,16 @@ async def test_the_honest_kernel_passes_the_same_pipeline(timed_evaluator: Evalu
     assert result.status is Status.ok, result.message
     assert result.timing is not None and result.correctness is not None
     assert len(result.correctness.rechecks) == 3 and all(r.passed for r in result.correctness.rechecks)
+
+
+async def test_a_task_with_integer_inputs_alone_is_timed_and_rechecked(timed_evaluator: Evaluator) -> None:
+    # Its timed calls have the timing inputs themselves (there is nothing to scale), and the judge
+    # rechecks their outputs against the reference on those inputs.
+    task = load_task(HERE / "tasks" / "lookup_task.py")
+    result = await timed_evaluator.evaluate(task, (HERE / "tasks" / "lookup_kernel.py").read_text())
+    assert result.status is Status.ok, result.message
+    assert result.correctness is not None and len(result.correctness.rechecks) == 3
+    assert all(r.passed for r in result.correctness.rechecks)
 
 
 @pytest.mark.parametrize(("name", "task", "status", "reason"), BATTERY, ids=[b[0] for b in BATTERY])

@@ -96,6 +96,28 @@ def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
 
 
+class _TimedCallRefused(Exception):
+    """A timed call broke a rule the trials hold every call to (raised inside the timing loop, which stops)."""
+
+
+def _tensor_subclasses_of(module: str) -> list[str]:
+    """Classes defined in `module` that derive from torch.Tensor, however the module named the base (an alias,
+    torch.nn.Buffer, a class made inside a function)."""
+    found: list[str] = []
+    seen: set[type] = set()
+    pending: list[type] = [torch.Tensor]
+    while pending:
+        cls = pending.pop()
+        for sub in type.__subclasses__(cls):
+            if sub in seen:
+                continue
+            seen.add(sub)
+            pending.append(sub)
+            if sub.__module__ == module:
+                found.append(sub.__qualname__)
+    return sorted(found)
+
+
 class CandidateRunner:
     def __init__(self, channel: Channel, backend: Backend, device: torch.device, tracker: LaunchTracker) -> None:
         self.channel = channel
@@ -134,6 +156,16 @@ class CandidateRunner:
 
     def _check(self, guard: Guard, where: str) -> None:
         self.state.flags.extend(guard.check(where))
+        subclasses = _tensor_subclasses_of(CANDIDATE_MODULE)
+        if subclasses:
+            self.state.flags.append(
+                AuditFlag(
+                    code="tensor_subclass",
+                    severity="reject",
+                    message=f"You cannot subclass torch.Tensor (found {', '.join(subclasses[:3])} after {where}); "
+                    "return plain tensors computed in forward.",
+                )
+            )
         if not self.tracker.hooks_intact():
             self.state.flags.append(
                 AuditFlag(code="monkey_patch", severity="reject", message="You cannot remove Triton's launch hooks.")
@@ -436,7 +468,22 @@ class CandidateRunner:
         def call(args: list[Any]) -> Any:
             nonlocal calls
             calls += 1
-            return model(*args)
+            before = len(self.tracker.launches)  # the list count() fills while the timing runs
+            out = model(*args)
+            if len(self.tracker.launches) == before:
+                # each call on its own: outputs computed in other calls (token launches in a few, PyTorch in
+                # the rest) are not this call's work
+                raise _TimedCallRefused(
+                    f"You cannot skip the Triton kernels in timed calls: timed call {calls} launched none of "
+                    "the candidate's kernels. Every call must compute its outputs with a Triton kernel."
+                )
+            plain = list(out) if isinstance(out, tuple | list) else [out]
+            if not all(type(t) is torch.Tensor for t in plain):
+                raise _TimedCallRefused(
+                    "You cannot return anything but plain torch.Tensor objects from a timed call "
+                    f"(timed call {calls} returned {', '.join(sorted({type(t).__name__ for t in plain}))})."
+                )
+            return out
 
         launched: list[str] = []
         try:
@@ -460,7 +507,7 @@ class CandidateRunner:
             self._sync()
         except OutputTooLarge as exc:
             self._fail(Status.mismatch, str(exc))
-        except ShadowedTensor as exc:
+        except (ShadowedTensor, _TimedCallRefused) as exc:
             self._fail(Status.rejected, str(exc))
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
@@ -484,7 +531,7 @@ class CandidateRunner:
                 host_bound_calls=measured.host_bound,
                 unseen_ms=measured.unseen_ms,
                 rechecks=rechecks,
-                recheck_patterns=[pattern for pattern, _ in measured.kept if pattern is not None],
+                recheck_patterns=[pattern for pattern, _ in measured.kept],
                 triton_time_share=share,
                 flags=self.state.flags,
             )

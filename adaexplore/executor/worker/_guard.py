@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -85,6 +86,12 @@ _WATCHED_CLASSES: dict[str, Callable[[], type]] = {
     "triton.runtime.autotuner.Autotuner": lambda: Autotuner,
     # its cast refuses pointers made from integers (_kernel_rules)
     "triton.language.semantic.TritonSemantic": lambda: TritonSemantic,
+    # the context managers the evaluator enters around trials and timing
+    "torch.no_grad": lambda: torch.no_grad,
+    "torch.enable_grad": lambda: torch.enable_grad,
+    "torch.inference_mode": lambda: torch.inference_mode,
+    "torch.set_grad_enabled": lambda: torch.set_grad_enabled,
+    "torch.cuda.device": lambda: torch.cuda.device,
 }
 _CONSTANT = (int, float, str, bytes, bool, tuple, frozenset, type(None))
 
@@ -94,15 +101,23 @@ def _is_code(value: object) -> bool:
     return callable(value) or hasattr(type(value), "__get__")
 
 
-def _code_of(namespace: Any, constants: bool) -> dict[str, int]:
-    """Identities of the functions, classes and descriptors in a namespace, and with `constants` of its
-    immutable values named in capitals (the module's limits, not its counters): what a replaced method or a
-    changed limit would show in."""
-    return {
-        name: id(value)
-        for name, value in list(namespace.items())
-        if _is_code(value) or (constants and isinstance(value, _CONSTANT) and name.lstrip("_").isupper())
-    }
+def _tracked(name: str, value: object, module: bool) -> bool:
+    """Whether the Guard follows a name of a namespace: code of every kind; in a module also the modules,
+    containers and objects it holds for its whole life (`statistics` in the timer, a table of rules), and
+    its immutable values named in capitals (its limits, not its counters)."""
+    if _is_code(value):
+        return True
+    if not module:
+        return False
+    if isinstance(value, _CONSTANT):
+        return name.lstrip("_").isupper()
+    return True
+
+
+def _code_of(namespace: Any, module: bool) -> dict[str, int]:
+    """Identities of what the Guard follows in a namespace: what a replaced method, module or limit would
+    show in."""
+    return {name: id(value) for name, value in list(namespace.items()) if _tracked(name, value, module)}
 
 
 def _namespaces() -> dict[str, tuple[Any, bool]]:
@@ -162,7 +177,8 @@ class Guard:
             now_code = _code_of(space, constants)
             changed = sorted(
                 {name for name in before_code if now_code.get(name) != before_code[name]}
-                | {name for name in now_code if name not in before_code}
+                # (a package gains its submodules as they are first imported)
+                | {n for n in now_code if n not in before_code and not isinstance(space.get(n), types.ModuleType)}
             )
             if changed:
                 found.append(

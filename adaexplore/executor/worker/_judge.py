@@ -259,9 +259,13 @@ class Judge:
             job.timing_base = self._inputs(job, job.timing_seed)
         return job.timing_base
 
-    def _patterned_reference(self, job: _Job, pattern: InputPattern) -> list[torch.Tensor]:
-        """The reference's outputs on the inputs of a timed call, rebuilt from its pattern."""
+    def _patterned_reference(self, job: _Job, pattern: InputPattern | None) -> list[torch.Tensor]:
+        """The reference's outputs on the inputs of a timed call, rebuilt from its pattern (None: the timing
+        inputs as they are)."""
         base = self._timing_base(job)
+        if pattern is None:
+            args = clone_args(base)
+            return self._forward(job.reference, upcast(args) if job.float64 else args)
         tensors = floating_tensors(base)
         if len(pattern.offsets) != len(tensors) or len(pattern.congruent) != len(tensors):
             raise ValueError(f"a pattern for {len(pattern.offsets)} floating inputs; the task has {len(tensors)}")

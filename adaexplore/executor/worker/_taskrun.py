@@ -92,6 +92,9 @@ _CONSTRUCTOR_TYPES = frozenset(
     - {types.NoneType, types.EllipsisType, types.NotImplementedType}
 )
 
+# Streams and events: type(torch.cuda.current_stream())() would make the stream a candidate may not create.
+_STREAM_TYPES = (torch.Stream, torch.Event, torch.cuda.Stream, torch.cuda.Event)
+
 
 def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
@@ -110,24 +113,28 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         return real_import(name, globals, locals, fromlist, level)  # type: ignore[no-any-return]
 
     real_getattr = builtins_module.getattr
+    # held by the closure, not looked up in this module's namespace at each call: a candidate that
+    # managed to write into the namespace cannot swap the rules out
+    refuses = attribute_refused
 
     def checked_getattr(obj: object, name: str, *default: object) -> object:
         # the policy's attribute rules, for names the static check cannot see (computed ones)
-        refused = attribute_refused(name, owned=False) if isinstance(name, str) else None
+        refused = refuses(name, owned=False) if isinstance(name, str) else None
         if refused:
             raise AttributeError(refused[1])
         return real_getattr(obj, name, *default)
 
     real_type = builtins_module.type
+    constructors = _CONSTRUCTOR_TYPES
 
     def checked_type(obj: object) -> type:
         # One argument only (three make a class from strings). A class's type is a metaclass, and the
         # constructor types make code out of parts: both stay out of reach.
         found = real_type(obj)
-        if isinstance(obj, real_type) or found in _CONSTRUCTOR_TYPES:
+        if isinstance(obj, real_type) or found in constructors or issubclass(found, _STREAM_TYPES):
             raise TypeError(
-                f"a candidate may call type(x) on plain values only, not on {found.__name__} objects; "
-                "compare with isinstance instead"
+                f"a candidate may call type(x) on plain values only, not on {found.__name__} objects (classes, "
+                "code and streams stay out of reach); compare with isinstance instead"
             )
         return found
 
@@ -300,6 +307,9 @@ def flatten_output(value: Any) -> list[torch.Tensor]:
     else:
         raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
     for index, tensor in enumerate(tensors):
+        if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
+            # before anything is read from it: a subclass answers every method and attribute itself
+            raise TypeError(f"output {index} is a {type(tensor).__name__}, not a plain torch.Tensor")
         names = own_attributes(tensor)
         if names:
             raise ShadowedTensor(

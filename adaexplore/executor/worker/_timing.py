@@ -58,7 +58,7 @@ def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
     refused = oversized(tensors, limit, "a timed call")
     if refused:
         raise OutputTooLarge(refused)
-    return [t.detach().clone() for t in tensors]
+    return [torch.Tensor.clone(torch.Tensor.detach(t)) for t in tensors]
 
 
 _MIN_CHUNK, _MAX_CHUNK = 6, 100

@@ -55,6 +55,8 @@ def test_allowed_imports_and_ordinary_builtins_work(tmp_path: Path) -> None:
         ("import torch\nmeta = type(torch.Tensor)", TypeError),
         ("def f():\n    pass\nFunction = type(f)", TypeError),
         ("def g():\n    yield 1\nGenerator = type(g())", TypeError),
+        # nor the class of a stream, which would make a stream of the candidate's own
+        ("import torch\nStream = type(torch.Stream('cpu'))", TypeError),
     ],
 )
 def test_what_a_candidate_goes_without(tmp_path: Path, source: str, error: type[Exception]) -> None:

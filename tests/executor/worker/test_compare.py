@@ -139,3 +139,19 @@ def test_outputs_carrying_attributes_of_their_own_are_refused() -> None:
     for value, name in [((plain, shadowed), "output 1 carries detach"), (parameter, "output 0 carries numel")]:
         with pytest.raises(ShadowedTensor, match=name):
             flatten_output(value)
+
+
+def test_tensor_subclass_outputs_are_refused_before_anything_is_read_from_them() -> None:
+    from adaexplore.executor.worker._taskrun import flatten_output
+
+    read: list[str] = []
+
+    class Deferred(torch.Tensor):
+        @property
+        def is_nested(self) -> bool:  # type: ignore[override]
+            read.append("is_nested")
+            return False
+
+    with pytest.raises(TypeError, match=r"output 0 is a Deferred, not a plain torch\.Tensor"):
+        flatten_output(torch.ones(2).as_subclass(Deferred))
+    assert read == []
