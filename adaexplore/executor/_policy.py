@@ -310,6 +310,9 @@ _SEED_ATTRS = frozenset(
     {"initial_seed", "get_rng_state", "get_rng_state_all", "default_generator", "default_generators", "get_state"}
 )
 # Public methods and classes that hand out a function's namespace (its globals, builtins included).
+# A kernel's compiled handles, which launch with any integers as pointers and on any stream handle, out of
+# the checks of kernel[grid](...).
+_LAUNCHER_ATTRS = frozenset({"warmup", "preload", "device_caches"})
 _NAMESPACE_ATTRS = frozenset(
     {
         "get_capture_scope",
@@ -361,6 +364,11 @@ def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
         )
     if name in _SEED_ATTRS:
         return "introspection", f"You cannot read .{name}; the random state belongs to the evaluator."
+    if name in _LAUNCHER_ATTRS and not owned:
+        return (
+            "introspection",
+            f"You cannot use .{name}; launch a kernel as kernel[grid](...), the one way the evaluator checks.",
+        )
     if name in _NAMESPACE_ATTRS:
         return (
             "introspection",

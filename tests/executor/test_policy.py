@@ -368,6 +368,8 @@ def test_getattr_with_a_literal_name_is_checked_as_the_attribute_it_reads() -> N
         # a parameter named after a class of the module's, which may then be any object
         ("class Helper:\n    pass\ndef install(Helper):\n    Helper.run = None", "monkey_patch"),
         ("def helper():\n    pass\nfor helper in range(2):\n    pass", "monkey_patch"),
+        # a kernel's compiled handle launches with integers as pointers
+        ("import triton\n@triton.jit\ndef k(x):\n    pass\nc = k.warmup(1, grid=(1,))", "introspection"),
     ],
 )
 def test_the_eighth_round_of_red_teaming_is_closed(snippet: str, code: str) -> None:
