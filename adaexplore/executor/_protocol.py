@@ -47,6 +47,8 @@ class InputPattern(_Msg):
     offsets: list[int]
     # per floating tensor: symmetric in its last two dims, so scaled as D·X·D (it stays symmetric)
     congruent: list[bool]
+    # set for a task with integer inputs: the call's inputs are get_inputs() drawn anew under this seed
+    seed: int | None = None
 
 
 class JobSpec(_Msg):

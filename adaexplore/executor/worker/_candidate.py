@@ -38,6 +38,7 @@ from adaexplore.executor.worker._errors import classify, describe
 from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
+from adaexplore.executor.worker._perturb import has_integer_inputs
 from adaexplore.executor.worker._taskrun import (
     ShadowedTensor,
     TaskFault,
@@ -491,6 +492,12 @@ class CandidateRunner:
             # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(base)))
+            redraw = None
+            if has_integer_inputs(base):
+
+                def redraw(seed: int) -> list[Any]:
+                    return make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device)
+
             with self._numerics():
                 measured, launched = self.tracker.count(
                     lambda: Timer(self.device).measure(
@@ -502,6 +509,7 @@ class CandidateRunner:
                         max_reps=timing.max_reps,
                         keep_at=tuple(timing.recheck_at),
                         keep_limit=max_output_elements,
+                        redraw=redraw,
                     )
                 )
             self._sync()

@@ -31,7 +31,13 @@ from adaexplore.executor._protocol import (
 )
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._exchange import read_tensor
-from adaexplore.executor.worker._perturb import apply_pattern, factor_pool, floating_tensors, pool_size
+from adaexplore.executor.worker._perturb import (
+    apply_pattern,
+    factor_pool,
+    floating_tensors,
+    has_integer_inputs,
+    pool_size,
+)
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
     build_model,
@@ -246,7 +252,9 @@ class Judge:
             if command.patterns is None:
                 refs, seed = job.refs[index], job.trial_seeds[index]
             else:
-                refs, seed = self._patterned_reference(job, command.patterns[index]), job.timing_seed
+                pattern = command.patterns[index]
+                refs = self._patterned_reference(job, pattern)
+                seed = pattern.seed if pattern is not None and pattern.seed is not None else job.timing_seed
             results.append(self._judge_one(job, index, seed, files, refs, directory))
         return Compared(results=results)
 
@@ -263,8 +271,9 @@ class Judge:
         """The reference's outputs on the inputs of a timed call, rebuilt from its pattern (None: the timing
         inputs as they are)."""
         base = self._timing_base(job)
-        if pattern is None:
-            args = clone_args(base)
+        if pattern is None or pattern.seed is not None:
+            # the timing inputs themselves, or the call's own draw of a task with integer inputs
+            args = clone_args(base) if pattern is None else self._inputs(job, pattern.seed)  # type: ignore[arg-type]
             return self._forward(job.reference, upcast(args) if job.float64 else args)
         tensors = floating_tensors(base)
         if len(pattern.offsets) != len(tensors) or len(pattern.congruent) != len(tensors):
@@ -325,16 +334,16 @@ class Judge:
         if self._timer is None:
             self._timer = Timer(self.device)
         base = self._timing_base(job)
-        stats = self._measure(lambda args: job.native(*args), base, command)
+        stats = self._measure(lambda args: job.native(*args), base, command, job)
         compile_stats = None
         if command.with_compile:
             compiled = torch.compile(job.native)
             with torch.no_grad() if command.timing.no_grad else contextlib.nullcontext():
                 compiled(*base)
-            compile_stats = self._measure(lambda args: compiled(*args), base, command)
+            compile_stats = self._measure(lambda args: compiled(*args), base, command, job)
         return ReferenceTimed(stats=stats, compile_stats=compile_stats)
 
-    def _measure(self, call: Any, base: list[Any], command: TimeReference) -> Any:
+    def _measure(self, call: Any, base: list[Any], command: TimeReference, job: _Job) -> Any:
         assert self._timer is not None
         try:
             measured = self._timer.measure(
@@ -344,6 +353,8 @@ class Judge:
                 budget_ms=command.budget_ms,
                 min_reps=command.min_reps,
                 max_reps=command.max_reps,
+                # timed as the candidate is: a task with integer inputs draws each call's inputs anew
+                redraw=(lambda seed: self._inputs(job, seed)) if has_integer_inputs(base) else None,
             )
         except Exception as exc:
             raise TaskFault(f"the reference Model raised while being timed: {type(exc).__name__}: {exc}") from exc

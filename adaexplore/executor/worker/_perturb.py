@@ -12,6 +12,10 @@ triangular. A tensor that is symmetric in its last two dimensions is scaled as D
 factor per leading index, then the same factors on its rows and its columns), so it stays symmetric,
 and positive definite if it was.
 
+Integer inputs cannot be scaled, and work that depends on them alone could be carried from one call to
+the next; so a task with integer (or boolean) inputs has every timed call's inputs drawn anew from its own
+`get_inputs()` under a seed drawn in secret, which keeps whatever structure the task gives them.
+
 The pool is built from integer arithmetic alone, and every factor has the form 1 - k/2^24 with k below
 2^20, exact in float32: the judge builds the same pool on its own device from the key, and the same
 inputs bit for bit from a call's `InputPattern`.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import random
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -28,7 +33,7 @@ import torch
 from adaexplore.executor._protocol import InputPattern
 from adaexplore.executor.worker._taskrun import rebuilt
 
-__all__ = ["PatternSource", "apply_pattern", "factor_pool", "floating_tensors", "pool_size"]
+__all__ = ["PatternSource", "apply_pattern", "factor_pool", "floating_tensors", "has_integer_inputs", "pool_size"]
 
 _SPAN = 1 << 20  # offsets are drawn in [0, _SPAN)
 _PRIME = (1 << 31) - 1
@@ -131,16 +136,43 @@ def _scale(
     return out.mul_(torch.outer(sides, sides))
 
 
-class PatternSource:
-    """The patterns of one measurement's calls, drawn from a source seeded in secret."""
+def has_integer_inputs(base: list[Any]) -> bool:
+    """Whether a call's inputs hold tensors that are neither floating nor complex (ids, indices, masks)."""
 
-    def __init__(self, base: list[Any]) -> None:
+    def walk(value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return not (value.is_floating_point() or value.is_complex())
+        if isinstance(value, list | tuple):
+            return any(walk(item) for item in value)
+        return False
+
+    return walk(base)
+
+
+class PatternSource:
+    """The patterns of one measurement's calls, drawn from a source seeded in secret. With `redraw` (a task
+    with integer inputs: a seed -> that seed's get_inputs()), each call's inputs are drawn anew instead."""
+
+    def __init__(self, base: list[Any], redraw: Callable[[int], list[Any]] | None = None) -> None:
         self._draw = random.Random(secrets.randbits(128))
-        tensors = floating_tensors(base)
+        self.redraw = redraw
+        tensors = [] if redraw is not None else floating_tensors(base)
         self.key = self._draw.getrandbits(62)
         self.congruent = [_congruent(t) for t in tensors]
         self._used: set[int] = set()
         self.pool = factor_pool(self.key, pool_size(base, self.congruent), tensors[0].device) if tensors else None
+
+    def inputs(self, base: list[Any], out: list[Any] | None) -> tuple[InputPattern, list[Any]] | None:
+        """The next call's pattern and inputs (into `out`'s buffers where they are scaled), or None where
+        calls take the base itself (no floating inputs, and no redraw)."""
+        if self.redraw is not None:
+            seed = self._draw.getrandbits(62)
+            pattern = InputPattern.model_construct(key=self.key, offsets=[], congruent=[], seed=seed)
+            return pattern, self.redraw(seed)
+        if self.pool is None:
+            return None
+        pattern = self.next()
+        return pattern, apply_pattern(base, pattern, self.pool, out=out)
 
     def next(self) -> InputPattern:
         offsets = [self._draw.randrange(_SPAN) for _ in self.congruent]
@@ -150,4 +182,4 @@ class PatternSource:
             self._used.add(offsets[0])
             if len(self._used) == _SPAN:  # past a million calls: start the offsets over
                 self._used.clear()
-        return InputPattern.model_construct(key=self.key, offsets=offsets, congruent=list(self.congruent))
+        return InputPattern.model_construct(key=self.key, offsets=offsets, congruent=list(self.congruent), seed=None)

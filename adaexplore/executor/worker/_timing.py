@@ -27,7 +27,7 @@ import torch
 from adaexplore.executor._models import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor._protocol import InputPattern
-from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
+from adaexplore.executor.worker._perturb import PatternSource
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 
 __all__ = ["Measurement", "OutputTooLarge", "Timer", "oversized", "summarize"]
@@ -175,24 +175,24 @@ class Timer:
         max_reps: int,
         keep_at: tuple[float, ...] = (),
         keep_limit: int | None = None,
+        redraw: Callable[[int], list[Any]] | None = None,
     ) -> Measurement:
         """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept (copies,
-        refused with OutputTooLarge past `keep_limit` elements)."""
+        refused with OutputTooLarge past `keep_limit` elements). With fresh inputs, `redraw` (a seed -> that
+        seed's inputs) makes every call's inputs a new draw, for tasks with integer inputs (worker/_perturb.py)."""
         rings: list[list[Any]] = []
         patterns: PatternSource | None = None
         if spec.fresh_inputs:
-            rings = [clone_args(list(base)) for _ in range(_RING)]
-            patterns = PatternSource(base)
+            patterns = PatternSource(base, redraw)
+            rings = [clone_args(list(base)) for _ in range(_RING)] if patterns.pool is not None else []
         counter = 0
 
         def inputs() -> tuple[InputPattern | None, list[Any]]:
             nonlocal counter
             index = counter
             counter += 1
-            if patterns is None or patterns.pool is None:
-                return None, base
-            pattern = patterns.next()
-            return pattern, apply_pattern(base, pattern, patterns.pool, out=rings[index % _RING])
+            made = patterns.inputs(base, rings[index % _RING] if rings else None) if patterns is not None else None
+            return made if made is not None else (None, base)
 
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()
         with grad:

@@ -147,6 +147,24 @@ def test_patterns_apply_to_odd_inputs() -> None:
             assert bool(((ratio > 0.9375) & (ratio <= 1.0)).all())
 
 
+def test_tasks_with_integer_inputs_draw_every_timed_calls_inputs_anew() -> None:
+    # Integer inputs cannot be scaled; work that depends on them alone would otherwise repeat call after call.
+    spec = mode_spec(Mode.strict).timing.model_copy(update={"warmup_ms": 0.0})
+
+    def draw(seed: int) -> list[torch.Tensor]:
+        generator = torch.Generator().manual_seed(seed)
+        return [torch.randint(0, 1000, (6,), generator=generator), torch.rand(3, generator=generator)]
+
+    seen: list[tuple[float, ...]] = []
+    measured = Timer(torch.device("cpu")).measure(
+        sleeper(0.0, seen), draw(1), spec, budget_ms=1, min_reps=20, max_reps=20, keep_at=(0.5,), redraw=draw
+    )
+    assert len(seen) >= 20 and len(set(seen)) == len(seen)  # the ids of every call are new
+    ((pattern, (out,)),) = measured.kept
+    assert pattern is not None and pattern.seed is not None
+    assert torch.equal(out, draw(pattern.seed)[0] * 2)  # what the judge draws from the pattern's seed
+
+
 def test_the_factor_pool_depends_on_its_key_alone() -> None:
     pool = factor_pool(7, 5000, torch.device("cpu"))
     assert torch.equal(pool, factor_pool(7, 5000, torch.device("cpu")))
