@@ -340,7 +340,10 @@ def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_
     assert "_DRAWS" in source
     flaky.write_text(source)
     good = EXAMPLES / "tasks" / "elementwise_chain.py"
-    done = adaexplore("explore", str(good), str(flaky), "--steps", "3", "--parallel", "2", env=cli_env(home, None))
+    # (seeded: unseeded, replay could serve three kernels that fail to compile, and no evaluation would draw)
+    done = adaexplore(
+        "explore", str(good), str(flaky), "--steps", "3", "--parallel", "2", "--seed", "3", env=cli_env(home, None)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "the task's own code failed" in done.stdout and "the data source went away" in done.stdout
     assert "Traceback" not in done.stderr
