@@ -539,9 +539,9 @@ def _module_names(tree: ast.AST) -> tuple[set[str], set[str]]:
     return bound | defined, defined
 
 
-def _is_tensor_class(resolved: object) -> bool:
+def _is_tensor_class(resolved: tuple[str, object] | None) -> bool:
     """Whether a resolved name is torch.Tensor or a class derived from it (torch.nn.Buffer, the Parameters)."""
-    value = resolved[1] if isinstance(resolved, tuple) and len(resolved) == 2 else resolved
+    value = resolved[1] if resolved is not None else None
     return isinstance(value, type) and any(
         f"{c.__module__}.{c.__qualname__}" in ("torch.Tensor", "torch._C.TensorBase") for c in value.__mro__
     )

@@ -155,8 +155,8 @@ async def test_the_honest_kernel_passes_the_same_pipeline(timed_evaluator: Evalu
 
 
 async def test_a_task_with_integer_inputs_alone_is_timed_and_rechecked(timed_evaluator: Evaluator) -> None:
-    # Its timed calls have the timing inputs themselves (there is nothing to scale), and the judge
-    # rechecks their outputs against the reference on those inputs.
+    # Its timed calls draw their inputs anew (integers cannot be scaled), and the judge draws the same
+    # inputs from each kept call's seed to recheck its outputs.
     task = load_task(HERE / "tasks" / "lookup_task.py")
     result = await timed_evaluator.evaluate(task, (HERE / "tasks" / "lookup_kernel.py").read_text())
     assert result.status is Status.ok, result.message

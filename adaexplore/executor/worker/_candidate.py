@@ -486,7 +486,6 @@ class CandidateRunner:
                 )
             return out
 
-        launched: list[str] = []
         try:
             base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
             # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
@@ -499,7 +498,8 @@ class CandidateRunner:
                     return make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device)
 
             with self._numerics():
-                measured, launched = self.tracker.count(
+                # counting, so that each call can see its own launches (call() checks them)
+                measured, _ = self.tracker.count(
                     lambda: Timer(self.device).measure(
                         call,
                         base,
@@ -520,14 +520,6 @@ class CandidateRunner:
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")
-        if len(launched) < calls:
-            # as in the trials: a call that launches none of the candidate's kernels answered from elsewhere
-            # (outputs computed ahead, or replayed)
-            self._fail(
-                Status.rejected,
-                f"You cannot skip the Triton kernels in timed calls: {len(launched)} launches of the candidate's "
-                f"kernels in {calls} timed calls. Every call must compute its outputs with a Triton kernel.",
-            )
         rechecks = [
             [write_tensor(t, exchange, f"recheck{k}_out{j}.bin") for j, t in enumerate(tensors)]
             for k, (_, tensors) in enumerate(measured.kept)

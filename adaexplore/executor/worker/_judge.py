@@ -270,10 +270,13 @@ class Judge:
     def _patterned_reference(self, job: _Job, pattern: InputPattern | None) -> list[torch.Tensor]:
         """The reference's outputs on the inputs of a timed call, rebuilt from its pattern (None: the timing
         inputs as they are)."""
+        if pattern is not None and pattern.seed is not None:
+            # the call's own draw of a task with integer inputs
+            args = self._inputs(job, pattern.seed)
+            return self._forward(job.reference, upcast(args) if job.float64 else args)
         base = self._timing_base(job)
-        if pattern is None or pattern.seed is not None:
-            # the timing inputs themselves, or the call's own draw of a task with integer inputs
-            args = clone_args(base) if pattern is None else self._inputs(job, pattern.seed)  # type: ignore[arg-type]
+        if pattern is None:
+            args = clone_args(base)
             return self._forward(job.reference, upcast(args) if job.float64 else args)
         tensors = floating_tensors(base)
         if len(pattern.offsets) != len(tensors) or len(pattern.congruent) != len(tensors):

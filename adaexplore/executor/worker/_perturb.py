@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from adaexplore.executor._protocol import InputPattern
-from adaexplore.executor.worker._taskrun import rebuilt
+from adaexplore.executor.worker._taskrun import rebuilt, tensors_in
 
 __all__ = ["PatternSource", "apply_pattern", "factor_pool", "floating_tensors", "has_integer_inputs", "pool_size"]
 
@@ -138,15 +138,7 @@ def _scale(
 
 def has_integer_inputs(base: list[Any]) -> bool:
     """Whether a call's inputs hold tensors that are neither floating nor complex (ids, indices, masks)."""
-
-    def walk(value: Any) -> bool:
-        if isinstance(value, torch.Tensor):
-            return not (value.is_floating_point() or value.is_complex())
-        if isinstance(value, list | tuple):
-            return any(walk(item) for item in value)
-        return False
-
-    return walk(base)
+    return any(not (t.is_floating_point() or t.is_complex()) for t in tensors_in(base))
 
 
 class PatternSource:
