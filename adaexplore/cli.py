@@ -14,12 +14,10 @@ from pydantic import ValidationError
 from adaexplore import __version__
 from adaexplore._memory_view import run_memory_command
 from adaexplore._runs_view import render_run_tree, render_runs
-from adaexplore.agent import AdaptOptions, ExploreOptions, adapt, explore, parse_duration
 from adaexplore.config import ModelConfig, Settings
 from adaexplore.errors import AdaexploreError, ConfigError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
-from adaexplore.server import serve_http, serve_stdio
 from adaexplore.store import MAX_INTEGER, open_store
 from adaexplore.tools import (
     ConfirmRuleRequest,
@@ -252,6 +250,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
         elif args.command == "serve":
+            # the MCP SDK, like the model client below, is imported by the commands that use it alone, so
+            # the other commands start without paying for it
+            from adaexplore.server import serve_http, serve_stdio
+
             if args.http:
                 serve_http(settings, args.host or "127.0.0.1", 8765 if args.port is None else args.port)
             elif args.host is not None or args.port is not None:
@@ -301,6 +303,8 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
 
 
 def _budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | int | None]:
+    from adaexplore.agent import parse_duration
+
     model = settings.model
     if args.budget_usd is not None and not (model.price_input_per_mtok or model.price_output_per_mtok):
         raise ConfigError(
@@ -315,6 +319,8 @@ def _budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | 
 
 
 async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
+    from adaexplore.agent import ExploreOptions, explore
+
     options = ExploreOptions(
         tasks=args.tasks,
         steps=args.steps,
@@ -332,6 +338,8 @@ async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[s
 
 
 async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
+    from adaexplore.agent import AdaptOptions, adapt
+
     options = AdaptOptions(
         count=args.count,
         steps=args.steps,

@@ -13,7 +13,7 @@ def first_commands() -> list[str]:
 def test_readme_opens_with_run_and_test_commands() -> None:
     run, test = first_commands()
     assert run.startswith("./install.sh && .venv/bin/adaexplore explore examples/")
-    assert test == "./install.sh --dev && .venv/bin/python -m pytest"
+    assert test == "./install.sh --dev && .venv/bin/python -m pytest -n 2 --dist loadscope"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -13,14 +13,14 @@ import random
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, cast
 
 import anyio
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from adaexplore.agent._messages import Message, Reply, Usage
 from adaexplore.config import ModelConfig
 from adaexplore.errors import ModelError
 
@@ -33,39 +33,6 @@ _CHECK_TIMEOUT_S = 30.0
 
 RetryHook = Callable[[str, int, str, float], None]
 """Called before each retry with (purpose, number of the attempt that failed, reason, delay in seconds)."""
-
-
-class Message(TypedDict):
-    """One chat message, as the endpoint takes it."""
-
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens of one reply and their price (USD, from the configured prices per million tokens)."""
-
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One reply: its text ("" when the endpoint sent no content), why it ended, and what it cost."""
-
-    text: str
-    finish_reason: str
-    usage: Usage
-    seconds: float
-    attempts: int
-    model: str
-
-    @property
-    def truncated(self) -> bool:
-        """The reply was cut off at max_tokens."""
-        return self.finish_reason == "length"
 
 
 _Kind = Literal["rate_limited", "server", "timeout", "connection", "malformed"]

@@ -8,12 +8,11 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 
 from adaexplore import tools
-from adaexplore.agent._client import ModelClient
 from adaexplore.agent._display import TerminalDisplay, format_speedup, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
 from adaexplore.agent._synth import synthesize_tasks
@@ -22,6 +21,9 @@ from adaexplore.config import Settings
 from adaexplore.errors import RequestError, TaskError
 from adaexplore.executor import load_task
 from adaexplore.store import open_store
+
+if TYPE_CHECKING:
+    from adaexplore.agent._client import ModelClient
 
 __all__ = ["AdaptOptions", "ExploreOptions", "adapt", "explore", "parse_duration"]
 
@@ -78,6 +80,8 @@ def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
 
 
 async def _model_writer(settings: Settings) -> ModelClient:
+    from adaexplore.agent._client import ModelClient  # the OpenAI SDK loads only when a model is used
+
     client = ModelClient(settings.model.model_copy(update={"name": settings.model.resolved_name()}))
     try:
         await client.check()

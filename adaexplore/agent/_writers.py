@@ -13,9 +13,9 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from adaexplore.agent._client import Message, ModelClient, Reply, Usage
+from adaexplore.agent._messages import Message, Reply, Usage
 from adaexplore.memory import RuleCandidate
 from adaexplore.prompts import (
     DistillContext,
@@ -32,6 +32,9 @@ from adaexplore.prompts import (
     render_with_memory,
 )
 from adaexplore.store import ModelCall, SqliteStore
+
+if TYPE_CHECKING:  # the client, and the OpenAI SDK under it, load only when a model is used
+    from adaexplore.agent._client import ModelClient
 
 __all__ = [
     "CURRENT_STEP",
