@@ -100,6 +100,8 @@ BATTERY = [
     ("h19_fake_data_ptr", SCALE_RELU, Status.rejected, "You cannot use id()"),
     # the seventh round: kernels in the checked calls only, PyTorch (or a table) in the timed ones
     ("h08_kernels_in_trials_only", SCALE_RELU, Status.rejected, "You cannot skip the Triton kernels in timed calls"),
+    # a launch over no programs starts nothing (on the GPU the launch hook reads the grid Triton resolved)
+    ("h03_empty_grid", SCALE_RELU, Status.rejected, "had a grid of no programs, which runs nothing"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -203,13 +205,20 @@ async def test_the_interpreter_lets_a_kernel_touch_only_the_tensors_it_is_given(
 @pytest.mark.gpu
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: side streams only exist there")
 async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
+    # A Triton kernel on a side stream is refused where it is launched.
+    triton_aside = await unguarded_evaluator.evaluate(
+        SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), backend="cuda"
+    )
+    assert triton_aside.status is Status.rejected, triton_aside.message
+    assert "You cannot launch kernels on a stream of your own: kernel scale_relu" in triton_aside.message
+    # PyTorch work on a side stream is not launched through Triton: the timing's probes see it.
     # The first timed evaluation also times the reference; both compared ones find it cached.
     await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda")
     # The kernel runs for a few microseconds, so one measurement of it can catch a stall of the host or the
     # device; the better of two stands for the honest speed.
     honest = [await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, backend="cuda") for _ in range(2)]
     hidden = await unguarded_evaluator.evaluate(
-        SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), backend="cuda"
+        SCALE_RELU, (CANDIDATES / "h04_side_stream_pytorch.py").read_text(), backend="cuda"
     )
     assert all(r.status is Status.ok for r in [*honest, hidden]), [r.message for r in [*honest, hidden]]
     assert all(r.timing is not None for r in [*honest, hidden])

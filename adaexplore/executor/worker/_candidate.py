@@ -363,7 +363,9 @@ class CandidateRunner:
                     out, launches = self.tracker.count(lambda args=args: model(*args))
                 self._sync()
             except BaseException as exc:
+                self._refuse_launches()
                 self._fail(classify(exc), f"forward raised in trial {index + 1}", exc, f"trial {index + 1}")
+            self._refuse_launches()
             self._check(guard, f"trial {index + 1}")
             if index == 0:
                 first_launches = launches
@@ -374,7 +376,8 @@ class CandidateRunner:
                             code="no_triton_launch",
                             severity=severity,
                             message="You cannot leave the work to PyTorch alone: no Triton kernel defined in the "
-                            "candidate ran during forward. Launch your @triton.jit kernels in forward.",
+                            f"candidate ran during forward{self._empty_note()}. Launch your @triton.jit kernels "
+                            "in forward.",
                         )
                     )
             elif first_launches and not launches and command.require_triton:
@@ -391,6 +394,19 @@ class CandidateRunner:
             outputs.append([write_tensor(t, exchange, f"trial{index}_out{j}.bin") for j, t in enumerate(tensors)])
             del out, tensors
         return outputs, first_launches
+
+    def _refuse_launches(self) -> None:
+        """A launch the tracker refused (a kernel on a stream of the candidate's own) rejects the candidate."""
+        if self.tracker.refusals:
+            self._fail(Status.rejected, self.tracker.refusals[0])
+
+    def _empty_note(self) -> str:
+        if not self.tracker.empty:
+            return ""
+        return (
+            f" ({len(self.tracker.empty)} launch(es) of {', '.join(sorted(set(self.tracker.empty)))} had a grid of "
+            "no programs, which runs nothing)"
+        )
 
     def _check_size(self, tensors: list[torch.Tensor], proceed: Proceed, where: str) -> None:
         """Before an output is copied or written: it holds no more elements than the reference's."""
@@ -471,12 +487,15 @@ class CandidateRunner:
             calls += 1
             before = len(self.tracker.launches)  # the list count() fills while the timing runs
             out = model(*args)
+            if self.tracker.refusals:
+                raise _TimedCallRefused(self.tracker.refusals[0])
             if len(self.tracker.launches) == before:
                 # each call on its own: outputs computed in other calls (token launches in a few, PyTorch in
                 # the rest) are not this call's work
                 raise _TimedCallRefused(
                     f"You cannot skip the Triton kernels in timed calls: timed call {calls} launched none of "
-                    "the candidate's kernels. Every call must compute its outputs with a Triton kernel."
+                    f"the candidate's kernels{self._empty_note()}. Every call must compute its outputs with a "
+                    "Triton kernel."
                 )
             plain = list(out) if isinstance(out, tuple | list) else [out]
             if not all(type(t) is torch.Tensor for t in plain):
@@ -491,6 +510,8 @@ class CandidateRunner:
             # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(base)))
+            if self.tracker.refusals:
+                raise _TimedCallRefused(self.tracker.refusals[0])
             redraw = None
             if has_integer_inputs(base):
 

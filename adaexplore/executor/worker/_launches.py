@@ -13,6 +13,7 @@ beside the kernel's own compile instead of after it.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,21 @@ from adaexplore.executor._models import Backend
 __all__ = ["CANDIDATE_MODULE", "LaunchTracker"]
 
 CANDIDATE_MODULE = "adaexplore_candidate"
+# The key under which a launch's grid reaches the launch hook (see `_launch_facts`).
+_GRID = "adaexplore_grid"
+
+
+def _launch_facts(grid: Any, metadata: Any, args: Any) -> dict[str, Any]:
+    """Set as each candidate kernel's `launch_metadata`: Triton calls it with the launch's resolved grid."""
+    return {_GRID: tuple(grid)}
+
+
+def _empty(grid: Any) -> bool:
+    """A grid of no programs: Triton's launcher returns without starting the kernel."""
+    try:
+        return math.prod(int(g) for g in grid) <= 0
+    except (TypeError, ValueError):
+        return False
 
 
 class LaunchTracker:
@@ -36,6 +52,11 @@ class LaunchTracker:
         self.backend = backend
         self.kernels: set[str] = set()
         self.launches: list[str] = []
+        # launches with a grid of no programs: nothing ran, so they are not counted in `launches`
+        self.empty: list[str] = []
+        # launches refused while counting (on cuda: on a stream other than the one current when counting began)
+        self.refusals: list[str] = []
+        self._stream: int | None = None
         self.counting = False
         # compile backend: always; cuda: during the compile pass before the GPU is taken.
         self.compile_only = backend is Backend.compile
@@ -77,6 +98,8 @@ class LaunchTracker:
             own = tracker._own(jit)
             if own:
                 tracker.kernels.add(jit.__name__)
+                # the launch hook learns the grid from this (a compiled handle launched later reads it too)
+                jit.launch_metadata = _launch_facts
             if not tracker.compile_only:
                 return original(jit, *args, grid=grid, warmup=warmup, **kwargs)
             try:
@@ -173,11 +196,25 @@ class LaunchTracker:
         tracker = self
 
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            resolved: list[Any] = []
+            if callable(grid):
+                given = grid
+
+                def grid(meta: Any) -> Any:
+                    resolved.append(given(meta))
+                    return resolved[-1]
+
+            else:
+                resolved.append(grid)
             result = original(fn, *args, grid=grid, warmup=warmup, **kwargs)
             if tracker._own(fn):
-                tracker.kernels.add(fn.fn.__name__)
+                name = fn.fn.__name__
+                tracker.kernels.add(name)
                 if not warmup and tracker.counting:
-                    tracker.launches.append(fn.fn.__name__)
+                    if resolved and _empty(resolved[-1]):
+                        tracker.empty.append(name)
+                    else:
+                        tracker.launches.append(name)
             return result
 
         InterpretedFunction.run = run  # type: ignore[method-assign]
@@ -186,6 +223,16 @@ class LaunchTracker:
     def _enter(self, metadata: Any) -> None:
         name = metadata.data.get("name") if metadata is not None else None
         if not self.counting or name not in self.kernels:
+            return
+        facts = metadata.get()
+        if self._stream is not None and facts.get("stream") != self._stream:
+            # work on a stream of its own would run out of sight of the events on the current one
+            self.refusals.append(
+                f"You cannot launch kernels on a stream of your own: kernel {name} was launched on another "
+                "stream than the current one. Launch every kernel on the current stream."
+            )
+        if _GRID in facts and _empty(facts[_GRID]):
+            self.empty.append(name)  # the launcher starts nothing for a grid of no programs
             return
         self.launches.append(name)
         if self._events is not None:
@@ -203,13 +250,17 @@ class LaunchTracker:
     # measurement -------------------------------------------------------------------------------
     def count(self, call: Callable[[], Any]) -> tuple[Any, list[str]]:
         """Run `call` and return its result with the candidate's launches during it."""
-        self.launches = []
+        self.launches, self.empty = [], []
         self.counting = True
+        self._stream = self._current_stream()
         try:
             result = call()
         finally:
             self.counting = False
         return result, list(self.launches)
+
+    def _current_stream(self) -> int | None:
+        return torch.cuda.current_stream().cuda_stream if self.backend is Backend.cuda else None
 
     def triton_share(self, call: Callable[[], Any]) -> float | None:
         """Share of one call's GPU time spent in the candidate's Triton kernels (cuda only)."""
@@ -219,6 +270,7 @@ class LaunchTracker:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         self.counting = True
+        self._stream = self._current_stream()
         try:
             start.record()
             call()

@@ -1,0 +1,52 @@
+"""What the launch hook counts on a GPU, fed the object Triton's launcher hands it (a `LazyDict`).
+
+The GPU suites run the same hook from real launches (`tests/adversarial`: the empty grid, the side
+stream); these tests keep its rules checked on machines without one.
+"""
+
+from triton.compiler.compiler import LazyDict
+
+from adaexplore.executor._models import Backend
+from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts
+
+
+def launch(name: str, stream: int, grid: tuple[int, ...]) -> LazyDict:
+    # as Triton builds it: name, function and stream, then the kernel's launch_metadata with the grid
+    facts = LazyDict({"name": name, "function": 0, "stream": stream})
+    facts.add(_launch_facts, (grid, None, {}))
+    return facts
+
+
+def counting_tracker(stream: int) -> LaunchTracker:
+    tracker = LaunchTracker(Backend.cuda)
+    tracker.kernels = {"scale_relu"}
+    tracker.counting, tracker._stream = True, stream
+    return tracker
+
+
+def test_a_launch_on_the_current_stream_with_programs_counts() -> None:
+    tracker = counting_tracker(stream=0)
+    tracker._enter(launch("scale_relu", 0, (4, 1, 1)))
+    assert tracker.launches == ["scale_relu"] and not tracker.empty and not tracker.refusals
+
+
+def test_a_grid_of_no_programs_is_not_a_launch() -> None:
+    tracker = counting_tracker(stream=0)
+    for grid in [(0, 1, 1), (4, 0, 1), (4, 1, 0)]:
+        tracker._enter(launch("scale_relu", 0, grid))
+    assert tracker.launches == [] and tracker.empty == ["scale_relu"] * 3
+
+
+def test_a_launch_on_another_stream_is_refused() -> None:
+    tracker = counting_tracker(stream=0)
+    tracker._enter(launch("scale_relu", 0x5EED, (4, 1, 1)))
+    assert len(tracker.refusals) == 1
+    assert "You cannot launch kernels on a stream of your own: kernel scale_relu" in tracker.refusals[0]
+
+
+def test_kernels_that_are_not_the_candidates_and_launches_outside_counting_are_ignored() -> None:
+    tracker = counting_tracker(stream=0)
+    tracker._enter(launch("torch_inductor_kernel", 0x5EED, (0, 1, 1)))
+    tracker.counting = False
+    tracker._enter(launch("scale_relu", 0x5EED, (0, 1, 1)))
+    assert tracker.launches == [] and tracker.empty == [] and tracker.refusals == []
