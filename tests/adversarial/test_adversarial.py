@@ -102,6 +102,7 @@ BATTERY = [
     ("h08_kernels_in_trials_only", SCALE_RELU, Status.rejected, "You cannot skip the Triton kernels in timed calls"),
     # a launch over no programs starts nothing (on the GPU the launch hook reads the grid Triton resolved)
     ("h03_empty_grid", SCALE_RELU, Status.rejected, "had a grid of no programs, which runs nothing"),
+    ("h19_compiled_handle", SCALE_RELU, Status.rejected, "You cannot compile kernel scale_relu ahead"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.

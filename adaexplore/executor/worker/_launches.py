@@ -98,6 +98,8 @@ class LaunchTracker:
             own = tracker._own(jit)
             if own:
                 tracker.kernels.add(jit.__name__)
+                if warmup:
+                    tracker._refuse_handle(jit.__name__)
                 # the launch hook learns the grid from this (a compiled handle launched later reads it too)
                 jit.launch_metadata = _launch_facts
             if not tracker.compile_only:
@@ -196,6 +198,8 @@ class LaunchTracker:
         tracker = self
 
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if warmup and tracker._own(fn):
+                tracker._refuse_handle(fn.fn.__name__)
             resolved: list[Any] = []
             if callable(grid):
                 given = grid
@@ -218,6 +222,16 @@ class LaunchTracker:
             return result
 
         InterpretedFunction.run = run  # type: ignore[method-assign]
+
+    def _refuse_handle(self, name: str) -> None:
+        """`kernel.run(..., warmup=True)` from the candidate: it would hand out the compiled kernel, whose own
+        launcher takes any stream, any integers as pointers and no launch hooks."""
+        message = (
+            f"You cannot compile kernel {name} ahead with run(..., warmup=True) and launch its compiled handle: "
+            "launch it with kernel[grid](...)."
+        )
+        self.refusals.append(message)
+        raise RuntimeError(message)
 
     # cuda launch hooks -------------------------------------------------------------------------
     def _enter(self, metadata: Any) -> None:
