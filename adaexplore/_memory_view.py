@@ -111,13 +111,18 @@ def _list(svc: Services, *, show_all: bool) -> str:
     rules = svc.store.rules(statuses)
     if not rules:
         return "the memory has no rules"
-    lines = [f"{'id':>5}  {'status':<8}{'source':<10}{'seen':>5}{'tasks':>6}  {'injected':<9}{'scope':<16}rule"]
-    for rule in rules:
+    scopes = [describe_scope(rule) for rule in rules]
+    # as wide as the widest scope, up to 30 characters; a longer one is cut with an ellipsis
+    width = max(5, min(30, max(len(scope) for scope in scopes)))
+    head = f"{'id':>5}  {'status':<8}{'source':<10}{'seen':>5}{'tasks':>6}  {'injected':<9}"
+    lines = [f"{head}{'scope':<{width + 1}}rule"]
+    for rule, scope in zip(rules, scopes, strict=True):
         on = "yes" if injected(rule, svc.settings.memory, triton) else "no"
         text = rule.text if len(rule.text) <= 90 else rule.text[:89] + "…"
+        shown = scope if len(scope) <= width else scope[: width - 1] + "…"
         lines.append(
             f"{rule.id:>5}  {rule.status:<8}{rule.source:<10}{rule.occurrences:>5}{rule.tasks:>6}  {on:<9}"
-            f"{describe_scope(rule)[:15]:<16}{text}"
+            f"{shown:<{width + 1}}{text}"
         )
     lines.append(
         f"(injected: for triton {triton}, at {svc.settings.memory.min_occurrences} occurrences in "

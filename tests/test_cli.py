@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,6 +198,8 @@ def test_memory_commands_list_show_retire_pin_edit_export_import(tmp_path: Path)
     assert f"added the {len(starter)} starter rules" in listed.stdout
     rows = [line for line in listed.stdout.splitlines() if line[:5].strip().isdigit()]
     assert len(rows) == len(starter) and all(" curated " in row and " yes " in row for row in rows)
+    # each row's scope whole (the starter's fit the column), then the rule
+    assert all(re.search(r" yes +triton \d+\.\d+\.\d+ \((compile|interpret)\) +You cannot ", row) for row in rows)
     shown = memory_cli("show", "1", home=tmp_path)
     assert shown.returncode == 0 and shown.stdout.startswith(f"rule 1: {starter[0].text}")
     assert starter[0].signature_id in shown.stdout
