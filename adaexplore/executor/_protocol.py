@@ -47,6 +47,9 @@ class InputPattern(_Msg):
     offsets: list[int]
     # per floating tensor: symmetric in its last two dims, so scaled as D·X·D (it stays symmetric)
     congruent: list[bool]
+    # per floating tensor: 1 (-1) sorted ascending (descending) along its last dim, so sorted again after
+    # scaling; 0 otherwise. Empty: none is.
+    order: list[int] = []
     # set for a task with integer inputs: the call's inputs are get_inputs() drawn anew under this seed
     seed: int | None = None
 

@@ -279,7 +279,11 @@ class Judge:
             args = clone_args(base)
             return self._forward(job.reference, upcast(args) if job.float64 else args)
         tensors = floating_tensors(base)
-        if len(pattern.offsets) != len(tensors) or len(pattern.congruent) != len(tensors):
+        if (
+            len(pattern.offsets) != len(tensors)
+            or len(pattern.congruent) != len(tensors)
+            or (pattern.order and len(pattern.order) != len(tensors))
+        ):
             raise ValueError(f"a pattern for {len(pattern.offsets)} floating inputs; the task has {len(tensors)}")
         if job.pattern_pool is None or job.pattern_pool[0] != pattern.key:
             pool = factor_pool(pattern.key, pool_size(base, pattern.congruent), tensors[0].device)

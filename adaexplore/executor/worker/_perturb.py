@@ -12,6 +12,10 @@ triangular. A tensor that is symmetric in its last two dimensions is scaled as D
 factor per leading index, then the same factors on its rows and its columns), so it stays symmetric,
 and positive definite if it was.
 
+A tensor sorted along its last dimension (a sequence of bin edges, a cumulative table) is sorted again
+after scaling, the same way, so it stays sorted: factors that differ from element to element could
+swap two close neighbours.
+
 Integer inputs cannot be scaled, and work that depends on them alone could be carried from one call to
 the next; so a task with integer (or boolean) inputs has every timed call's inputs drawn anew from its own
 `get_inputs()` under a seed drawn in secret, which keeps whatever structure the task gives them.
@@ -69,6 +73,21 @@ def _congruent(tensor: torch.Tensor) -> bool:
     )
 
 
+def _order(tensor: torch.Tensor, congruent: bool) -> int:
+    """1 (-1) for a tensor whose every row along the last dimension is sorted ascending (descending) and
+    that is not constant, 0 otherwise."""
+    if congruent or tensor.dim() == 0 or tensor.shape[-1] < 2 or tensor.numel() == 0:
+        return 0
+    step = tensor[..., 1:] - tensor[..., :-1]
+    if bool(torch.all(step == 0)):
+        return 0
+    if bool(torch.all(step >= 0)):
+        return 1
+    if bool(torch.all(step <= 0)):
+        return -1
+    return 0
+
+
 def _extent(tensor: torch.Tensor, congruent: bool) -> int:
     """How many factors a tensor reads from its offset on."""
     return tensor.numel() + (tensor.shape[-1] if congruent else 0)
@@ -108,7 +127,12 @@ def apply_pattern(
             if not value.is_floating_point():
                 return value
             k = next(index)
-            return _scale(value, pool, pattern.offsets[k], pattern.congruent[k], buffer)
+            out = _scale(value, pool, pattern.offsets[k], pattern.congruent[k], buffer)
+            order = pattern.order[k] if pattern.order else 0
+            if order:
+                # sorted again as it was: the values of the scaled tensor, in the base's order
+                out.copy_(torch.sort(out, dim=-1, descending=order < 0).values)
+            return out
         if isinstance(value, list | tuple):
             buffers = buffer if buffer is not None else [None] * len(value)
             return rebuilt(value, [scaled(item, b) for item, b in zip(value, buffers, strict=True)])
@@ -151,6 +175,7 @@ class PatternSource:
         tensors = [] if redraw is not None else floating_tensors(base)
         self.key = self._draw.getrandbits(62)
         self.congruent = [_congruent(t) for t in tensors]
+        self.order = [_order(t, c) for t, c in zip(tensors, self.congruent, strict=True)]
         self._used: set[int] = set()
         self.pool = factor_pool(self.key, pool_size(base, self.congruent), tensors[0].device) if tensors else None
 
@@ -159,7 +184,7 @@ class PatternSource:
         calls take the base itself (no floating inputs, and no redraw)."""
         if self.redraw is not None:
             seed = self._draw.getrandbits(62)
-            pattern = InputPattern.model_construct(key=self.key, offsets=[], congruent=[], seed=seed)
+            pattern = InputPattern.model_construct(key=self.key, offsets=[], congruent=[], order=[], seed=seed)
             return pattern, self.redraw(seed)
         if self.pool is None:
             return None
@@ -174,4 +199,7 @@ class PatternSource:
             self._used.add(offsets[0])
             if len(self._used) == _SPAN:  # past a million calls: start the offsets over
                 self._used.clear()
-        return InputPattern.model_construct(key=self.key, offsets=offsets, congruent=list(self.congruent), seed=None)
+        order = list(self.order) if any(self.order) else []
+        return InputPattern.model_construct(
+            key=self.key, offsets=offsets, congruent=list(self.congruent), order=order, seed=None
+        )

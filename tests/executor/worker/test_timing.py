@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from adaexplore.executor._modes import Mode, mode_spec
+from adaexplore.executor._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern, factor_pool, pool_size
 from adaexplore.executor.worker._timing import Timer
 
@@ -125,6 +126,34 @@ def test_timed_inputs_keep_symmetry_zeros_and_signs() -> None:
         assert [t.dtype for t in (sym, pd, tri)] == [torch.float64, torch.bfloat16, torch.float32]
         rebuilt_sym, (rebuilt_pd, rebuilt_tri), _ = rebuilt([symmetric, [spd, triangular], indices], pattern)
         assert torch.equal(rebuilt_sym, sym) and torch.equal(rebuilt_pd, pd) and torch.equal(rebuilt_tri, tri)
+
+
+def test_sorted_inputs_stay_sorted_and_are_rebuilt_bit_for_bit() -> None:
+    # bin edges a kernel searches, rows of a cumulative table, a descending schedule: per-element factors
+    # would swap close neighbours, so these are sorted again after scaling
+    edges = torch.linspace(-4, 4, 257)
+    edges[100:104] = edges[100]  # ties too
+    table = torch.cumsum(torch.rand(6, 50, dtype=torch.float64), dim=-1)
+    schedule = torch.linspace(1, 0.5, 33).to(torch.bfloat16)
+    noise = torch.randn(5, 40)
+    base = [edges, [table, schedule], noise]
+    source = PatternSource(base)
+    assert source.order == [1, 1, -1, 0]
+    assert source.pool is not None
+    for _ in range(3):
+        pattern = source.next()
+        e, (t, d), n = apply_pattern(base, pattern, source.pool)
+        assert torch.equal(e, e.sort().values) and not torch.equal(e, edges)
+        assert torch.equal(t, t.sort(dim=-1).values)
+        assert torch.equal(d, d.sort(descending=True).values) and d.dtype == torch.bfloat16
+        o = pattern.offsets[3]
+        assert torch.equal(n, noise * source.pool[o : o + noise.numel()].view(noise.shape))  # only scaled
+        # scaled, then sorted: the values are the scaled base's
+        assert torch.equal(e, (edges * source.pool[pattern.offsets[0] : pattern.offsets[0] + 257]).sort().values)
+        # as the judge gets it: through the worker's message
+        pattern = InputPattern.model_validate_json(pattern.model_dump_json())
+        rebuilt_e, (rebuilt_t, rebuilt_d), rebuilt_n = rebuilt(base, pattern)
+        assert all(torch.equal(a, b) for a, b in [(rebuilt_e, e), (rebuilt_t, t), (rebuilt_d, d), (rebuilt_n, n)])
 
 
 def test_patterns_apply_to_odd_inputs() -> None:
