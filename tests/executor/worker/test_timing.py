@@ -259,13 +259,17 @@ def test_strict_gpu_timing_counts_host_work_inside_a_call() -> None:
 @needs_gpu
 def test_strict_gpu_timing_keeps_the_outputs_of_chosen_calls_with_their_patterns() -> None:
     a = torch.randn(64, 64, device="cuda")
-    base = [torch.randn(4096, device="cuda"), a + a.T]
-    measured = strict_on_gpu(lambda args: args[0].sum() * args[1], base, keep_at=(0.3, 0.6, 0.9))
+    edges = torch.linspace(-3, 3, 1025, device="cuda")
+    base = [torch.randn(4096, device="cuda"), a + a.T, edges]
+    measured = strict_on_gpu(
+        lambda args: (args[0].sum() * args[1], torch.bucketize(args[0], args[2])), base, keep_at=(0.3, 0.6, 0.9)
+    )
     assert len(measured.kept) == 3
-    for pattern, (out,) in measured.kept:
-        assert pattern is not None and pattern.congruent == [False, True]
-        x, sym = rebuilt(base, pattern)
+    for pattern, (out, buckets) in measured.kept:
+        assert pattern is not None and pattern.congruent == [False, True, False] and pattern.order == [0, 0, 1]
+        x, sym, e = rebuilt(base, pattern)
         assert torch.equal(out, x.sum() * sym)
+        assert torch.equal(e, e.sort().values) and torch.equal(buckets, torch.bucketize(x, e))
 
 
 @pytest.mark.gpu
