@@ -198,9 +198,13 @@ class LaunchTracker:
         tracker = self
 
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            if warmup and tracker._own(fn):
-                tracker._refuse_handle(fn.fn.__name__)
-            resolved: list[Any] = []
+            if not tracker._own(fn):
+                return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            name = fn.fn.__name__
+            tracker.kernels.add(name)
+            if warmup:
+                tracker._refuse_handle(name)
+            resolved: list[Any] = [grid]
             if callable(grid):
                 given = grid
 
@@ -208,17 +212,9 @@ class LaunchTracker:
                     resolved.append(given(meta))
                     return resolved[-1]
 
-            else:
-                resolved.append(grid)
             result = original(fn, *args, grid=grid, warmup=warmup, **kwargs)
-            if tracker._own(fn):
-                name = fn.fn.__name__
-                tracker.kernels.add(name)
-                if not warmup and tracker.counting:
-                    if resolved and _empty(resolved[-1]):
-                        tracker.empty.append(name)
-                    else:
-                        tracker.launches.append(name)
+            if tracker.counting:
+                (tracker.empty if _empty(resolved[-1]) else tracker.launches).append(name)
             return result
 
         InterpretedFunction.run = run  # type: ignore[method-assign]

@@ -79,13 +79,8 @@ def _order(tensor: torch.Tensor, congruent: bool) -> int:
     if congruent or tensor.dim() == 0 or tensor.shape[-1] < 2 or tensor.numel() == 0:
         return 0
     step = tensor[..., 1:] - tensor[..., :-1]
-    if bool(torch.all(step == 0)):
-        return 0
-    if bool(torch.all(step >= 0)):
-        return 1
-    if bool(torch.all(step <= 0)):
-        return -1
-    return 0
+    rising, falling = bool(torch.all(step >= 0)), bool(torch.all(step <= 0))
+    return 0 if rising == falling else (1 if rising else -1)  # both: constant; neither: unsorted
 
 
 def _extent(tensor: torch.Tensor, congruent: bool) -> int:
