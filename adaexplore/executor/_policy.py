@@ -13,6 +13,7 @@ import builtins
 import functools
 import importlib
 import itertools
+import re
 import string
 import types
 from collections.abc import Callable
@@ -388,6 +389,10 @@ def attribute_refused(name: str, *, owned: bool) -> tuple[str, str] | None:
     return None
 
 
+# A line Triton may take for a function's first line (its compiler and its interpreter match it loosely).
+_DEF_LINE = re.compile(r"[ \t\f]*def\s")
+
+
 @dataclass(frozen=True)
 class Violation:
     code: str
@@ -547,18 +552,22 @@ def _is_tensor_class(resolved: tuple[str, object] | None) -> bool:
     )
 
 
-def check_policy(tree: ast.Module, resolve: Resolver | None = None) -> list[Violation]:
+def check_policy(tree: ast.Module, resolve: Resolver | None = None, *, source: str | None = None) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
-    another module's name, a module outside the allowed packages, a module used as a value."""
-    checker = _Checker(tree, resolve)
+    another module's name, a module outside the allowed packages, a module used as a value. With `source`
+    (the text `tree` was parsed from) strings are checked line by line as they stand in the file."""
+    checker = _Checker(tree, resolve, source)
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)
 
 
 class _Checker(ast.NodeVisitor):
-    def __init__(self, tree: ast.AST, resolve: Resolver | None = None) -> None:
+    def __init__(self, tree: ast.AST, resolve: Resolver | None = None, source: str | None = None) -> None:
         self.resolve = resolve
+        self._lines = source.splitlines() if source is not None else None
+        self._in_fstring: set[int] = set()
+        self._methods: set[int] = set()  # functions defined directly in a class body
         self._resolved: dict[str, tuple[str, object] | None] = {}
         self._called: set[int] = set()  # nodes that are the function of a call
         self.violations: list[Violation] = []
@@ -577,8 +586,25 @@ class _Checker(ast.NodeVisitor):
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
 
     # imports -------------------------------------------------------------------------------------
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._check_own_root(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        self._check_own_root(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        self._check_own_root(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._check_own_root(node, node.rest)
+        self.generic_visit(node)
+
     def visit_alias(self, node: ast.alias) -> None:
         bound = node.asname or node.name.split(".")[0]
+        self._check_own_root(node, bound)
         if bound.startswith("__") and bound.endswith("__") and bound != "__future__":
             self._add(node, "introspection", f"You cannot bind the name {bound}; special names belong to Python.")
         elif bound in _BUILTIN_NAMES:
@@ -704,7 +730,34 @@ class _Checker(ast.NodeVisitor):
                 self._add(node, *refused)
         self.generic_visit(node)
 
+    def _check_def_lines(self, node: ast.Constant | ast.JoinedStr) -> None:
+        """Triton reads a kernel's source text back from the file and cuts it at a line that starts with
+        `def` (the compiler at the first one, the interpreter at the last one), so such a line inside a
+        string would make it compile or run code this check never saw."""
+        if self._lines is not None:
+            inside = self._lines[node.lineno : node.end_lineno]  # the lines the string continues onto
+        else:
+            parts = node.values if isinstance(node, ast.JoinedStr) else [node]
+            values = [p.value for p in parts if isinstance(p, ast.Constant)]
+            text = "".join(v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values)
+            inside = text.split("\n")[1:]
+        if any(_DEF_LINE.match(line) for line in inside):
+            self._add(
+                node,
+                "kernel_source",
+                "You cannot write a line that starts with `def` inside a string: Triton finds a kernel's source "
+                "by its def line, so the string would change what is compiled. Reword or drop the string.",
+            )
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._check_def_lines(node)
+        # its literal parts are checked with it (their positions are the f-string's on Python 3.11)
+        self._in_fstring.update(id(part) for part in node.values if isinstance(part, ast.Constant))
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str | bytes) and id(node) not in self._in_fstring:
+            self._check_def_lines(node)
         # Names as strings reach attributes through code that reads them for the candidate (a namespace
         # handed to a metaclass, co_names of a code object). A net, not a wall: strings built from pieces
         # pass it; the rules on what can read them are the wall.
@@ -744,9 +797,18 @@ class _Checker(ast.NodeVisitor):
                 f"You cannot bind {name} to another value; it names a class or function the module defines.",
             )
 
+    def _check_own_root(self, node: ast.AST, name: str | None) -> None:
+        if name in _OWN_ROOTS:
+            self._add(
+                node,
+                "monkey_patch",
+                f"You cannot bind {name} to another value; the rules trust that name as a method's own object.",
+            )
+
     def visit_Name(self, node: ast.Name) -> None:
         if not isinstance(node.ctx, ast.Load):
             self._check_rebinding(node, node.id)
+            self._check_own_root(node, node.id)
         if isinstance(node.ctx, ast.Load) and node.id in _BANNED_CALLS and node.id not in self.aliases:
             self._add(node, "banned_builtin", _BANNED_CALLS[node.id])
         if (
@@ -914,10 +976,20 @@ class _Checker(ast.NodeVisitor):
         # what the body binds stays inside it.
         saved = dict(self.derived)
         arguments = node.args
-        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+        positional = [*arguments.posonlyargs, *arguments.args]
+        for arg in [*positional, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
             if arg is not None:
                 self.derived.pop(arg.arg, None)
                 self._check_rebinding(arg, arg.arg)
+                if arg.arg in _OWN_ROOTS and not (id(node) in self._methods and arg is positional[0]):
+                    # the rules trust these names as the object a method is called on (its attributes may
+                    # be set and its private ones read); anywhere else they could stand for any object
+                    self._add(
+                        arg,
+                        "monkey_patch",
+                        f"You cannot name a parameter {arg.arg} except the first parameter of a method in a class "
+                        "body; the rules trust that name as the method's own object.",
+                    )
         self.generic_visit(node)
         self.derived = saved
 
@@ -968,6 +1040,8 @@ class _Checker(ast.NodeVisitor):
         for item in node.body:
             if isinstance(item, ast.FunctionDef) and item.name in _TENSOR_HOOKS:
                 self._add(item, "tensor_subclass", f"You cannot define {item.name}; return plain tensors.")
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._methods.add(id(item))
         self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:

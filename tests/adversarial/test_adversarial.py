@@ -51,7 +51,12 @@ BATTERY = [
     ("h19_builtin_name_import", SCALE_RELU, Status.rejected, "You cannot import under the name getattr"),
     ("h19_enum_module_write", SCALE_RELU, Status.rejected, "You cannot import enum"),
     ("h06_lazy_alias_subclass", SCALE_RELU, Status.rejected, "You cannot derive from Base"),
-    ("h07_special_attribute_via_self", SCALE_RELU, Status.rejected, "You cannot set the special attribute __enter__"),
+    (
+        "h07_special_attribute_via_self",
+        SCALE_RELU,
+        Status.rejected,
+        ("You cannot name a parameter self except", "You cannot set the special attribute __enter__"),
+    ),
     ("rt_launch_debt", SCALE_RELU, Status.rejected, "launched none of the candidate's kernels"),
     ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
@@ -76,7 +81,13 @@ BATTERY = [
     ("h01_first_call_only", SCALE_RELU, Status.rejected, ("but none in trial 2", "no Triton kernel")),
     ("h19_match_pattern", SCALE_RELU, Status.rejected, "You cannot use .__globals__"),
     # caught in the worker, where names are resolved against the real modules
-    ("h19_module_detour", SCALE_RELU, Status.rejected, "You cannot use the module torch.functional as a value"),
+    # (a function whose first parameter is named self, outside a class, is refused statically first)
+    (
+        "h19_module_detour",
+        SCALE_RELU,
+        Status.rejected,
+        ("You cannot name a parameter self except", "You cannot use the module torch.functional as a value"),
+    ),
     ("h19_dataclass_exec", SCALE_RELU, Status.rejected, "You cannot import dataclasses"),
     ("h19_capture_scope", SCALE_RELU, Status.rejected, "You cannot use .get_capture_scope"),
     ("h19_sys_modules_attribute", SCALE_RELU, Status.rejected, "You cannot use .modules"),
@@ -89,7 +100,12 @@ BATTERY = [
     # format fields, and the names Triton's interpreter leaves in the candidate's module
     ("h19_code_rebuild", SCALE_RELU, Status.rejected, "You cannot define async functions"),
     ("h19_update_wrapper", SCALE_RELU, Status.rejected, "You cannot use functools.update_wrapper"),
-    ("h07_event_new_via_copy", SCALE_RELU, Status.rejected, "You cannot define __reduce_ex__"),
+    (
+        "h07_event_new_via_copy",
+        SCALE_RELU,
+        Status.rejected,
+        ("You cannot name a parameter cls except", "You cannot define __reduce_ex__"),
+    ),
     ("h19_interpreter_names", SCALE_RELU, Status.rejected, "The name inspect is never defined in the module"),
     ("h19_match_args_metaclass", SCALE_RELU, Status.rejected, "You cannot use type except as type(x)"),
     ("h19_format_fields", SCALE_RELU, Status.rejected, "You cannot format with attribute or item fields"),
@@ -103,6 +119,9 @@ BATTERY = [
     # a launch over no programs starts nothing (on the GPU the launch hook reads the grid Triton resolved)
     ("h03_empty_grid", SCALE_RELU, Status.rejected, "had a grid of no programs, which runs nothing"),
     ("h19_compiled_handle", SCALE_RELU, Status.rejected, "You cannot compile kernel scale_relu ahead"),
+    # Triton reads a kernel's source back from the file, cut at a `def` line that a string may hold
+    ("h19_docstring_def", SCALE_RELU, Status.rejected, "You cannot write a line that starts with `def` inside"),
+    ("h19_decorator_string_def", SCALE_RELU, Status.rejected, "You cannot write a line that starts with `def` inside"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -129,6 +148,10 @@ RUNTIME = [
     ("h07_special_attribute_via_self", Status.rejected, "You cannot replace or add torch.no_grad.__enter__"),
     ("rt_module_global_swap", Status.rejected, "adaexplore.executor.worker._timing.statistics"),
     ("rt_launch_debt", Status.rejected, "launched none of the candidate's kernels"),
+    # the interpreter runs the kernel from its own def line: the copy the compiler builds, not the docstring
+    ("h19_docstring_def", Status.mismatch, "wrong result in trial 1"),
+    # the compiler would build the decorator string's body: refused when the kernel is made
+    ("h19_decorator_string_def", Status.rejected, "You cannot hide code from the evaluator in kernel"),
 ]
 
 

@@ -381,3 +381,63 @@ def test_tensor_classes_of_other_names_are_refused_as_bases_once_resolved() -> N
     assert "tensor_subclass" in [v.code for v in check_policy(ast.parse(source), resolve=resolve_dotted)]
     module = "import torch.nn as nn\nclass Block(nn.Module):\n    pass"
     assert check_policy(ast.parse(module), resolve=resolve_dotted) == []
+
+
+def source_codes(source: str) -> list[str]:
+    """The rules broken, checked with the text as it stands in the file (as the evaluator checks)."""
+    return [v.code for v in check_policy(ast.parse(source), source=source)]
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        # Triton cuts a kernel's source at a `def` line: the compiler at the first, the interpreter at the last
+        'def k():\n    """\ndef k(x):\n    """\n    return 1',
+        'def k():\n    """doc\n    def k(x):\n    """',
+        "@(lambda f, s='''\ndef k(a):\n  ''': f)\ndef k():\n    pass",
+        # a backslash at the end of a line continues the string onto a line that starts with def
+        "x = 'abc\\\ndef k(a): pass'",
+        'y = 1\nx = f"""{y}\ndef k(a):\n"""',
+        "x = b'''\n  def k():\n'''",
+    ],
+)
+def test_a_string_holding_a_def_line_is_refused(snippet: str) -> None:
+    assert "kernel_source" in source_codes(snippet)
+    # without the file's text the string's value is read: the same verdict where the value holds the line
+    if "\\\n" not in snippet:
+        assert "kernel_source" in codes(snippet)
+
+
+def test_strings_that_only_mention_def_stay_allowed() -> None:
+    source = 'def k():\n    """Compute.\n\n    define things; the default is fine\n    """\nx = "def k(a)"'
+    assert source_codes(source) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        # the rules trust self, cls and ctx as a method's own object: no other binding may take the name
+        "import torch\nself = torch.Tensor\nself._make_subclass",
+        "import torch\ndef f(self):\n    return self._make_subclass\nf(torch.Tensor)",
+        "g = lambda self: self._x",
+        "class A:\n    def m(self, cls):\n        cls._x = 1",
+        "class A:\n    def m(self):\n        def h(self):\n            return self._q\n        return h",
+        "for self in [1]:\n    pass",
+        "try:\n    pass\nexcept Exception as self:\n    pass",
+        "import math as self",
+        "if (ctx := 3):\n    pass",
+    ],
+)
+def test_the_names_trusted_as_a_methods_object_are_bound_by_methods_only(snippet: str) -> None:
+    assert "monkey_patch" in source_codes(snippet)
+
+
+def test_methods_classmethods_autograd_functions_and_closures_keep_their_trust() -> None:
+    source = (
+        "import torch\n"
+        "class A:\n    def m(self, x):\n        self._c = x\n        def h():\n            return self._c\n"
+        "        return h\n    @classmethod\n    def k(cls):\n        return cls._c\n"
+        "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+        "        ctx.save_for_backward(x)\n        return x\n"
+    )
+    assert source_codes(source) == []

@@ -178,7 +178,8 @@ class CandidateRunner:
     def _check_names(self, path: Path) -> None:
         """The half of the policy that needs the real modules, before the candidate is imported: a name of an
         allowed import is checked as what it names (torch.nn.quantized.modules.conv.ops is torch.ops)."""
-        violations = check_policy(ast.parse(path.read_text(encoding="utf-8")), resolve=resolve_dotted)
+        source = path.read_text(encoding="utf-8")
+        violations = check_policy(ast.parse(source), resolve=resolve_dotted, source=source)
         if violations:
             self.state.flags.extend(
                 AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations
@@ -233,6 +234,8 @@ class CandidateRunner:
                 builtins=candidate_builtins(ALLOWED_IMPORTS) if job.enforce_policy else None,
             )
         except BaseException as exc:
+            if self.tracker.refusals:
+                self._fail(Status.rejected, self.tracker.refusals[0])
             status = classify(exc)
             self._fail(
                 Status.compile_error if status is Status.runtime_error else status,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import textwrap
 import time
 from collections.abc import Callable
 from typing import Any
@@ -529,6 +530,18 @@ def _install_namespace_guard() -> None:
     _interp.FunctionRewriter._compile_and_exec = _compile_and_exec  # type: ignore[method-assign]
 
 
+def _install_def_finder() -> None:
+    """The interpreter cuts a kernel's source at the last line that starts with `def`, which may be a line in
+    a string of its body or a nested function: it would run code other than the kernel. Cut it at the
+    kernel's own def line."""
+
+    def _find_def(self: Any, lines: list[str]) -> int:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        return tree.body[0].lineno
+
+    _interp.FunctionRewriter._find_def = _find_def  # type: ignore[method-assign]
+
+
 def install() -> None:
     """Apply every patch. Requires `TRITON_INTERPRET=1` in the environment."""
     if not triton.knobs.runtime.interpret:
@@ -540,3 +553,4 @@ def install() -> None:
     _install_device_assert()
     _install_bounds_checker()
     _install_namespace_guard()
+    _install_def_finder()

@@ -13,7 +13,9 @@ beside the kernel's own compile instead of after it.
 
 from __future__ import annotations
 
+import ast
 import math
+import textwrap
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 import torch
 from triton import knobs
 from triton.runtime.autotuner import Autotuner
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITCallable, JITFunction
 
 from adaexplore.executor._models import Backend
 
@@ -43,6 +45,17 @@ def _empty(grid: Any) -> bool:
         return math.prod(int(g) for g in grid) <= 0
     except (TypeError, ValueError):
         return False
+
+
+def def_line_source(raw_src: list[str]) -> str:
+    """A function's source from its own `def` line on, dedented as Triton dedents it: what Triton should
+    compile for `raw_src` (the function's lines, decorators included, as `inspect.getsourcelines` gives them).
+    Raises SyntaxError when the lines are not one function definition."""
+    src = textwrap.dedent("".join(raw_src))
+    tree = ast.parse(src)
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        raise SyntaxError("the source is not a function definition")
+    return "".join(src.splitlines(keepends=True)[tree.body[0].lineno - 1 :])
 
 
 class LaunchTracker:
@@ -70,6 +83,7 @@ class LaunchTracker:
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
+        self._check_jit_sources()
         if self.backend is Backend.interpret:
             self._install_interpreter()
             return
@@ -86,6 +100,30 @@ class LaunchTracker:
         return (
             self._enter in knobs.runtime.launch_enter_hook.calls and self._exit in knobs.runtime.launch_exit_hook.calls
         )
+
+    def _check_jit_sources(self) -> None:
+        """Triton cuts a kernel's source out of its file at the first line that starts with `def`, which may
+        be inside a string of a decorator: it would compile code other than the function written. Each
+        function made into a Triton kernel is checked when it is made (the static rules refuse such strings
+        first)."""
+        original = JITCallable.__init__
+        tracker = self
+
+        def __init__(jit: JITCallable, fn: Any) -> None:
+            original(jit, fn)
+            try:
+                own = def_line_source(jit.raw_src)
+            except SyntaxError:
+                own = None
+            if jit._src != own:
+                message = (
+                    f"You cannot hide code from the evaluator in kernel {fn.__name__}: the source Triton reads "
+                    "for it does not start at its own def line (a string holds a line that starts with `def`)."
+                )
+                tracker.refusals.append(message)
+                raise RuntimeError(message)
+
+        JITCallable.__init__ = __init__  # type: ignore[method-assign]
 
     def _own(self, fn: Any) -> bool:
         return getattr(getattr(fn, "fn", None), "__module__", None) == CANDIDATE_MODULE

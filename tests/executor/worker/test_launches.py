@@ -4,10 +4,13 @@ The GPU suites run the same hook from real launches (`tests/adversarial`: the em
 stream); these tests keep its rules checked on machines without one.
 """
 
+import re
+import textwrap
+
 from triton.compiler.compiler import LazyDict
 
 from adaexplore.executor._models import Backend
-from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts
+from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts, def_line_source
 
 
 def launch(name: str, stream: int, grid: tuple[int, ...]) -> LazyDict:
@@ -50,3 +53,21 @@ def test_kernels_that_are_not_the_candidates_and_launches_outside_counting_are_i
     tracker.counting = False
     tracker._enter(launch("scale_relu", 0x5EED, (0, 1, 1)))
     assert tracker.launches == [] and tracker.empty == [] and tracker.refusals == []
+
+
+def test_a_kernels_source_starts_at_its_own_def_line_where_triton_would_start_elsewhere() -> None:
+    honest = ["@triton.jit\n", "def k(x):\n", "    pass\n"]
+    assert def_line_source(honest) == "def k(x):\n    pass\n"
+    # a decorator's string holds a def line: Triton's cut (its first `^def` line) starts inside the string
+    hidden = [
+        "    @(lambda f, s='''\n",
+        "    def k(x):\n",
+        "        x.evil()\n",
+        "    ''': f)\n",
+        "    @triton.jit\n",
+        "    def k(x):\n",
+        "        pass\n",
+    ]
+    src = textwrap.dedent("".join(hidden))
+    tritons_cut = src[re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE).start() :]
+    assert def_line_source(hidden) == "def k(x):\n    pass\n" != tritons_cut
