@@ -57,9 +57,16 @@ def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Na
         if args.file == "-":
             return text.rstrip("\n")
         _write(Path(args.file), text)
-        return f"wrote {len(store.rules())} rules to {args.file} ({args.format} format)"
+        written, retired = len(store.rules(("active", "pinned"))), len(store.rules(("retired",)))
+        if args.format != "paper":
+            written, retired = written + retired, 0
+        left_out = f"; {retired} retired rules left out, as this format cannot mark them" if retired else ""
+        return f"wrote {written} rules to {args.file} ({args.format} format{left_out})"
     result = import_memory(svc, _read(args.file))
-    notes = [f"{result.skipped} already present"]
+    notes = [
+        f"{result.skipped} already present"
+        + (f", {result.updated} of them updated with the file's evidence" if result.updated else "")
+    ]
     if result.merged:
         notes.append(f"{result.merged} repeated in the file, merged into one rule each with their counts added up")
     if result.unpinned:

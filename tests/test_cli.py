@@ -221,8 +221,11 @@ def test_memory_commands_list_show_retire_pin_edit_export_import(tmp_path: Path)
     assert paper.returncode == 0 and len(paper.stdout.splitlines()) == len(starter) - 1  # the retired rule is left out
     other = tmp_path / "other"
     loaded = memory_cli("import", str(exported), home=other)
-    # The other memory starts with the starter rules; of the export, only the edited rule is new there.
-    assert loaded.returncode == 0 and f"imported 1 rules ({len(starter) - 1} already present)" in loaded.stdout
+    # The other memory starts with the starter rules; of the export, only the edited rule is new there, and
+    # the retirement of rule 1 comes along.
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"imported 1 rules ({len(starter) - 1} already present, 1 of them updated" in loaded.stdout
+    assert memory_cli("show", "1", home=other).stdout.splitlines()[1].startswith("status retired")
     broken = tmp_path / "broken.txt"
     broken.write_text("You cannot a.||2\nno separator here\n")
     refused = memory_cli("import", str(broken), home=tmp_path / "third")

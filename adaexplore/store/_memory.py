@@ -502,7 +502,37 @@ class MemoryTables:
             self._index_cache = None
         return self.rule(rule_id)
 
-    def add_rules(self, rules: list[NewRule]) -> list[int]:
-        """Insert rules all together or not at all."""
+    def add_rules(self, rules: list[NewRule], merge: list[tuple[int, NewRule]] = ()) -> list[int]:
+        """Insert rules, and merge evidence into existing ones, all together or not at all.
+
+        `merge` pairs an existing rule with a rule of the same sentence from elsewhere (an export): the
+        rule's occurrences rise to the other's if that is higher (so importing one file twice counts it
+        once), its tasks and signatures are joined (a signature another rule owns stays with that rule),
+        and a retired other retires an active rule. Returns the new rules' ids."""
         with self._write() as db:
+            for rule_id, other in merge:
+                now = _now()
+                db.execute(
+                    "UPDATE rules SET occurrences=MAX(occurrences, ?), first_seen=COALESCE(first_seen, ?), "
+                    "last_seen=COALESCE(last_seen, ?) WHERE id=?",
+                    (
+                        other.occurrences,
+                        now if other.occurrences else None,
+                        now if other.occurrences else None,
+                        rule_id,
+                    ),
+                )
+                if other.status == "retired":
+                    db.execute("UPDATE rules SET status='retired' WHERE id=? AND status='active'", (rule_id,))
+                db.executemany("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", [(rule_id, t) for t in other.task_ids])
+                db.execute(
+                    "UPDATE rules SET tasks=(SELECT COUNT(*) FROM rule_tasks WHERE rule_id=?) WHERE id=?",
+                    (rule_id, rule_id),
+                )
+                db.executemany(
+                    "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)",
+                    [(signature, rule_id, key) for signature, key in other.signatures],
+                )
+            if merge:
+                self._bump(db)  # counts and statuses changed; the words did not
             return [self._insert_rule(db, rule) for rule in rules]

@@ -453,13 +453,15 @@ def export_memory(svc: Services, fmt: Literal["adaexplore", "paper"] = "adaexplo
 
 
 class ImportResult(NamedTuple):
-    """What an import did: rules added, rules skipped (their text is in the memory already), duplicates in
-    the file merged into one rule each, and pinned rules added as active."""
+    """What an import did: rules added, rules already present (their text is in the memory), duplicates in
+    the file merged into one rule each, pinned rules added as active, and present rules whose counts, tasks,
+    signatures or status the file raised."""
 
     imported: int
     skipped: int
     merged: int = 0
     unpinned: int = 0
+    updated: int = 0
 
 
 # Counts beyond this are no one's real tally, and would overflow SQLite's integers once added to.
@@ -477,22 +479,33 @@ def import_memory(svc: Services, text: str) -> ImportResult:
     injected (outside the `paper` preset) until `confirm_rule` backs it with a reproducer on this Triton. For
     the same reason a pinned rule comes in active; a retired one stays retired. Rules whose text appears
     more than once in the file are merged into one, their counts added up (and in our format their tasks and
-    signatures joined). Rules whose text is already in the memory are skipped.
+    signatures joined). A rule whose text is already in the memory keeps its own source, scope and status,
+    and takes the file's evidence: its occurrences rise to the file's count where that is higher (importing
+    the same file twice counts it once), the file's tasks and signatures join it, and a rule retired in the
+    file is retired here too.
 
     Raises:
         RequestError: the text is neither format, or a line or rule in it is malformed; the message names
             the line or rule that failed, and nothing is imported.
     """
-    known = {" ".join(r.text.split()) for r in svc.store.rules()}
+    present = {" ".join(r.text.split()): r for r in svc.store.rules()}
     parsed = _parse_ours(text) if text.lstrip().startswith("{") else _parse_paper(text)
     rules = _merge_duplicates(parsed)
-    fresh = [r for r in rules if r.text not in known]
+    fresh = [r for r in rules if r.text not in present]
+    merge = [(present[r.text], r) for r in rules if r.text in present]
     unpinned = sum(r.status == "pinned" for r in fresh)
     for rule in fresh:
         rule.source, rule.triton_min, rule.triton_max, rule.backends = "imported", None, None, ()
         rule.status = "active" if rule.status == "pinned" else rule.status
-    svc.store.add_rules(fresh)
-    return ImportResult(len(fresh), len(rules) - len(fresh), len(parsed) - len(rules), unpinned)
+
+    def evidence(rule_id: int) -> tuple[object, ...]:
+        record = svc.store.rule(rule_id)
+        return record.occurrences, record.status, record.tasks, len(svc.store.rule_signature_keys(rule_id))
+
+    before = {rule.id: evidence(rule.id) for rule, _ in merge}
+    svc.store.add_rules(fresh, merge=[(rule.id, other) for rule, other in merge])
+    updated = sum(evidence(rule_id) != seen for rule_id, seen in before.items())
+    return ImportResult(len(fresh), len(merge), len(parsed) - len(rules), unpinned, updated)
 
 
 def _merge_duplicates(rules: list[NewRule]) -> list[NewRule]:
@@ -542,6 +555,11 @@ def _parse_paper(text: str) -> list[NewRule]:
                 f"(34 and 34.0 are; 34.5, -1 and nan are not); nothing was imported"
             )
         clean = " ".join(body.split())
+        if not clean.startswith("You cannot "):
+            raise RequestError(
+                f"line {number}: a rule is a sentence that starts with 'You cannot …'; got {clean[:80]!r}; nothing "
+                "was imported"
+            )
         rules.append(NewRule(text=clean, tokens=tokens(clean), source="imported", occurrences=count))
     if not rules:
         raise RequestError("the file holds no rules; nothing was imported")
@@ -598,6 +616,8 @@ def _rule_from_json(item: Any) -> NewRule:
     text = item["text"]
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text {_shown(text)} is not a sentence")
+    if not " ".join(text.split()).startswith("You cannot "):
+        raise ValueError(f"text {_shown(text)} does not start with 'You cannot …', as every rule does")
     if item["status"] not in _STATUSES:
         raise ValueError(f"status {_shown(item['status'])} is not one of {', '.join(_STATUSES)}")
     if item["source"] not in _SOURCES:

@@ -10,8 +10,8 @@ import pytest
 from adaexplore.config import MemoryConfig, Settings
 from adaexplore.errors import RequestError
 from adaexplore.executor import Evaluation
-from adaexplore.memory import RuleCandidate
-from adaexplore.store import open_store
+from adaexplore.memory import RuleCandidate, tokens
+from adaexplore.store import NewRule, open_store
 from adaexplore.tools import (
     CreateTaskRequest,
     GetSkillMemoryRequest,
@@ -209,15 +209,15 @@ async def test_the_authors_rule_count_format_imports_as_is(svc: Services) -> Non
     text = (
         "You cannot use tl.tanh; write it with tl.exp.||12\n"
         "You cannot index a tensor with a Python list inside a kernel.||4\n"
-        "Prefer float32 accumulators.||1\n"
+        "You cannot rely on float16 accumulators.||1\n"
     )
-    assert import_memory(svc, text) == (3, 0, 0, 0)
+    assert import_memory(svc, text) == (3, 0, 0, 0, 0)
     rules = svc.store.rules()
     assert {r.source for r in rules} == {"imported"} and not any(r.scope_known for r in rules)
     assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []  # scope unknown: not trusted
     paper = make_services(Path(svc.settings.home), preset="paper")
     assert len(get_skill_memory(paper, GetSkillMemoryRequest(format="data")).rules) == 2  # counts 12 and 4
-    assert import_memory(svc, text) == (0, 3, 0, 0)  # importing again adds nothing
+    assert import_memory(svc, text) == (0, 3, 0, 0, 0)  # importing again adds nothing
 
 
 async def test_the_paper_preset_injects_every_rule_over_its_count_in_file_order(tmp_path: Path) -> None:
@@ -237,6 +237,11 @@ async def test_a_malformed_import_names_the_line_and_imports_nothing(svc: Servic
     text = "You cannot do a.||3\nYou cannot do b.||3\nthis line has no count\nYou cannot do c.||1\n"
     with pytest.raises(RequestError, match="line 3 is not 'rule text"):
         import_memory(svc, text)
+    # a rule is a "You cannot …" sentence, as `memory edit` and record_failure require
+    with pytest.raises(RequestError, match="line 2: a rule is a sentence that starts with 'You cannot"):
+        import_memory(svc, "You cannot do a.||3\nPrefer float32 accumulators.||1\n")
+    with pytest.raises(RequestError, match=r"rule 1: text 'Prefer float32\.' does not start with 'You cannot"):
+        import_memory(svc, json.dumps({"format": "adaexplore-memory", "rules": [_json_rule("Prefer float32.")]}))
     with pytest.raises(RequestError, match="not a valid adaexplore memory export"):
         import_memory(svc, '{"format": "adaexplore-memory", "rules": [{"text": "You cannot x."}]}')
     assert rows(svc, "rules") == 0
@@ -248,7 +253,7 @@ async def test_our_export_round_trips_with_counts_tasks_and_signatures(svc: Serv
     await record_failure(svc, failure("mistake/break/elementwise_chain", b))
     exported = export_memory(svc)
     other = make_services(tmp_path / "other")
-    assert import_memory(other, exported) == (1, 0, 0, 0)
+    assert import_memory(other, exported) == (1, 0, 0, 0, 0)
     (original,), (copy,) = svc.store.rules(), other.store.rules()
     assert (copy.text, copy.occurrences, copy.tasks, copy.signatures) == (
         original.text,
@@ -365,7 +370,7 @@ async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(sv
         "You cannot use tl.tanh; write it with tl.exp.||34\n"
         "You cannot index a tensor with a Python list.||0.0\n"
     )
-    assert import_memory(svc, text) == (3, 0, 0, 0)
+    assert import_memory(svc, text) == (3, 0, 0, 0, 0)
     counts = {r.text: r.occurrences for r in svc.store.rules()}
     assert counts == {
         "You cannot call tl.float32 as a function": 138,
@@ -382,7 +387,7 @@ async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(sv
 
 async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(svc: Services) -> None:
     text = "You cannot a.||2\nYou cannot b.||1\nYou cannot  a.||3.0\nYou cannot a.||4\n"
-    assert import_memory(svc, text) == (2, 0, 2, 0)
+    assert import_memory(svc, text) == (2, 0, 2, 0, 0)
     assert {r.text: r.occurrences for r in svc.store.rules()} == {"You cannot a.": 9, "You cannot b.": 1}
 
     a, b = tasks(svc)
@@ -395,7 +400,7 @@ async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(svc
         ],
     }
     other = make_services(Path(svc.settings.home) / "other")
-    assert import_memory(other, json.dumps(ours)) == (1, 0, 1, 0)
+    assert import_memory(other, json.dumps(ours)) == (1, 0, 1, 0, 0)
     (rule,) = other.store.rules()
     assert (rule.occurrences, rule.tasks, sorted(rule.signatures)) == (7, 2, sorted([_sig("k1")[0], _sig("k2")[0]]))
 
@@ -497,7 +502,7 @@ async def test_imported_rules_wait_for_a_reproducer_whatever_the_file_claims(svc
             _json_rule("You cannot undo a retirement.", **claimed, status="retired"),
         ],
     }
-    assert import_memory(svc, json.dumps(data)) == (3, 0, 0, 1)
+    assert import_memory(svc, json.dumps(data)) == (3, 0, 0, 1, 0)
     rules = {r.text: r for r in svc.store.rules()}
     assert {r.source for r in rules.values()} == {"imported"}
     assert not any(r.scope_known or r.backends for r in rules.values())
@@ -532,3 +537,32 @@ async def test_a_nodes_failure_counts_once_however_often_it_is_sent(svc: Service
         assert again.rule is not None and again.rule.occurrences == 1
     assert rows(svc, "failures") == 1
     assert svc.store.rule(ruled.rule.rule_id).occurrences == 1
+
+
+async def test_an_export_brings_its_evidence_to_the_rules_already_present(svc: Services, tmp_path: Path) -> None:
+    # The same rule on two machines (the starter memory is in every home): its counts, tasks and signatures
+    # and its retirement come across, and importing the file twice counts it once.
+    a, b = tasks(svc)
+    await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
+    await record_failure(svc, failure("mistake/break/elementwise_chain", b))
+    svc.store.add_rules([NewRule(text="You cannot retire me twice.", tokens={"retire"})])
+    retired = svc.store.rule_with_text("You cannot retire me twice.")
+    assert retired is not None
+    svc.store.set_rule_status(retired.id, "retired")
+    exported = export_memory(svc)
+    other = make_services(tmp_path / "other")
+    other.store.add_rules(
+        [NewRule(text=BREAK_RULE, tokens=tokens(BREAK_RULE)), NewRule(text="You cannot retire me twice.", tokens=set())]
+    )
+    assert import_memory(other, exported) == (0, 2, 0, 0, 2)
+    original, copy = svc.store.rule_with_text(BREAK_RULE), other.store.rule_with_text(BREAK_RULE)
+    assert original is not None and copy is not None
+    assert (copy.occurrences, copy.tasks, copy.signatures, copy.status) == (2, 2, original.signatures, "active")
+    assert copy.source == "distilled"  # its own source and scope stay
+    assert other.store.rule_task_ids(copy.id) == svc.store.rule_task_ids(original.id)
+    assert other.store.rule_signature_keys(copy.id) == svc.store.rule_signature_keys(original.id)
+    moved = other.store.rule_with_text("You cannot retire me twice.")
+    assert moved is not None and moved.status == "retired"
+    assert import_memory(other, exported) == (0, 2, 0, 0, 0)  # the same file again changes nothing
+    again = other.store.rule_with_text(BREAK_RULE)
+    assert again is not None and again.occurrences == 2
