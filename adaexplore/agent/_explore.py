@@ -58,7 +58,7 @@ class Budget:
         if self.tokens is not None and self.used_tokens >= self.tokens:
             return f"the token budget is spent ({self.used_tokens:,} of {self.tokens:,} tokens)"
         if self.usd is not None and self.used_usd >= self.usd:
-            return f"the cost budget is spent (${self.used_usd:.2f} of ${self.usd:.2f})"
+            return f"the cost budget is spent (${self.used_usd:.4f} of ${self.usd:.4f})"
         if self.seconds is not None and time.monotonic() - self.started >= self.seconds:
             return f"the time budget is spent ({_duration(self.seconds)})"
         return None
@@ -325,7 +325,7 @@ class Explorer:
         expansion = tools.expand_node(
             svc, tools.ExpandNodeRequest(run_id=run.run_id, node_id=choice.node_id, action=choice.action)
         )
-        memory = tools.get_skill_memory(svc, tools.GetSkillMemoryRequest()).prompt or ""
+        memory = expansion.skill_memory
         seed = f"{run.seed}:{run.steps_done}:{choice.node_id}"
         if self.observer:
             what = "a new kernel (large step)" if choice.action == "large" else "edits (small step)"
@@ -399,7 +399,8 @@ class Explorer:
         feedback: list[Feedback] = []
         model_s = 0.0
         problem = "no reply"
-        for _ in range(self.svc.settings.agent.max_attempts):
+        attempts = self.svc.settings.agent.max_attempts
+        for attempt in range(1, attempts + 1):
             start = time.perf_counter()
             reply = await self.writer.write_module(request, feedback)
             model_s += time.perf_counter() - start
@@ -415,7 +416,7 @@ class Explorer:
                 problem = bad
             else:
                 return _Attempt(extracted.code, None, model_s)
-            self._notice(run.run_id, f"unusable reply ({problem}); asking again")
+            self._notice(run.run_id, f"unusable reply ({problem}); " + _next_try(attempt, attempts))
             feedback.append(Feedback(reply.text, problem, reply.truncated))
         return _Attempt(None, problem, model_s)
 
@@ -430,14 +431,14 @@ class Explorer:
             task_source=expansion.task_source,
             memory=memory,
             current=_kernel(current),
-            history=[_kernel(k) for k in expansion.working_memory[:-1]],
+            history=[_kernel(k) for k in expansion.working_memory],
             error=_error_text(node.evaluation),
             notes=svc.store.note(current.node_id) or "",
             seed=seed,
         )
         model_s = 0.0
         guidance = ""
-        any_correct = any(k.status == Status.ok for k in expansion.working_memory)
+        any_correct = any(k.status == Status.ok for k in [*expansion.working_memory, current])
         if svc.settings.agent.reviewer and any_correct:
             start = time.perf_counter()
             review = await self.writer.review(request)
@@ -446,7 +447,8 @@ class Explorer:
             guidance = review.text.strip()
         feedback: list[Feedback] = []
         problem = "no reply"
-        for _ in range(svc.settings.agent.max_attempts):
+        attempts = svc.settings.agent.max_attempts
+        for attempt in range(1, attempts + 1):
             start = time.perf_counter()
             reply = await self.writer.write_edits(request, guidance, feedback)
             model_s += time.perf_counter() - start
@@ -470,7 +472,7 @@ class Explorer:
                             f"not apply ({report.describe_failures()})"
                         )
                     return _Attempt(report.code, partial, model_s)
-            self._notice(run.run_id, f"unusable edits ({problem}); asking again")
+            self._notice(run.run_id, f"unusable edits ({problem}); " + _next_try(attempt, attempts))
             feedback.append(Feedback(reply.text, problem, reply.truncated))
         return _Attempt(None, problem, model_s)
 
@@ -561,3 +563,10 @@ async def run_all(explorer: Explorer, run_ids: list[str], parallel: int) -> list
         for run_id in run_ids:
             group.start_soon(one, run_id)
     return [results[r] for r in run_ids]
+
+
+def _next_try(attempt: int, attempts: int) -> str:
+    """What follows an unusable reply: another request, or giving the step up."""
+    if attempt < attempts:
+        return f"asking again (attempt {attempt + 1} of {attempts})"
+    return f"giving the step up after {attempts} attempts"

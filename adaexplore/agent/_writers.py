@@ -29,7 +29,6 @@ from adaexplore.prompts import (
     render_retry,
     render_review,
     render_tune,
-    render_with_memory,
 )
 from adaexplore.store import ModelCall, SqliteStore
 
@@ -78,8 +77,8 @@ class LargeRequest:
     task_id: str
     task_name: str
     node_id: int
-    instructions: str  # from expand_node: the task and the pool, the same text an MCP client gets
-    memory: str  # the skill memory's prompt block
+    instructions: str  # from expand_node: the skill memory, the task and the pool, as an MCP client gets them
+    memory: str  # the skill memory's prompt block (already at the head of `instructions`)
     seed: str  # a stable string for deterministic choices (replay)
 
 
@@ -153,7 +152,7 @@ class ModelWriter:
         return _filed(self.store, await self.client.complete(messages, purpose=purpose), purpose)
 
     async def write_module(self, request: LargeRequest, feedback: list[Feedback]) -> Reply:
-        first = render_with_memory(request.memory, request.instructions)
+        first = request.instructions  # expand_node put the skill memory at its head
         return await self._call(_conversation(first, feedback, "module"), "large_step")
 
     async def review(self, request: SmallRequest) -> Reply:

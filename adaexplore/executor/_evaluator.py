@@ -399,7 +399,17 @@ class Evaluator:
                         f"task {task.name!r}: {what} took longer than {timeout:g} s; a task's code must finish "
                         "promptly (no sleeping, downloading or waiting for input)"
                     ) from None
-                raise TaskError(f"task {task.name!r}: the process running {what} died: {lost.output.strip()}") from None
+                code = lost.returncode
+                how = (
+                    f"was killed by {_SIGNALS.get(code, f'signal {-code}')}"
+                    if code is not None and code < 0
+                    else f"exited (code {code})"
+                )
+                output = lost.output.strip()
+                raise TaskError(
+                    f"task {task.name!r}: the process running {what} {how}"
+                    + (f": {output}" if output else " and wrote nothing; a task's code must not exit or crash")
+                ) from None
             except EvaluatorError as exc:
                 raise EvaluatorError(f"could not check task {task.name!r}: {exc}") from None
             if isinstance(event, TaskFailed):
@@ -450,7 +460,7 @@ class Evaluator:
                 traceback=f"candidate.py, {where}: {exc.msg}\n{(exc.text or '').rstrip()}",
             )
             raise _Verdict(Status.syntax_error, f"SyntaxError: {exc.msg} ({where})", detail) from exc
-        violations = check_policy(tree) if self.config.enforce_policy else []
+        violations = check_policy(tree, source=run.code) if self.config.enforce_policy else []
         if violations:
             run.add_flags(
                 [AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations]

@@ -17,10 +17,11 @@ __all__ = ["JudgeClient", "JudgeLost", "WorkerPool"]
 class JudgeLost(EvaluatorError):
     """The judge died or did not answer while it worked on a request (not while starting)."""
 
-    def __init__(self, message: str, *, timed_out: bool, output: str) -> None:
+    def __init__(self, message: str, *, timed_out: bool, output: str, returncode: int | None = None) -> None:
         super().__init__(message)
         self.timed_out = timed_out
         self.output = output
+        self.returncode = returncode  # negative: the signal that killed it
 
 
 Spawn = Callable[[], Awaitable[WorkerProcess]]
@@ -177,6 +178,7 @@ class JudgeClient:
                     f"the judge process {what}: {output.strip() or '(it wrote nothing)'}",
                     timed_out=timed_out,
                     output=output,
+                    returncode=worker.returncode,
                 ) from exc
 
     async def release(self, job_id: str) -> None:

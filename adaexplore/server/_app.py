@@ -35,7 +35,7 @@ from adaexplore import __version__, tools
 from adaexplore._runs_view import render_run_tree
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, EvaluatorError, NotFoundError, RequestError, TaskError
-from adaexplore.executor import Evaluation, ProgressUpdate
+from adaexplore.executor import Evaluation, ProgressUpdate, Status
 from adaexplore.prompts import DistillContext, render_distill_rule
 from adaexplore.server._trim import trim
 from adaexplore.store import MAX_INTEGER
@@ -73,6 +73,36 @@ class _StaticToken:
         return AccessToken(token=token, client_id="adaexplore", scopes=["adaexplore"]) if token == self._token else None
 
 
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _json_types(spec: dict[str, Any]) -> set[str]:
+    """The JSON types a parameter's schema admits (empty: not known from the schema alone)."""
+    if isinstance(spec.get("type"), str):
+        return {spec["type"]}
+    if isinstance(spec.get("type"), list):
+        return set(spec["type"])
+    if "enum" in spec:
+        return {_json_type_of(v) for v in spec["enum"]}
+    options = spec.get("anyOf") or spec.get("oneOf")
+    if options:
+        found = [_json_types(option) for option in options]
+        return set().union(*found) if all(found) else set()
+    return set()
+
+
+def _json_type_of(value: Any) -> str:
+    return next((t for t, fits in _JSON_TYPES.items() if fits(value)), type(value).__name__)
+
+
 class _StrictServer(MCPServer):
     """An MCP server whose tools and prompts refuse arguments they do not take: a misspelt name would otherwise
     be dropped without a word, and the call would do something other than what was asked."""
@@ -91,15 +121,25 @@ class _StrictServer(MCPServer):
         taken = getattr(self, "_taken", None)
         if taken is None:  # the tools are all registered before the first call, and never change after
             taken = self._taken = {
-                t.name: set(t.input_schema.get("properties", {})) for t in await super().list_tools()
+                t.name: {key: _json_types(spec) for key, spec in t.input_schema.get("properties", {}).items()}
+                for t in await super().list_tools()
             }
         if name in taken:
-            unknown = sorted(set(arguments) - taken[name])
+            unknown = sorted(set(arguments) - set(taken[name]))
             if unknown:
                 raise ToolError(
                     f"{name} takes no argument {', '.join(map(repr, unknown))}; its arguments are "
                     f"{', '.join(sorted(taken[name]))}"
                 )
+            # The SDK converts what it can ("2" and true to 2): a wrong type is refused here instead, so that
+            # a call does only what it says.
+            for key, value in arguments.items():
+                types = taken[name][key]
+                if types and not any(_JSON_TYPES[t](value) for t in types if t in _JSON_TYPES):
+                    raise ToolError(
+                        f"{name}: argument {key!r} must be {' or '.join(sorted(types))}, not "
+                        f"{_json_type_of(value)} ({json.dumps(value)[:40]})"
+                    )
         return await super().call_tool(name, arguments, context)
 
     async def get_prompt(
@@ -131,8 +171,10 @@ def _services(ctx: Context) -> tools.Services:
     return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
 
 
-def _answer(result: BaseModel, summary: str, resources: dict[str, str] | None = None) -> CallToolResult:
-    data = trim(json.loads(result.model_dump_json()), resources or {})
+def _answer(
+    result: BaseModel, summary: str, resources: dict[str, str] | None = None, last: tuple[str, ...] = ()
+) -> CallToolResult:
+    data = trim(json.loads(result.model_dump_json()), resources or {}, last=last)
     return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=data)
 
 
@@ -195,10 +237,6 @@ def _evaluation_resources(prefix: str, node_id: int | None) -> dict[str, str]:
         f"{prefix}error.traceback": f"node://{node_id}/evaluation",
         f"{prefix}output": f"node://{node_id}/evaluation",
     }
-
-
-def _verdict_summary(evaluation: Evaluation) -> str:
-    return f"{evaluation.status.value}: {evaluation.message}"
 
 
 def build_server(
@@ -327,12 +365,16 @@ def _register_tools(mcp: MCPServer) -> None:
         if result.current is not None:
             resources["current.code"] = f"node://{result.current.node_id}/code"
         resources["task_source"] = f"task://{_services(ctx).store.run(run_id).task_id}"
+        # the instructions hold the kernels above too: cut those first, and the instructions only past that
+        resources["instructions"] = f"the {action}_step prompt with run_id={run_id!r}, node_id={node_id}"
         return _answer(
             result,
             f"expansion {result.expansion_id}: a {action} step from node {node_id}; "
-            f"{len(result.pool)} pool kernels, {len(result.working_memory)} in working memory. "
-            "Follow `instructions`.",
+            f"{len(result.pool)} pool kernels, {len(result.working_memory)} earlier in working memory"
+            f"{', the current kernel' if result.current else ''}; the skill memory's rules at the head of the "
+            "instructions. Follow `instructions`.",
             resources,
+            last=("instructions",),
         )
 
     @mcp.tool(title="Compile, check and time a kernel", annotations=WRITES)
@@ -355,8 +397,14 @@ def _register_tools(mcp: MCPServer) -> None:
             int | None, Field(description="the node grown (with run_id)", ge=1, le=MAX_INTEGER)
         ] = None,
         action: Annotated[Action | None, Field(description="small or large (with run_id)")] = None,
-        mode: Annotated[ModeName | None, Field(description="protocol (default: the run's, else strict)")] = None,
-        backend: Annotated[BackendName | None, Field(description="where to run (default: auto)")] = None,
+        mode: Annotated[
+            ModeName | None,
+            Field(description="protocol, for code evaluated with task_id alone (in a run: the run's, and no other)"),
+        ] = None,
+        backend: Annotated[
+            BackendName | None,
+            Field(description="where to run, for code evaluated with task_id alone (in a run: the run's)"),
+        ] = None,
     ) -> Annotated[CallToolResult, tools.CompileAndProfileResult]:
         """Evaluate a kernel in an isolated worker: compile, check it against the reference on fresh inputs, and
         time it on the GPU (on a machine without a GPU: compile for the GPU and check in Triton's interpreter, no
@@ -378,10 +426,10 @@ def _register_tools(mcp: MCPServer) -> None:
             ctx, lambda progress: _acall(lambda: tools.compile_and_profile(svc, request, progress=progress))
         )
         best = " (the new best)" if result.is_new_best else ""
-        where = f" as node {result.node_id}{best}" if result.node_id is not None else ""
+        where = f"; added as node {result.node_id}{best}" if result.node_id is not None else ""
         return _answer(
             result,
-            f"{_verdict_summary(result.evaluation)}{where}",
+            f"{result.status}: {result.message}{where}",
             _evaluation_resources("evaluation.", result.node_id),
         )
 
@@ -620,6 +668,12 @@ def _register_prompts(mcp: MCPServer) -> None:
                     "pass the node_id of a kernel that failed in compile_and_profile",
                 )
             evaluation = Evaluation.model_validate_json(store.evaluation(node.evaluation_id).result)
+            if evaluation.status is Status.ok:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"node {number} passed (status ok): nothing failed, so there is no rule to learn from it; pass "
+                    "the node_id of a kernel that failed",
+                )
             error = (
                 evaluation.error.traceback if evaluation.error and evaluation.error.traceback else evaluation.message
             )

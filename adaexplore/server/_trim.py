@@ -19,9 +19,12 @@ def _cut(text: str, limit: int, where: str) -> str:
     return f"{text[:half]}\n… [{len(text) - 2 * half} characters trimmed; the whole text: {where}] …\n{text[-half:]}"
 
 
-def trim(data: dict[str, Any], resources: dict[str, str], budget: int = BUDGET_CHARS) -> dict[str, Any]:
+def trim(
+    data: dict[str, Any], resources: dict[str, str], budget: int = BUDGET_CHARS, last: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """`data` with its longest strings cut until its JSON fits `budget`. `resources` maps a dotted path
-    ("evaluation.error.traceback", "pool.2.code") to the resource URI holding that string's whole text."""
+    ("evaluation.error.traceback", "pool.2.code") to the resource URI holding that string's whole text (or
+    to where else the whole text is found). The paths in `last` are cut only once every other string is."""
     size = len(json.dumps(data))
     if size <= budget:
         return data
@@ -38,7 +41,7 @@ def trim(data: dict[str, Any], resources: dict[str, str], budget: int = BUDGET_C
                 walk(item, [*path, index])
 
     walk(data, [])
-    strings.sort(key=lambda s: -s[0])
+    strings.sort(key=lambda s: (".".join(map(str, s[1])) in last, -s[0]))
     excess = size - budget
     for length, path in strings:
         if excess <= 0:

@@ -121,9 +121,15 @@ class ExpandNodeResult(_Out):
     action: Action
     task_source: str
     current: ContextKernel | None = Field(description="the kernel to edit (small step)")
-    working_memory: list[ContextKernel] = Field(description="the segment's recent nodes, oldest first (small step)")
+    working_memory: list[ContextKernel] = Field(
+        description="the segment's recent nodes before the current one, oldest first (small step)"
+    )
     pool: list[ContextKernel] = Field(description="one best kernel per segment on the path (large step)")
-    instructions: str
+    skill_memory: str = Field(
+        description="the rules learned from earlier failures (get_skill_memory's prompt block), also at the head "
+        "of the instructions; empty when none is injected"
+    )
+    instructions: str = Field(description="the whole prompt for this step: rules, task, kernels and what to answer")
 
 
 class CompileAndProfileRequest(_In):

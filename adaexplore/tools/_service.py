@@ -31,7 +31,14 @@ from adaexplore.executor import (
     task_from_source,
 )
 from adaexplore.memory import RuleJudge
-from adaexplore.prompts import KernelContext, LargeStepContext, SmallStepContext, render_large_step, render_small_step
+from adaexplore.prompts import (
+    KernelContext,
+    LargeStepContext,
+    SmallStepContext,
+    render_large_step,
+    render_small_step,
+    render_with_memory,
+)
 from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
 from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
 from adaexplore.tools._models import (
@@ -316,6 +323,7 @@ class _StepContext:
     pool: list[ContextKernel]
     instructions: str
     context_ids: list[int]
+    skill_memory: str
 
 
 def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
@@ -344,7 +352,21 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
             LargeStepContext(task_source=task.source, pool=[_prompt_kernel(k) for k in representatives])
         )
         context_ids = [k.node_id for k in representatives]
-    return _StepContext(run, node, action, task.source, current, memory, representatives, instructions, context_ids)
+    from adaexplore.tools._memory import GetSkillMemoryRequest, get_skill_memory  # it builds on this module
+
+    block = get_skill_memory(svc, GetSkillMemoryRequest()).prompt or ""
+    return _StepContext(
+        run,
+        node,
+        action,
+        task.source,
+        current,
+        memory[:-1],  # the nodes before the current one: the current kernel is given once, as `current`
+        representatives,
+        render_with_memory(block, instructions),
+        context_ids,
+        block,
+    )
 
 
 def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
@@ -367,6 +389,7 @@ def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
         current=step.current,
         working_memory=step.working_memory,
         pool=step.pool,
+        skill_memory=step.skill_memory,
         instructions=step.instructions,
     )
 
@@ -408,6 +431,14 @@ async def _evaluate_step(
 ) -> CompileAndProfileResult:
     task_id = run.task_id if run is not None else req.task_id
     assert task_id is not None
+    if run is not None:
+        # every kernel of a run is judged by one protocol: a step judged otherwise could win the run unchecked
+        for name, asked, own in (("mode", req.mode, run.mode), ("backend", req.backend, run.backend)):
+            if asked is not None and asked != own:
+                raise RequestError(
+                    f"run {run.id} evaluates every kernel with {name} {own or 'auto'}; drop {name} from this call "
+                    f"(or evaluate the code outside the run, with task_id and no run, to try {name} {asked})"
+                )
     task = _task(svc, task_id)
     mode = req.mode or (run.mode if run else None) or svc.settings.executor.mode
     backend = req.backend or (run.backend if run else None) or svc.settings.executor.backend
@@ -651,12 +682,21 @@ def best_kernel(svc: Services, req: BestKernelRequest) -> BestKernelResult:
     if node_id is None:
         raise RequestError(f"run {run.id} has no correct kernel yet ({run.steps} evaluated); keep searching")
     node = svc.store.node(node_id)
-    verified = run.final_node_id is not None
-    speedup = node.speedup
-    if verified and run.final_result:
-        final = {c["node_id"]: c for c in json.loads(run.final_result)}
-        speedup = final.get(node_id, {}).get("speedup", speedup)
-    where = "re-measured in fresh processes at the end of the run" if verified else "measured during the search"
+    final = {c["node_id"]: c for c in json.loads(run.final_result or "[]")}
+    # verified: it passed again, in a fresh process with fresh seeds, when the run was finished
+    verified = run.final_node_id == node_id and final.get(node_id, {}).get("status") == Status.ok.value
+    speedup = final[node_id].get("speedup", node.speedup) if verified else node.speedup
+    if verified:
+        where = "re-measured in fresh processes at the end of the run"
+    elif node_id in final:
+        where = (
+            f"measured during the search; NOT confirmed: evaluated again at the end of the run it came back "
+            f"{final[node_id]['status']}"
+        )
+    else:
+        where = "measured during the search" + (
+            " (not evaluated again: the run re-evaluates no candidates)" if run.status == "finished" else ""
+        )
     text = f"{speedup:.3f}x" if speedup is not None else "not timed"
     return BestKernelResult(
         run_id=run.id,
@@ -734,7 +774,10 @@ async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> F
     elif not candidates:
         message = "finished; the in-search best stands (no final re-evaluation)"
     elif winner is None:
-        message = "finished; no candidate passed again, so the in-search best stands"
+        message = (
+            f"finished; no candidate passed again in a fresh process, so the in-search best (node {final_id}) stands "
+            "unconfirmed: check it with best_kernel before trusting it"
+        )
     else:
         message = f"finished; node {winner.node_id} won the re-evaluation of {len(candidates)} candidates"
     return FinishRunResult(run_id=run.id, final_node_id=final_id, candidates=candidates, message=message)

@@ -66,11 +66,13 @@ async def test_three_adaexplore_steps_over_stdio_on_an_example_task(tmp_path: Pa
             )
             assert refused.is_error and "No module named 'no_such_module_xyz'" in refused.content[0].text
             task = await call(client, "create_task", source=EXAMPLE_TASK, name="elementwise_chain")
-            run = await call(client, "start_run", task_id=task["task_id"], seed=11, model="test client")
+            run = await call(
+                client, "start_run", task_id=task["task_id"], seed=11, model="test client", backend="interpret"
+            )
             root = run["root_node_id"]
             steps = []
             for code in (correct, wrong, retuned):
-                chosen, result = await step(client, run["run_id"], code, backend="interpret")
+                chosen, result = await step(client, run["run_id"], code)
                 assert result["evaluation"]["backends"] == ["interpret"], result["evaluation"]["backends"]
                 steps.append((chosen, result))
                 if code is wrong:

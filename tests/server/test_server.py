@@ -333,3 +333,68 @@ async def test_a_huge_answer_is_trimmed_and_points_to_the_whole_text(settings: S
         assert f"node://{result['node_id']}/evaluation" in result["evaluation"]["error"]["traceback"]
         whole = await client.read_resource(f"node://{result['node_id']}/evaluation")
         assert len(json.loads(whole.contents[0].text)["error"]["traceback"]) == len("frame\n" * 60_000)
+
+
+async def test_arguments_of_the_wrong_json_type_are_refused_not_converted(settings: Settings) -> None:
+    async with Client(server_with(settings)) as client:
+        task = await call(client, "create_task", source=TASK)
+        await call(client, "start_run", task_id=task["task_id"])
+        for arguments, fragment in [
+            ({"node_id": True}, "argument 'node_id' must be integer, not boolean"),
+            ({"node_id": "1"}, "argument 'node_id' must be integer, not string"),
+            ({"node_id": 1, "include_code": "yes"}, "argument 'include_code' must be boolean, not string"),
+        ]:
+            assert fragment in await error_of(client, "get_node", **arguments)
+        assert (await call(client, "get_node", node_id=1, include_code=False))["node_id"] == 1
+
+
+async def test_a_passed_node_has_no_failure_to_distill_and_a_failed_evaluator_says_so_in_the_text(
+    settings: Settings,
+) -> None:
+    def infra(code: str, _: int) -> tuple[Status, float | None]:
+        return (Status.infra_error, None) if "flaky" in code else verdict(code, 0)
+
+    async with Client(server_with(settings, FakeEvaluator(infra))) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        ok = await call(
+            client, "compile_and_profile", code="k", run_id=run["run_id"], parent_id=run["root_node_id"], action="large"
+        )
+        assert "passed (status ok): nothing failed" in await refusal(
+            client.get_prompt("distill_failure", {"node_id": str(ok["node_id"])})
+        )
+        flaky = await client.call_tool(
+            "compile_and_profile",
+            {"code": "flaky", "run_id": run["run_id"], "parent_id": run["root_node_id"], "action": "large"},
+        )
+        assert flaky.structured_content["node_id"] is None
+        assert "not added to the tree" in flaky.content[0].text  # the summary says what the result says
+
+
+async def test_a_step_from_a_long_chain_keeps_its_instructions_whole_and_each_kernel_once(settings: Settings) -> None:
+    from adaexplore.config import SearchConfig
+
+    big = "# padding\n" * 1_500  # 15 000 characters a kernel
+    chain = settings.model_copy(update={"search": SearchConfig(small_step_limit=10, p_large=0.0)})
+    async with Client(server_with(chain)) as client:
+        task = await call(client, "create_task", source=TASK)
+        run = await call(client, "start_run", task_id=task["task_id"])
+        parent = run["root_node_id"]
+        for i, action in enumerate(["large", "small", "small", "small", "small"]):
+            made = await call(
+                client,
+                "compile_and_profile",
+                code=f"kernel {i}\n{big}",
+                run_id=run["run_id"],
+                parent_id=parent,
+                action=action,
+            )
+            parent = made["node_id"]
+        context = await call(client, "expand_node", run_id=run["run_id"], node_id=parent, action="small")
+        assert parent not in [k["node_id"] for k in context["working_memory"]]  # the current kernel comes once
+        assert "You cannot" in context["skill_memory"] and context["instructions"].startswith(
+            context["skill_memory"].splitlines()[0]
+        )
+        assert len(json.dumps(context)) < 80_000
+        # the kernels, each with its node:// resource, are cut before the instructions are
+        assert "trimmed" not in context["instructions"] and "trimmed" in context["working_memory"][0]["code"]

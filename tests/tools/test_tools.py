@@ -118,7 +118,7 @@ async def test_a_small_step_sees_the_kernel_and_its_segment_history(svc: Service
     assert first.node_id is not None
     context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=first.node_id, action="small"))
     assert context.current is not None and context.current.code == "edit one"
-    assert [k.node_id for k in context.working_memory] == [head, first.node_id]
+    assert [k.node_id for k in context.working_memory] == [head]  # the current kernel comes once, as current
     assert "edit one" in context.instructions
 
 
@@ -488,3 +488,39 @@ async def test_finishing_a_run_without_a_correct_kernel_says_so(svc: Services) -
     await step(svc, run.run_id)
     finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
     assert (finished.final_node_id, finished.message) == (None, "finished, with no correct kernel")
+
+
+async def test_a_step_of_a_run_is_judged_by_the_runs_own_protocol(svc: Services) -> None:
+    # A backend that only compiles would let a wrong kernel into the tree as correct, and win the run.
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=2))
+    chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=chosen.node_id, action=chosen.action))
+    for asked in ({"backend": "compile"}, {"mode": "kernelbench"}):
+        with pytest.raises(RequestError, match=f"evaluates every kernel with {next(iter(asked))} "):
+            await compile_and_profile(
+                svc, CompileAndProfileRequest(code="k", expansion_id=context.expansion_id, **asked)
+            )
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 0
+    # outside a run, any protocol may be tried
+    alone = await compile_and_profile(svc, CompileAndProfileRequest(code="k", task_id=task.task_id, backend="compile"))
+    assert alone.node_id is None
+
+
+async def test_a_best_kernel_that_fails_its_re_evaluation_is_not_called_verified(svc: Services) -> None:
+    svc.evaluator = FakeEvaluator(lambda code, call: (Status.ok if call == 1 else Status.mismatch, 1.5))
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=3))
+    node_id = await step(svc, run.run_id)
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert [c.status for c in finished.candidates] == ["mismatch"] and "unconfirmed" in finished.message
+    final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert final.node_id == node_id and not final.verified
+    assert "NOT confirmed" in final.message and "mismatch" in final.message
+    # and with no re-evaluation at all (the paper preset), nothing is called re-measured either
+    paper = start_run(svc, StartRunRequest(task_id=task.task_id, seed=3, preset="paper"))
+    svc.evaluator = FakeEvaluator(lambda code, call: (Status.ok, 1.5))
+    await step(svc, paper.run_id, code="another kernel")
+    await finish_run(svc, FinishRunRequest(run_id=paper.run_id))
+    unchecked = best_kernel(svc, BestKernelRequest(run_id=paper.run_id))
+    assert not unchecked.verified and "not evaluated again" in unchecked.message

@@ -62,12 +62,14 @@ async def test_a_verdict_is_reused_only_for_the_backends_that_gave_it(evaluator:
     svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=evaluator)
     task = create_task(svc, CreateTaskRequest(path=str(DATA / "scale_relu_task.py")))
     kernel = (DATA / "scale_relu_kernel.py").read_text()
-    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    # a run judges every kernel with its own backend: one run per backend
+    runs = {
+        b: start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, backend=b)) for b in ("compile", "interpret")
+    }
 
     def ask(backend: str) -> CompileAndProfileRequest:
-        return CompileAndProfileRequest(
-            code=kernel, run_id=run.run_id, parent_id=run.root_node_id, action="large", backend=backend
-        )
+        run = runs[backend]
+        return CompileAndProfileRequest(code=kernel, run_id=run.run_id, parent_id=run.root_node_id, action="large")
 
     compiled = await compile_and_profile(svc, ask("compile"))
     assert compiled.status == "ok" and not compiled.reused_evaluation
