@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from adaexplore.store import NodeRecord, SqliteStore
 
 __all__ = ["render_run_tree", "render_runs"]
@@ -11,17 +13,30 @@ def _speedup(value: float | None) -> str:
     return f"{value:.3f}x" if value is not None else "-"
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _best(best: NodeRecord | None) -> str:
+    """A run's best kernel: its speedup, `untimed` where it is correct but was not timed (no GPU), `-` for none."""
+    if best is None:
+        return "-"
+    return _speedup(best.speedup) if best.speedup is not None else "untimed"
+
+
 def render_runs(store: SqliteStore) -> str:
     runs = store.runs()
     if not runs:
         return "no runs yet (start one with `adaexplore explore TASK`, or an MCP client's start_run)"
     names = {t.id: t.name for t in store.tasks()}
-    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>7}  {'best':>9}  {'model':<16}created"]
+    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>9}  {'best':>9}  {'model':<16}created"]
     for run in runs:
         best = store.node(run.final_node_id or run.best_node_id) if (run.final_node_id or run.best_node_id) else None
+        total = json.loads(run.config).get("total_steps")
+        steps = f"{run.steps}/{total}" if total else str(run.steps)
         lines.append(
-            f"{run.id:<14}{names.get(run.task_id, run.task_id)[:21]:<22}{run.status:<10}{run.steps:>7}  "
-            f"{_speedup(best.speedup if best else None):>9}  {run.model[:15]:<16}{run.created_at[:19]}"
+            f"{run.id:<14}{_cut(names.get(run.task_id, run.task_id), 21):<22}{run.status:<10}{steps:>9}  "
+            f"{_best(best):>9}  {_cut(run.model, 15):<16}{run.created_at[:19]}"
         )
     return "\n".join(lines)
 
@@ -51,7 +66,8 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
     labels = [f"{'  ' * depth}#{node.id} {node.kind.value}" for node, depth in ordered]
     width = max(len(label) for label in labels) + 2
     lines = [
-        f"run {run.id} on task {task.name} ({run.status}, {run.steps} steps, seed {run.seed}, model {run.model})",
+        f"run {run.id} on task {task.name} ({run.status}, {run.steps} step{'' if run.steps == 1 else 's'}, seed "
+        f"{run.seed}, model {run.model})",
         f"best: {'node ' + str(best) if best else 'none yet'}"
         f"{' (chosen on fresh re-measurements)' if run.final_node_id else ''}",
         f"  {'node':<{width}}{'step':>5}  {'status':<15}{'speedup':>9}{'visits':>8}{'value':>8}",
@@ -64,8 +80,10 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
             f"{node.visits:>8}{value:>8.3f}"
         )
     if run.status == "stopped":
+        command = f"adaexplore explore --resume {run.id}" + ("" if run.model == "replay" else f" --model {run.model}")
+        endpoint = "" if run.model == "replay" else ", with the --base-url it used"
         lines.append(
-            f"stopped: {run.stop_reason}; the next step continues it (`adaexplore explore --resume {run.id}`, "
-            "or select_uct from an MCP client)"
+            f"stopped: {run.stop_reason}; the next step continues it (`{command}`{endpoint}, or select_uct from an "
+            "MCP client)"
         )
     return "\n".join(lines)

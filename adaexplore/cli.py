@@ -237,7 +237,9 @@ def _with_model_options(settings: Settings, args: argparse.Namespace) -> Setting
         model = ModelConfig.model_validate(merged)
     except ValidationError as exc:
         problem = exc.errors()[0]
-        raise ConfigError(f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from exc
+        raise ConfigError(
+            f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg'].removeprefix('Value error, ')}"
+        ) from exc
     return settings.model_copy(update={"model": model})
 
 

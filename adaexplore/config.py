@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from adaexplore.errors import ConfigError
 
@@ -189,6 +189,13 @@ class ModelConfig(BaseModel):
     # Prices in USD per million tokens, for the cost accounting (0: not counted).
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"the base URL {value!r} has no scheme; write it as http://HOST:PORT/v1 (or https://...)")
+        return value
 
     def resolved_name(self) -> str:
         """The model to use: the configured name, else DEFAULT_MODEL when a key or base URL is set, else replay."""

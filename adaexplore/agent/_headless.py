@@ -32,11 +32,15 @@ def parse_duration(text: str) -> float:
     """'90', '90s', '30m', '2h', '1h30m' → seconds."""
     cleaned = text.strip().lower()
     if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        return float(cleaned)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", cleaned)
-    if not parts or "".join(n + u for n, u in parts) != cleaned:
-        raise RequestError(f"cannot read the duration {text!r}; write it like 90, 90s, 30m, 2h or 1h30m")
-    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+        seconds = float(cleaned)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", cleaned)
+        if not parts or "".join(n + u for n, u in parts) != cleaned:
+            raise RequestError(f"cannot read the duration {text!r}; write it like 90, 90s, 30m, 2h or 1h30m")
+        seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    if seconds <= 0:
+        raise RequestError(f"the duration {text!r} is no time at all; give a positive one, like 90s, 30m or 2h")
+    return seconds
 
 
 @dataclass
@@ -107,7 +111,7 @@ def _timing_note(svc: tools.Services, backend: str | None) -> str | None:
     return None
 
 
-def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) -> int:
+def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None, settings: Settings) -> int:
     out.write("\n" + summary_table(summaries) + "\n")
     if any(s.verified for s in summaries):
         out.write("✓: confirmed by the final re-evaluation of the best candidates in fresh processes\n")
@@ -119,7 +123,7 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None) 
         else:
             out.write(f"{s.task_name}: no correct kernel in {s.steps_done} evaluations\n")
         if s.status == "stopped":
-            out.write(f"{s.task_name}: stopped: {s.reason}. Resume with: adaexplore explore --resume {s.run_id}\n")
+            out.write(f"{s.task_name}: stopped: {s.reason}. Resume with: {resume_command([s.run_id], settings)}\n")
     if timing_note:
         found = " and each best kernel is a correct one" if any(s.best_file is not None for s in summaries) else ""
         out.write(f"note: speedups were not measured (no timing on this machine){found}.\n")
@@ -174,8 +178,7 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
             explorer.svc.store.stop_run(
                 run_id, f"{INTERRUPTED} twice ({second[0] if second else 'signal'}): the steps in flight were dropped"
             )
-        resume = " ".join(f"--resume {run_id}" for run_id in run_ids)
-        sys.stderr.write(f"stopped at once. Resume with: adaexplore explore {resume}\n")
+        sys.stderr.write(f"stopped at once. Resume with: {resume_command(run_ids, explorer.svc.settings)}\n")
         raise KeyboardInterrupt
     return summaries
 
@@ -218,7 +221,13 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
         store = open_store(settings.database_url)
         try:
             for run_id in options.resume:  # before the model is asked anything or a worker started
-                _check_resumable(tools.Services(settings, store, evaluator=None), run_id)  # type: ignore[arg-type]
+                run = _check_resumable(tools.Services(settings, store, evaluator=None), run_id)  # type: ignore[arg-type]
+                if run.model != settings.model.resolved_name():
+                    raise RequestError(
+                        f"run {run_id} was searched by {run.model}, and this command would go on with "
+                        f"{settings.model.resolved_name()}; resume it with the same generator: "
+                        f"{resume_command([run_id], settings, run.model)} (with its key in the environment)"
+                    )
         finally:
             store.close()
     model_name = settings.model.resolved_name()
@@ -239,7 +248,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             out.flush()
             explorer = _explorer(svc, writer, options, options.memory_updates)
             summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
-            return _report(summaries, out, note if not any(s.timed for s in summaries) else None)
+            return _report(summaries, out, note if not any(s.timed for s in summaries) else None, settings)
     finally:
         if client is not None:
             await client.aclose()
@@ -308,6 +317,20 @@ def _check_out_dir(folder: Path | None) -> None:
         raise RequestError(f"--out {folder} cannot be made: {exc.strerror or exc}") from None
 
 
+def resume_command(run_ids: list[str], settings: Settings, model: str | None = None) -> str:
+    """The command that resumes runs with the generator that searched them (`model`, by default the
+    configured one): replay needs no options, a model its name and where it is served."""
+    words = ["adaexplore explore", *(f"--resume {run_id}" for run_id in run_ids)]
+    model = model or settings.model.resolved_name()
+    if model != "replay":
+        words.append(f"--model {model}")
+        if settings.model.base_url:
+            words.append(f"--base-url {settings.model.base_url}")
+        if settings.model.api_key_env != "OPENAI_API_KEY":
+            words.append(f"--api-key-env {settings.model.api_key_env}")
+    return " ".join(words)
+
+
 def _check_resumable(svc: tools.Services, run_id: str) -> tools.RunResult:
     run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
     if run.status == "finished":
@@ -372,7 +395,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             _banner(settings, writer, out)
             explorer = _explorer(svc, writer, options, True)
             summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
-            code = _report(summaries, out, None)
+            code = _report(summaries, out, None, settings)
             out.write("\n" + _memory_gains(svc, before) + "\n")
             return code
     finally:
