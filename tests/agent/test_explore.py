@@ -323,9 +323,22 @@ def test_options_that_cannot_be_honoured_are_refused_before_any_work(tmp_path: P
         (["--steps", "5"], "--steps sets up new runs; a resumed run keeps its own"),
         (["--seed", "1", "--mode", "paper"], "--seed, --mode set up new runs"),
         ([str(EXAMPLES / "tasks" / "layernorm.py")], "no resumed run is on layernorm"),
+        # a replay run goes on with replay only (the endpoint is never asked: nothing listens on port 9)
+        (
+            ["--model", "some-model", "--base-url", "http://127.0.0.1:9/v1"],
+            f"run {run.id} was searched by replay, and this command would go on with some-model",
+        ),
     ]:
         refused = adaexplore("explore", "--resume", run.id, *extra, env=cli_env(home, None))
         assert refused.returncode == 2 and fragment in refused.stderr, refused.stderr[-2000:]
+    for bad, fragment in [
+        (["--budget-time", "0"], "is no time at all"),
+        (["--base-url", "127.0.0.1:9/v1"], "has no scheme; write it as http://HOST:PORT/v1"),
+    ]:
+        refused = adaexplore("explore", str(TASK), *bad, env=cli_env(home, None))
+        assert refused.returncode == 2 and fragment in refused.stderr, refused.stderr[-2000:]
+    listed = adaexplore("runs", "list", env=cli_env(home, None))
+    assert re.search(rf"{run.id}  row_softmax +stopped +{run.steps}/5 +untimed +replay", listed.stdout), listed.stdout
 
 
 def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_path: Path) -> None:
@@ -371,6 +384,7 @@ def test_a_model_that_never_writes_code_stops_the_run_resumably(tmp_path: Path) 
     assert done.returncode == 1
     assert "2 steps in a row got no usable kernel" in done.stdout
     assert "has no fenced ```python block" in done.stderr
+    assert "asking again (attempt 2 of 2)" in done.stderr and "giving the step up after 2 attempts" in done.stderr
     assert "adaexplore explore --resume run-" in done.stdout
     assert sent == 4  # two steps, two attempts each
     store = open_store(f"sqlite:///{home / 'adaexplore.db'}")

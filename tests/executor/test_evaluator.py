@@ -274,6 +274,12 @@ async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> N
     )
     with pytest.raises(TaskError, match="forward raised RuntimeError: no forward"):
         await evaluator.check_task(bad_forward)
+    # a task that ends the judge's process is told how it ended
+    exits = task_from_source(
+        "import os\n" + TASK.source.replace("return torch.relu(x * self.scale + 1.0)", "os._exit(3)"), name="exits"
+    )
+    with pytest.raises(TaskError, match=r"task 'exits': the process running .* exited \(code 3\)"):
+        await evaluator.check_task(exits)
     assert (await evaluator.evaluate(TASK, KERNEL)).status is Status.ok  # the judge still serves
 
 
