@@ -37,7 +37,9 @@ def test_strict_warm_up_runs_for_its_time_before_the_timed_calls() -> None:
     assert measured.warmup_n > spec.warmup_calls
     # (within 1 ms: the clock starts a little before the first call and is read a little before each)
     assert (at[measured.warmup_n] - at[0]) * 1e3 >= spec.warmup_ms - 1.0
-    assert (at[measured.warmup_n - 1] - at[0]) * 1e3 < spec.warmup_ms + 1.0  # and stops once that time is up
+    # and stops once that time is up: each call sleeps 2 ms, so no more calls than fit in it start (a pause of
+    # the host makes fewer; a clock read between calls, not the calls' start times, decides)
+    assert measured.warmup_n <= spec.warmup_ms / 2.0 + 2
     # the timed calls follow the budget, estimated from calls made at the end of the warm-up
     assert 5 <= len(measured.times_ms) <= 40 / 2.0 + 1
     assert len(seen) == measured.warmup_n + len(measured.times_ms)
