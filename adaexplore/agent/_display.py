@@ -79,6 +79,10 @@ class TerminalDisplay:
         else:
             self._redraw(force=True)
 
+    def say(self, text: str) -> None:
+        """A line about no one task (a model request being retried)."""
+        self._say(text)
+
     def notice(self, run_id: str, text: str) -> None:
         line = self.lines.get(run_id)
         self._say(f"[{line.name if line else run_id}] {text}")

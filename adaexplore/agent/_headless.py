@@ -83,10 +83,16 @@ def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
         )
 
 
-async def _model_writer(settings: Settings) -> ModelClient:
+async def _model_writer(settings: Settings, display: TerminalDisplay) -> ModelClient:
     from adaexplore.agent._client import ModelClient  # the OpenAI SDK loads only when a model is used
 
-    client = ModelClient(settings.model.model_copy(update={"name": settings.model.resolved_name()}))
+    retries = settings.model.max_retries
+
+    def retrying(purpose: str, attempt: int, reason: str, delay: float) -> None:
+        # a model that fails for a while is waited for out loud, not in silence
+        display.say(f"model request ({purpose}): {reason}; retry {attempt} of {retries} in {delay:.1f} s")
+
+    client = ModelClient(settings.model.model_copy(update={"name": settings.model.resolved_name()}), on_retry=retrying)
     try:
         await client.check()
     except BaseException:
@@ -231,7 +237,8 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
         finally:
             store.close()
     model_name = settings.model.resolved_name()
-    client = None if model_name == "replay" else await _model_writer(settings)
+    display = TerminalDisplay()
+    client = None if model_name == "replay" else await _model_writer(settings, display)
     try:
         async with tools.open_services(settings) as svc:
             writer: Writer
@@ -246,7 +253,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             if note:
                 out.write(f"note: {note}.\n")
             out.flush()
-            explorer = _explorer(svc, writer, options, options.memory_updates)
+            explorer = _explorer(svc, writer, options, options.memory_updates, display)
             summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
             return _report(summaries, out, note if not any(s.timed for s in summaries) else None, settings)
     finally:
@@ -297,11 +304,15 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
 
 
 def _explorer(
-    svc: tools.Services, writer: Writer, options: ExploreOptions | AdaptOptions, memory_updates: bool | None
+    svc: tools.Services,
+    writer: Writer,
+    options: ExploreOptions | AdaptOptions,
+    memory_updates: bool | None,
+    display: TerminalDisplay,
 ) -> Explorer:
     budget = Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds)
     return Explorer(
-        svc, writer, budget=budget, observer=TerminalDisplay(), out_dir=options.out_dir, memory_updates=memory_updates
+        svc, writer, budget=budget, observer=display, out_dir=options.out_dir, memory_updates=memory_updates
     )
 
 
@@ -364,7 +375,8 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             "OPENAI_API_KEY (or --api-key-env) and --model, or --base-url for another endpoint"
         )
     _check_out_dir(options.out_dir)
-    client = await _model_writer(settings)
+    display = TerminalDisplay()
+    client = await _model_writer(settings, display)
     try:
         out.write(f"synthesizing {options.count} tasks (seed {options.seed}) from the installed torch…\n")
         out.flush()
@@ -393,7 +405,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
                 run_ids.append(started.run_id)
             out.write(f"task sources: {folder}\n")
             _banner(settings, writer, out)
-            explorer = _explorer(svc, writer, options, True)
+            explorer = _explorer(svc, writer, options, True, display)
             summaries = await _run_interruptibly(explorer, run_ids, options.parallel)
             code = _report(summaries, out, None, settings)
             out.write("\n" + _memory_gains(svc, before) + "\n")

@@ -78,6 +78,8 @@ def test_explore_end_to_end_with_a_scripted_model(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     out = done.stdout
     assert "model: fake-model at " + fake.base_url in out
+    # each transient failure is said as it is retried, not waited out in silence
+    assert "model request (large_step): " in done.stderr and "retry 1 of" in done.stderr, done.stderr[-3000:]
     assert "speedups are not measured" in out  # no GPU on this machine
 
     store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
