@@ -111,21 +111,28 @@ class PendingSteps:
         self.steps: Counter[str] = Counter()  # by run
         self.small: Counter[int] = Counter()  # small steps, by parent node
         self.finishing: set[str] = set()  # runs whose finish_run is re-measuring their best kernels
+        self.sent: set[tuple[int, str]] = set()  # (expansion, code hash) of the steps under way
 
     @contextlib.contextmanager
-    def hold(self, run_id: str | None, parent_id: int | None, action: Kind | None) -> Iterator[None]:
+    def hold(
+        self, run_id: str | None, parent_id: int | None, action: Kind | None, sent: tuple[int, str] | None = None
+    ) -> Iterator[None]:
         if run_id is None or parent_id is None:
             yield
             return
         self.steps[run_id] += 1
         if action is Kind.small:
             self.small[parent_id] += 1
+        if sent is not None:
+            self.sent.add(sent)
         try:
             yield
         finally:
             self.steps[run_id] -= 1
             if action is Kind.small:
                 self.small[parent_id] -= 1
+            if sent is not None:
+                self.sent.discard(sent)
             self.steps, self.small = +self.steps, +self.small  # without the counts that fell to zero
 
 
@@ -414,10 +421,52 @@ async def compile_and_profile(
         NotFoundError: an id is unknown.
         RequestError: the target is ambiguous, or the parent is in another run or cannot take the step.
     """
+    if req.expansion_id is not None:
+        repeated = _repeated_step(svc, req, req.expansion_id)
+        if repeated is not None:
+            return repeated
     run, parent_id, action, context_ids = _target(svc, req)
+    sent = (req.expansion_id, code_hash(req.code)) if req.expansion_id is not None else None
+    if sent is not None and sent in svc.pending.sent:
+        raise ConflictError(
+            f"this code for expansion {req.expansion_id} is being evaluated now by an earlier call; send it again "
+            "once that call has answered, and you get its result"
+        )
     # Held from the checks of _target (no await in between) until the step lands or fails.
-    with svc.pending.hold(run.id if run else None, parent_id, action):
+    with svc.pending.hold(run.id if run else None, parent_id, action, sent):
         return await _evaluate_step(svc, req, progress, run, parent_id, action, context_ids)
+
+
+def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: int) -> CompileAndProfileResult | None:
+    """A client that sends the same code for an expansion again (a retry after a timeout, say) gets the result of
+    the step that already landed, not a second node."""
+    expansion = svc.store.expansion(expansion_id)
+    digest = code_hash(req.code)
+    for child in svc.store.view(expansion.run_id).children(expansion.node_id):
+        node = svc.store.node(child.id)
+        if (
+            node.code_hash != digest
+            or node.kind is not expansion.action
+            or node.context_ids != expansion.context_ids
+            or node.evaluation_id is None
+        ):
+            continue
+        evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
+        best_id = svc.store.run(expansion.run_id).best_node_id
+        return CompileAndProfileResult(
+            status=evaluation.status.value,
+            message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
+            f"of node {node.id}, no new step)",
+            speedup=evaluation.speedup,
+            timed=evaluation.timed,
+            node_id=node.id,
+            reward=node.reward,
+            is_new_best=best_id == node.id,
+            best_node_id=best_id,
+            reused_evaluation=True,
+            evaluation=evaluation,
+        )
+    return None
 
 
 async def _evaluate_step(

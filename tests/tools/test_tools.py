@@ -524,3 +524,44 @@ async def test_a_best_kernel_that_fails_its_re_evaluation_is_not_called_verified
     await finish_run(svc, FinishRunRequest(run_id=paper.run_id))
     unchecked = best_kernel(svc, BestKernelRequest(run_id=paper.run_id))
     assert not unchecked.verified and "not evaluated again" in unchecked.message
+
+
+async def test_the_same_code_sent_again_for_an_expansion_gets_the_step_that_landed(svc: Services) -> None:
+    # a client that retries after a timeout must not add a second node, nor spend a second evaluation
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=6, total_steps=1))
+    chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=chosen.node_id, action=chosen.action))
+    first = await compile_and_profile(svc, CompileAndProfileRequest(code="k1", expansion_id=context.expansion_id))
+    calls = svc.evaluator.calls
+    # the run has taken its one step, yet the retry is answered (not refused) with that step's result
+    again = await compile_and_profile(svc, CompileAndProfileRequest(code="k1", expansion_id=context.expansion_id))
+    assert (again.node_id, again.status, again.reward) == (first.node_id, first.status, first.reward)
+    assert f"the result of node {first.node_id}, no new step" in again.message
+    assert svc.evaluator.calls == calls and get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 1
+    # other code for the same expansion is a new step, refused here since the run has no step left
+    with pytest.raises(ConflictError, match="has taken all 1 of its steps"):
+        await compile_and_profile(svc, CompileAndProfileRequest(code="k2", expansion_id=context.expansion_id))
+
+
+async def test_the_same_code_sent_while_its_first_call_is_evaluated_is_refused_not_doubled(svc: Services) -> None:
+
+    gate = anyio.Event()
+
+    class Slow(FakeEvaluator):
+        async def evaluate(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            await gate.wait()
+            return await super().evaluate(*args, **kwargs)
+
+    svc.evaluator = Slow(lambda code, _: (Status.ok, 1.2))
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=7))
+    context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=run.root_node_id, action="large"))
+    request = CompileAndProfileRequest(code="k", expansion_id=context.expansion_id)
+    async with anyio.create_task_group() as group:
+        group.start_soon(compile_and_profile, svc, request)
+        await anyio.sleep(0.05)
+        with pytest.raises(ConflictError, match="is being evaluated now by an earlier call"):
+            await compile_and_profile(svc, request)
+        gate.set()
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 1 and not svc.pending.sent
