@@ -545,7 +545,6 @@ async def test_the_same_code_sent_again_for_an_expansion_gets_the_step_that_land
 
 
 async def test_the_same_code_sent_while_its_first_call_is_evaluated_is_refused_not_doubled(svc: Services) -> None:
-
     gate = anyio.Event()
 
     class Slow(FakeEvaluator):
