@@ -465,7 +465,13 @@ def _register_tools(mcp: MCPServer) -> None:
     async def confirm_rule(
         ctx: Context,
         rule_id: Annotated[
-            int, Field(description="the rule (from get_skill_memory with format='data')", ge=1, le=MAX_INTEGER)
+            int,
+            Field(
+                description="the rule: from get_skill_memory with format='data' (its `unconfirmed` list holds the "
+                "imported rules this tool is for)",
+                ge=1,
+                le=MAX_INTEGER,
+            ),
         ],
         task_id: Annotated[str, Field(description="the task the reproducer is written for (from create_task)")],
         code: Annotated[

@@ -126,7 +126,9 @@ class MemoryTables:
     def rule(self, rule_id: int) -> RuleRecord:
         row = self._db.execute("SELECT * FROM rules WHERE id=?", (rule_id,)).fetchone() if fits(rule_id) else None
         if row is None:
-            raise NotFoundError(f"no rule has id {rule_id} (see `adaexplore memory list`)")
+            raise NotFoundError(
+                f"no rule has id {rule_id} (get_skill_memory with format data lists the rules, `adaexplore memory list` too)"
+            )
         return self._rule_from(row)
 
     def rules(self, statuses: tuple[str, ...] = ("active", "pinned", "retired")) -> list[RuleRecord]:

@@ -127,6 +127,11 @@ class GetSkillMemoryResult(BaseModel):
     min_tasks: int
     rules: list[SkillRule]
     prompt: str | None
+    unconfirmed: list[SkillRule] = Field(
+        default=[],
+        description="(format data) active rules of unknown scope, imported from another memory: not injected "
+        "until confirm_rule backs one with a reproducer",
+    )
 
 
 @functools.cache
@@ -388,6 +393,8 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
     seed_starter_memory(svc)
     config = svc.settings.memory
     triton = req.triton or running_triton()
+    if re.fullmatch(r"\d+(\.\d+)?", triton):  # 3.6 is 3.6.0, as rules' scopes are written
+        triton += ".0" * (2 - triton.count("."))
     # The answer is a function of the rules, the request and the settings: the last one is kept, and it is
     # served again until a rule changes (the headless loop asks at every step).
     key = (svc.store.rules_version(), req.model_dump_json(), config.model_dump_json(), triton)
@@ -409,12 +416,16 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
         rules.sort(key=lambda r: r.id)  # the authors listed their rules in the order they were made
     skills = [_skill(r) for r in rules]
     prompt = render_skill_memory([r.text for r in rules]) if req.format == "prompt" else None
+    unconfirmed = (
+        [_skill(r) for r in svc.store.rules(("active", "pinned")) if not r.scope_known] if req.format == "data" else []
+    )
     result = GetSkillMemoryResult(
         triton=triton,
         min_occurrences=req.min_occurrences or config.min_occurrences,
         min_tasks=req.min_tasks or config.min_tasks,
         rules=skills,
         prompt=prompt,
+        unconfirmed=unconfirmed,
     )
     svc.store.memo["skill_memory"] = (key, result)
     return result

@@ -512,7 +512,13 @@ async def test_imported_rules_wait_for_a_reproducer_whatever_the_file_claims(svc
         "You cannot undo a retirement.": "retired",
     }
     assert rules["You cannot trust a curated claim."].occurrences == 50
-    assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []
+    data = get_skill_memory(svc, GetSkillMemoryRequest(format="data"))
+    assert data.rules == []
+    # they are listed apart, with the ids confirm_rule takes (the retired one is not waiting for anything)
+    assert {r.text for r in data.unconfirmed} == {"You cannot trust a curated claim.", "You cannot trust a pin."}
+    assert get_skill_memory(svc, GetSkillMemoryRequest(format="prompt")).unconfirmed == []
+    # a version written short is the same version
+    assert get_skill_memory(svc, GetSkillMemoryRequest(triton="3.6", format="data")).triton == "3.6.0"
 
 
 async def test_a_nodes_failure_counts_once_however_often_it_is_sent(svc: Services) -> None:
