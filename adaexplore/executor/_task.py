@@ -81,7 +81,10 @@ def task_from_source(source: str, name: str = "task") -> Task:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        raise TaskError(f"task {name!r} does not parse: line {exc.lineno}: {exc.msg}") from exc
+        where = f"line {exc.lineno}: " if exc.lineno is not None else ""
+        raise TaskError(f"task {name!r} does not parse: {where}{exc.msg}") from exc
+    except ValueError as exc:  # a NUL byte, on the Python versions that raise this instead of SyntaxError
+        raise TaskError(f"task {name!r} does not parse: {exc}") from exc
     defined: dict[str, ast.AST] = {}
     literals: dict[str, ast.expr] = {}
     for node in tree.body:

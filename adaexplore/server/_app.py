@@ -617,7 +617,14 @@ def _register_resources(mcp: MCPServer) -> None:
     @mcp.resource("node://{node_id}/code", mime_type="text/x-python", description="a node's kernel")
     def node_code(node_id: str, ctx: Context) -> str:
         number = node_number(node_id, "code")
-        return resolved(lambda: services(ctx).store.node(number).code)
+
+        def read() -> str:
+            node = services(ctx).store.node(number)
+            if node.parent_id is None:
+                raise ResourceNotFoundError(f"node {number} is a run's root: it holds the task, not a kernel")
+            return node.code
+
+        return resolved(read)
 
     @mcp.resource(
         "node://{node_id}/evaluation", mime_type="application/json", description="a node's whole evaluation, untrimmed"
@@ -647,6 +654,10 @@ def _register_resources(mcp: MCPServer) -> None:
         description="the skill memory as a prompt block; scope: 'current' (the running Triton) or a version",
     )
     def memory_rules(scope: str, ctx: Context) -> str:
+        if not scope.strip():
+            raise ResourceNotFoundError(
+                "memory:// needs a scope: memory://current (the running Triton) or a version, as in memory://3.6.0"
+            )
         request = tools.GetSkillMemoryRequest(triton=None if scope == "current" else scope)
         return resolved(lambda: tools.get_skill_memory(services(ctx), request).prompt or "")
 

@@ -127,7 +127,8 @@ class MemoryTables:
         row = self._db.execute("SELECT * FROM rules WHERE id=?", (rule_id,)).fetchone() if fits(rule_id) else None
         if row is None:
             raise NotFoundError(
-                f"no rule has id {rule_id} (get_skill_memory with format data lists the rules, `adaexplore memory list` too)"
+                f"no rule has id {rule_id} (get_skill_memory with format data lists the rules, and so does "
+                "`adaexplore memory list`)"
             )
         return self._rule_from(row)
 

@@ -236,7 +236,15 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
     path = Path(req.path)
     if not path.is_file():
         what = "is a directory" if path.is_dir() else "does not exist"
-        raise RequestError(f"task file {req.path} {what} on the machine adaexplore runs on; send its source instead")
+        where = (
+            ""
+            if path.is_absolute()
+            else f" (read as {path.resolve()}: a relative path starts in the folder the server runs in)"
+        )
+        raise RequestError(
+            f"task file {req.path} {what} on the machine adaexplore runs on{where}; give an absolute path, or send "
+            "its source instead"
+        )
     return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
 
 

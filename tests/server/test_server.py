@@ -314,6 +314,8 @@ async def test_bad_prompt_and_resource_requests_are_refused_with_a_message_that_
         assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/code"))
         assert "a node id is a whole number" in await refusal(client.read_resource("node://abc/evaluation"))
         assert f"node {root} has no evaluation" in await refusal(client.read_resource(f"node://{root}/evaluation"))
+        assert f"node {root} is a run's root" in await refusal(client.read_resource(f"node://{root}/code"))
+        assert "memory:// needs a scope" in await refusal(client.read_resource("memory://"))
         assert "no run has id 'nope'" in await refusal(client.read_resource("run://nope/tree"))
         with pytest.raises(MCPError, match=f"no node has id {huge}"):
             await client.read_resource(f"node://{huge}/code")
