@@ -253,13 +253,35 @@ class ModelClient:
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise ModelError(self._key_refused(err.status_code, _endpoint_message(err))) from None
-            return  # no /models route at all: nothing to verify here
+            await self._check_by_chat(timeout)  # no /models route at all: ask the chat route itself
+            return
         except (openai.APIError, TimeoutError, ValueError):
             return
         names = [name for name in (getattr(m, "id", None) for m in getattr(page, "data", None) or []) if name]
         if names and self._config.name not in names:
             listed = ", ".join(str(name) for name in names[:10]) + (", …" if len(names) > 10 else "")
             raise ModelError(self._unknown_model(f"it serves: {listed}"))
+
+
+    async def _check_by_chat(self, timeout: float) -> None:
+        """For an endpoint without model routes: a one-token chat request tells a refused key and an unknown
+        model apart from the rest (which the run's own requests will meet, with their retries)."""
+        try:
+            with anyio.fail_after(timeout):
+                await self._client.chat.completions.create(
+                    model=self._config.name,
+                    messages=[{"role": "user", "content": "Answer with one word: ready?"}],
+                    max_completion_tokens=1,
+                    timeout=timeout,
+                )
+        except openai.APIStatusError as err:
+            message = _endpoint_message(err)
+            if err.status_code in (401, 403):
+                raise ModelError(self._key_refused(err.status_code, message)) from None
+            if _says_model_missing(err.status_code, err.code, message):
+                raise ModelError(self._unknown_model(message)) from None
+        except (openai.APIError, TimeoutError, ValueError):
+            return
 
 
 def _is_timeout(err: BaseException) -> bool:

@@ -412,10 +412,19 @@ async def test_check_uses_the_model_list_where_there_is_no_retrieve_route() -> N
                 await client.check()
 
 
-async def test_check_is_quiet_where_there_are_no_model_routes() -> None:
-    with FakeOpenAI(model_routes="none") as fake:
-        async with ModelClient(config(fake.base_url, name="anything"), api_key="k") as client:
+async def test_check_asks_the_chat_route_where_there_are_no_model_routes() -> None:
+    # a one-token chat request stands in for GET /models: the key and the model name are still checked
+    # before any run starts
+    with FakeOpenAI([Say("yes")], model_routes="none", api_key="k") as fake:
+        async with ModelClient(config(fake.base_url), api_key="k") as client:
             await client.check()
+        assert [r.get("max_completion_tokens") for r in fake.requests] == [1]
+        async with ModelClient(config(fake.base_url, name="anything"), api_key="k") as client:
+            with pytest.raises(ModelError, match="anything"):
+                await client.check()
+        async with ModelClient(config(fake.base_url), api_key="wrong") as client:
+            with pytest.raises(ModelError, match=r"refused the API key|401"):
+                await client.check()
 
 
 async def test_check_fails_for_an_unreachable_endpoint() -> None:
