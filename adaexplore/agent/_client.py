@@ -262,7 +262,6 @@ class ModelClient:
             listed = ", ".join(str(name) for name in names[:10]) + (", …" if len(names) > 10 else "")
             raise ModelError(self._unknown_model(f"it serves: {listed}"))
 
-
     async def _check_by_chat(self, timeout: float) -> None:
         """For an endpoint without model routes: a one-token chat request tells a refused key and an unknown
         model apart from the rest (which the run's own requests will meet, with their retries)."""
