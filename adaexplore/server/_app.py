@@ -288,11 +288,16 @@ def _register_tools(mcp: MCPServer) -> None:
         task always gets the same id. The task is loaded once in the evaluator's own process (its module
         imported, Model built, inputs drawn), so a task whose code fails is refused here with the reason. Call
         start_run next to search for kernels, or compile_and_profile with the task_id to evaluate one kernel."""
-        result = await _acall(
-            lambda: tools.create_checked_task(
-                _services(ctx), tools.CreateTaskRequest(source=source, path=path, name=name)
+        request = tools.CreateTaskRequest(source=source, path=path, name=name)
+
+        async def check(report: Callable[[ProgressUpdate], Awaitable[None]]) -> tools.CreateTaskResult:
+            await report(
+                ProgressUpdate(stage="loading", message="loading the task in the evaluator's process", elapsed_s=0.0)
             )
-        )
+            return await _acall(lambda: tools.create_checked_task(_services(ctx), request))
+
+        # the task's own code runs here (a slow get_inputs, a big Model): progress keeps the client waiting
+        result = await _with_progress(ctx, check)
         return _answer(result, f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)})")
 
     @mcp.tool(title="Start a search run", annotations=WRITES)

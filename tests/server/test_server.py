@@ -106,7 +106,13 @@ async def test_one_step_and_a_failure_through_the_tools(settings: Settings) -> N
         progress.append(message or "")
 
     async with Client(server_with(settings)) as client:
-        task = await call(client, "create_task", source=TASK, name="scale_relu")
+        created = await client.call_tool(
+            "create_task", {"source": TASK, "name": "scale_relu"}, progress_callback=on_progress
+        )
+        task = created.structured_content
+        # the task's own code runs while it is checked: progress says so, for clients with idle timeouts
+        assert progress[:2] == ["queued", "loading: loading the task in the evaluator's process"], progress
+        progress.clear()
         run = await call(client, "start_run", task_id=task["task_id"], seed=3, total_steps=5)
         chosen = await call(client, "select_uct", run_id=run["run_id"])
         assert (chosen["node_id"], chosen["action"]) == (run["root_node_id"], "large")
