@@ -91,3 +91,4 @@ class ExpansionRecord(_Record):
     action: Kind
     context_ids: list[int]
     created_at: str
+    children: list[int] = []  # the nodes made from it

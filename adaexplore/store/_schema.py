@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -155,4 +155,6 @@ UPGRADES: dict[int, list[str]] = {
         "ALTER TABLE failures ADD COLUMN node_id INTEGER REFERENCES nodes(id)",
         "CREATE UNIQUE INDEX failures_by_node ON failures (node_id) WHERE node_id IS NOT NULL",
     ],
+    # 7: the nodes made from each expansion, so that the same code sent again for it is known as a retry.
+    6: ["ALTER TABLE expansions ADD COLUMN children TEXT NOT NULL DEFAULT '[]'"],
 }

@@ -250,9 +250,10 @@ class SqliteStore(MemoryTables, AgentTables):
         task_id: str,
         evaluation: NewEvaluation | int,
         reward: float,
+        expansion_id: int | None = None,
     ) -> NodeRecord:
         """Add an evaluated child, store its evaluation (or reuse one by id), and back-propagate its reward to
-        every ancestor, all in one transaction.
+        every ancestor, all in one transaction; with `expansion_id`, the expansion it was made from records it.
 
         Raises:
             RequestError: the parent is in another run, or is asked for a step it cannot take.
@@ -332,6 +333,11 @@ class SqliteStore(MemoryTables, AgentTables):
                 "status=CASE status WHEN 'stopped' THEN 'running' ELSE status END WHERE id=?",
                 (seq, best, now, run_id),
             )
+            if expansion_id is not None:
+                made = db.execute("SELECT children FROM expansions WHERE id=?", (expansion_id,)).fetchone()
+                if made is not None:
+                    children = [*json.loads(made["children"]), node_id]
+                    db.execute("UPDATE expansions SET children=? WHERE id=?", (json.dumps(children), expansion_id))
         return self.node(node_id)
 
     @staticmethod
@@ -381,6 +387,7 @@ class SqliteStore(MemoryTables, AgentTables):
             raise NotFoundError(f"no expansion has id {expansion_id}; expand_node returns the ids")
         data = dict(row)
         data["context_ids"] = json.loads(data["context_ids"])
+        data["children"] = json.loads(data["children"])
         return ExpansionRecord(**data)
 
 

@@ -7,6 +7,7 @@ A kernel that fails is a result with a status. An exception (`RequestError`, `No
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import random
 import secrets
@@ -434,7 +435,7 @@ async def compile_and_profile(
         if repeated is not None:
             return repeated
     run, parent_id, action, context_ids = _target(svc, req)
-    sent = (req.expansion_id, code_hash(req.code)) if req.expansion_id is not None else None
+    sent = (req.expansion_id, hashlib.sha256(req.code.encode()).hexdigest()) if req.expansion_id is not None else None
     if sent is not None and sent in svc.pending.sent:
         raise ConflictError(
             f"this code for expansion {req.expansion_id} is being evaluated now by an earlier call; send it again "
@@ -449,15 +450,9 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
     """A client that sends the same code for an expansion again (a retry after a timeout, say) gets the result of
     the step that already landed, not a second node."""
     expansion = svc.store.expansion(expansion_id)
-    digest = code_hash(req.code)
-    for child in svc.store.view(expansion.run_id).children(expansion.node_id):
-        node = svc.store.node(child.id)
-        if (
-            node.code_hash != digest
-            or node.kind is not expansion.action
-            or node.context_ids != expansion.context_ids
-            or node.evaluation_id is None
-        ):
+    for child_id in expansion.children:
+        node = svc.store.node(child_id)
+        if node.code != req.code or node.evaluation_id is None:
             continue
         evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
         best_id = svc.store.run(expansion.run_id).best_node_id
@@ -541,6 +536,7 @@ async def _evaluate_step(
             task_id=task_id,
             evaluation=stored,
             reward=score,
+            expansion_id=req.expansion_id,
         )
         best_id = svc.store.run(run.id).best_node_id
     message = evaluation.message

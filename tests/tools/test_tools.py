@@ -564,3 +564,16 @@ async def test_the_same_code_sent_while_its_first_call_is_evaluated_is_refused_n
             await compile_and_profile(svc, request)
         gate.set()
     assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 1 and not svc.pending.sent
+
+
+async def test_the_same_code_for_a_new_expansion_is_a_new_step(svc: Services) -> None:
+    # only a repeat for the same expansion is a retry: a new expansion of the same node, with the same context
+    # and a kernel that reads the same, is another step (a client, or replay, may write one kernel twice)
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=8))
+    made = []
+    for _ in range(2):
+        context = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=run.root_node_id, action="large"))
+        result = await compile_and_profile(svc, CompileAndProfileRequest(code="k", expansion_id=context.expansion_id))
+        made.append(result.node_id)
+    assert made[0] != made[1] and get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 2
