@@ -15,10 +15,10 @@ from adaexplore import __version__
 from adaexplore._memory_view import run_memory_command
 from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.config import ModelConfig, Settings
-from adaexplore.errors import AdaexploreError, ConfigError
+from adaexplore.errors import AdaexploreError, ConfigError, NotFoundError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
-from adaexplore.store import MAX_INTEGER, open_store
+from adaexplore.store import MAX_INTEGER, open_store, store_exists
 from adaexplore.tools import (
     ConfirmRuleRequest,
     CreateTaskRequest,
@@ -354,7 +354,17 @@ async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str
 
 
 def _runs(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(settings.database_url)
+    url = settings.database_url
+    if not store_exists(url):  # reading runs creates no database
+        where = url.removeprefix("sqlite:///")
+        if args.runs_command == "list":
+            print(f"no runs yet: there is no database at {where} (`adaexplore explore TASK` creates it)")
+            return EXIT_OK
+        raise NotFoundError(
+            f"unknown run {args.run!r}: there is no database at {where}; set ADAEXPLORE_DB or ADAEXPLORE_HOME "
+            "to the one the run was made in"
+        )
+    store = open_store(url)
     try:
         print(render_runs(store) if args.runs_command == "list" else render_run_tree(store, args.run))
     finally:

@@ -178,6 +178,23 @@ async def test_runs_list_and_show_print_the_store(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no run has id 'run-nope'" in missing.stderr
 
 
+def test_runs_commands_read_without_creating_a_database(tmp_path: Path) -> None:
+    env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path / "home"))
+    listed = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "runs", "list"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert listed.returncode == 0 and "no runs yet: there is no database at" in listed.stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "runs", "show", "run-1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert shown.returncode == 2 and "unknown run 'run-1': there is no database at" in shown.stderr
+    assert not (tmp_path / "home").exists()
+
+
 def memory_cli(*args: str, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "adaexplore", "memory", *args],

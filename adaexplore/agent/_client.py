@@ -122,11 +122,8 @@ class ModelClient:
                     f"is the server running at {self._url}? check --base-url"
                 ) from None
             except openai.APIStatusError as err:
-                message = _endpoint_message(err)
-                if err.status_code in (401, 403):
-                    raise ModelError(self._key_refused(err.status_code, message)) from None
-                if _says_model_missing(err.status_code, err.code, message):
-                    raise ModelError(self._unknown_model(message)) from None
+                if (refused := self._refusal(err)) is not None:
+                    raise refused from None
                 if err.status_code == 404:
                     await self._check_listed(timeout)
                 return  # anything else (429, 5xx) is for the requests' retries to deal with
@@ -171,10 +168,8 @@ class ModelClient:
             return _Retryable("server", f"{status} from the endpoint", _retry_after(err) if status == 503 else None)
         if status == 408:
             return _Retryable("timeout", "408 request timeout from the endpoint")
-        if status in (401, 403):
-            return ModelError(self._key_refused(status, message))
-        if _says_model_missing(status, err.code, message):
-            return ModelError(self._unknown_model(message))
+        if (refused := self._refusal(err)) is not None:
+            return refused
         sent = f"model '{self._config.name}', max_completion_tokens {self._config.max_tokens}"
         if status == 404:
             return ModelError(
@@ -235,6 +230,15 @@ class ModelClient:
             advice[kind] for kind in kinds
         )
 
+    def _refusal(self, err: openai.APIStatusError) -> ModelError | None:
+        """The error for an answer that no retry can change: a refused key or an unknown model."""
+        message = _endpoint_message(err)
+        if err.status_code in (401, 403):
+            return ModelError(self._key_refused(err.status_code, message))
+        if _says_model_missing(err.status_code, err.code, message):
+            return ModelError(self._unknown_model(message))
+        return None
+
     def _key_refused(self, status: int, message: str) -> str:
         variable = self._config.api_key_env
         fix = f"set {variable} to a valid key, or pass --api-key-env NAME to read it from another variable"
@@ -274,11 +278,8 @@ class ModelClient:
                     timeout=timeout,
                 )
         except openai.APIStatusError as err:
-            message = _endpoint_message(err)
-            if err.status_code in (401, 403):
-                raise ModelError(self._key_refused(err.status_code, message)) from None
-            if _says_model_missing(err.status_code, err.code, message):
-                raise ModelError(self._unknown_model(message)) from None
+            if (refused := self._refusal(err)) is not None:
+                raise refused from None
         except (openai.APIError, TimeoutError, ValueError):
             return
 

@@ -4,7 +4,7 @@ from adaexplore.store._agent import ModelCall, UsageTotals
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
-from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store
+from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store, store_exists
 
 Store = SqliteStore
 
@@ -26,5 +26,6 @@ __all__ = [
     "TaskRecord",
     "UsageTotals",
     "open_store",
+    "store_exists",
     "version_key",
 ]

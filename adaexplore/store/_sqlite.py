@@ -25,7 +25,7 @@ from adaexplore.store._records import (
 )
 from adaexplore.store._schema import CREATE, SCHEMA_VERSION, UPGRADES
 
-__all__ = ["NewEvaluation", "SqliteStore", "SqliteTreeView", "open_store"]
+__all__ = ["NewEvaluation", "SqliteStore", "SqliteTreeView", "open_store", "store_exists"]
 
 _STATS = (
     "id, parent_id, kind, depth, segment, status, speedup, visits, total_reward, max_reward, small_children, children"
@@ -41,6 +41,12 @@ def _now() -> str:
 
 
 _NODE_IDS = "; select_uct, get_run and compile_and_profile name a run's nodes (`adaexplore runs show RUN` lists them)"
+
+
+def store_exists(url: str) -> bool:
+    """Whether the database a URL names is there already, so that a read-only command need not create it."""
+    path = url.removeprefix("sqlite:///")
+    return path == ":memory:" or not url.startswith("sqlite:///") or Path(path).exists()
 
 
 def open_store(url: str) -> SqliteStore:
