@@ -1,6 +1,7 @@
 """Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
 
 from adaexplore.store._agent import ModelCall, UsageTotals
+from adaexplore.store._claims import ClaimRecord, ClaimSpec
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
@@ -11,6 +12,8 @@ Store = SqliteStore
 __all__ = [
     "MAX_INTEGER",
     "SCHEMA_VERSION",
+    "ClaimRecord",
+    "ClaimSpec",
     "EvaluationRecord",
     "ExpansionRecord",
     "FailureRecord",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -157,4 +157,20 @@ UPGRADES: dict[int, list[str]] = {
     ],
     # 7: the nodes made from each expansion, so that the same code sent again for it is known as a retry.
     6: ["ALTER TABLE expansions ADD COLUMN children TEXT NOT NULL DEFAULT '[]'"],
+    # 8: the steps under way, seen by every process on the database (a server's own count let two servers
+    # on one run overshoot its steps together).
+    7: [
+        """CREATE TABLE claims (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            parent_id INTEGER REFERENCES nodes(id),
+            kind TEXT NOT NULL CHECK (kind IN ('large', 'small', 'finish')),
+            expansion_id INTEGER REFERENCES expansions(id),
+            code_hash TEXT,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX claims_by_run ON claims (run_id)",
+    ],
 }

@@ -14,6 +14,7 @@ from typing import Any
 from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreError
 from adaexplore.search import Kind, NodeStats, correct
 from adaexplore.store._agent import AgentTables
+from adaexplore.store._claims import ClaimTables
 from adaexplore.store._memory import MemoryTables
 from adaexplore.store._records import (
     EvaluationRecord,
@@ -81,7 +82,7 @@ class NewEvaluation:
         self.status, self.speedup, self.result = status, speedup, result
 
 
-class SqliteStore(MemoryTables, AgentTables):
+class SqliteStore(MemoryTables, AgentTables, ClaimTables):
     def __init__(self, path: str) -> None:
         self.path = path
         # Answers that callers derive from the store, kept per connection under a name of theirs; each entry
@@ -257,9 +258,11 @@ class SqliteStore(MemoryTables, AgentTables):
         evaluation: NewEvaluation | int,
         reward: float,
         expansion_id: int | None = None,
+        claim_id: int | None = None,
     ) -> NodeRecord:
         """Add an evaluated child, store its evaluation (or reuse one by id), and back-propagate its reward to
-        every ancestor, all in one transaction; with `expansion_id`, the expansion it was made from records it.
+        every ancestor, all in one transaction; with `expansion_id`, the expansion it was made from records it,
+        and with `claim_id`, the step's claim is removed in that transaction (the step is no longer under way).
 
         Raises:
             RequestError: the parent is in another run, or is asked for a step it cannot take.
@@ -344,6 +347,8 @@ class SqliteStore(MemoryTables, AgentTables):
                 if made is not None:
                     children = [*json.loads(made["children"]), node_id]
                     db.execute("UPDATE expansions SET children=? WHERE id=?", (json.dumps(children), expansion_id))
+            if claim_id is not None:
+                db.execute("DELETE FROM claims WHERE id=?", (claim_id,))
         return self.node(node_id)
 
     @staticmethod

@@ -12,8 +12,8 @@ import json
 import random
 import secrets
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -41,7 +41,7 @@ from adaexplore.prompts import (
     render_with_memory,
 )
 from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
-from adaexplore.store import NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
+from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
 from adaexplore.tools._models import (
     BestKernelRequest,
     BestKernelResult,
@@ -103,38 +103,28 @@ class EvaluatorLike(Protocol):
     def fingerprint(self) -> str: ...
 
 
-class PendingSteps:
-    """The steps this process is evaluating and has not yet added to their runs. A step is checked against
-    its run's total_steps and its parent's small_step_limit before its evaluation starts, and lands after it
-    ends: counting the ones in between keeps concurrent calls from overshooting either limit together."""
+@dataclass(frozen=True)
+class _UnderWay:
+    """The steps of a run being evaluated now, by any process on the store, that have not yet landed. A step
+    is checked against its run's total_steps and its parent's small_step_limit before its evaluation starts,
+    and lands after it ends: counting the ones in between keeps concurrent calls from overshooting either
+    limit together."""
 
-    def __init__(self) -> None:
-        self.steps: Counter[str] = Counter()  # by run
-        self.small: Counter[int] = Counter()  # small steps, by parent node
-        self.finishing: set[str] = set()  # runs whose finish_run is re-measuring their best kernels
-        self.sent: set[tuple[int, str]] = set()  # (expansion, code hash) of the steps under way
+    steps: int
+    small: Counter[int]  # small steps, by parent node
+    sent: frozenset[tuple[int, str]]  # (expansion, code hash) of the steps under way
+    finishing: bool  # finish_run is re-measuring the run's best kernels
 
-    @contextlib.contextmanager
-    def hold(
-        self, run_id: str | None, parent_id: int | None, action: Kind | None, sent: tuple[int, str] | None = None
-    ) -> Iterator[None]:
-        if run_id is None or parent_id is None:
-            yield
-            return
-        self.steps[run_id] += 1
-        if action is Kind.small:
-            self.small[parent_id] += 1
-        if sent is not None:
-            self.sent.add(sent)
-        try:
-            yield
-        finally:
-            self.steps[run_id] -= 1
-            if action is Kind.small:
-                self.small[parent_id] -= 1
-            if sent is not None:
-                self.sent.discard(sent)
-            self.steps, self.small = +self.steps, +self.small  # without the counts that fell to zero
+    @classmethod
+    def of(cls, store: SqliteStore, run_id: str) -> _UnderWay:
+        claims = store.claims(run_id)
+        steps = [c for c in claims if c.kind != "finish"]
+        return cls(
+            steps=len(steps),
+            small=Counter(c.parent_id for c in steps if c.kind == "small" and c.parent_id is not None),
+            sent=frozenset((c.expansion_id, c.code_hash) for c in steps if c.expansion_id is not None and c.code_hash),
+            finishing=len(steps) < len(claims),
+        )
 
 
 @dataclass
@@ -144,7 +134,6 @@ class Services:
     evaluator: EvaluatorLike
     # The third tier of rule merging; None: merge by signature and text similarity only.
     judge: RuleJudge | None = None
-    pending: PendingSteps = field(default_factory=PendingSteps, repr=False)
 
 
 @contextlib.asynccontextmanager
@@ -296,11 +285,12 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     """
     run = svc.store.run(req.run_id)
     config = _config(run)
-    _refuse_closed_run(run, config, svc.pending)
+    under_way = _UnderWay.of(svc.store, run.id)
+    _refuse_closed_run(run, config, under_way)
     chosen = select(svc.store.view(run.id), run.root_id, config, _rng(run, "select", run.root_id))
-    if chosen.action is Kind.small and svc.pending.small[chosen.node]:
+    if chosen.action is Kind.small and under_way.small[chosen.node]:
         node = svc.store.node(chosen.node)
-        if node.small_children + svc.pending.small[chosen.node] >= config.small_step_limit:
+        if node.small_children + under_way.small[chosen.node] >= config.small_step_limit:
             # the small steps being evaluated fill the node: the rule as it will read once they land
             chosen.action, chosen.reason = Kind.large, "small-step limit (counting steps being evaluated)"
     trail = [
@@ -346,13 +336,14 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     run = svc.store.run(req.run_id)
     node = svc.store.node(req.node_id, run_id=run.id)
     config = _config(run)
-    _refuse_closed_run(run, config, svc.pending)
+    under_way = _UnderWay.of(svc.store, run.id)
+    _refuse_closed_run(run, config, under_way)
     action = Kind(req.action)
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
     _refuse_small_step_from_root(node, action)
     if action is Kind.small:
-        _refuse_full_node(node, config, svc.pending, "; take a large step from it, or call select_uct again")
+        _refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
         current, history, representatives = memory[-1], memory[:-1], []
         instructions = render_small_step(
@@ -434,16 +425,36 @@ async def compile_and_profile(
         repeated = _repeated_step(svc, req, req.expansion_id)
         if repeated is not None:
             return repeated
-    run, parent_id, action, context_ids = _target(svc, req)
-    sent = (req.expansion_id, hashlib.sha256(req.code.encode()).hexdigest()) if req.expansion_id is not None else None
-    if sent is not None and sent in svc.pending.sent:
-        raise ConflictError(
-            f"this code for expansion {req.expansion_id} is being evaluated now by an earlier call; send it again "
-            "once that call has answered, and you get its result"
+    if req.expansion_id is None and req.run_id is None:
+        _target(svc, req)
+        return await _evaluate_step(svc, req, progress, None, None, None, [], None)
+    sent = hashlib.sha256(req.code.encode()).hexdigest()
+    target: tuple[RunRecord | None, int | None, Kind | None, list[int]] | None = None
+
+    def check() -> ClaimSpec:
+        # inside the claim's transaction: what the checks read cannot change before the claim is written
+        nonlocal target
+        target = run, parent_id, action, _ = _target(svc, req)
+        assert run is not None and parent_id is not None and action is not None
+        if req.expansion_id is not None and (req.expansion_id, sent) in _UnderWay.of(svc.store, run.id).sent:
+            raise ConflictError(
+                f"this code for expansion {req.expansion_id} is being evaluated now by an earlier call; send it "
+                "again once that call has answered, and you get its result"
+            )
+        return ClaimSpec(
+            run_id=run.id,
+            parent_id=parent_id,
+            kind=action.value,
+            expansion_id=req.expansion_id,
+            code_hash=sent if req.expansion_id is not None else None,
         )
-    # Held from the checks of _target (no await in between) until the step lands or fails.
-    with svc.pending.hold(run.id if run else None, parent_id, action, sent):
-        return await _evaluate_step(svc, req, progress, run, parent_id, action, context_ids)
+
+    claim_id = svc.store.claim(check)
+    assert target is not None
+    try:
+        return await _evaluate_step(svc, req, progress, *target, claim_id)
+    finally:
+        svc.store.release_claim(claim_id)  # a step that landed released it as it landed
 
 
 def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: int) -> CompileAndProfileResult | None:
@@ -480,6 +491,7 @@ async def _evaluate_step(
     parent_id: int | None,
     action: Kind | None,
     context_ids: list[int],
+    claim_id: int | None,
 ) -> CompileAndProfileResult:
     task_id = run.task_id if run is not None else req.task_id
     assert task_id is not None
@@ -537,6 +549,7 @@ async def _evaluate_step(
             evaluation=stored,
             reward=score,
             expansion_id=req.expansion_id,
+            claim_id=claim_id,
         )
         best_id = svc.store.run(run.id).best_node_id
     message = evaluation.message
@@ -573,13 +586,14 @@ def _target(
             raise RequestError("give expansion_id alone, or run_id with parent_id and action, not both")
         expansion = svc.store.expansion(req.expansion_id)
         run = svc.store.run(expansion.run_id)
-        _refuse_closed_run(run, _config(run), svc.pending)
+        under_way = _UnderWay.of(svc.store, run.id)
+        _refuse_closed_run(run, _config(run), under_way)
         parent = svc.store.node(expansion.node_id, run_id=run.id)
         if expansion.action is Kind.small:
             # another client's small step from this node may have landed, or be under way, since this
             # expansion was handed out
             _refuse_full_node(
-                parent, _config(run), svc.pending, f" since expansion {expansion.id} was made; call select_uct again"
+                parent, _config(run), under_way, f" since expansion {expansion.id} was made; call select_uct again"
             )
         _refuse_other_task(req, run)
         return run, expansion.node_id, expansion.action, expansion.context_ids
@@ -587,13 +601,14 @@ def _target(
         if req.parent_id is None or req.action is None:
             raise RequestError("with run_id, give parent_id and action (or use the expansion_id from expand_node)")
         run = svc.store.run(req.run_id)
-        _refuse_closed_run(run, _config(run), svc.pending)
+        under_way = _UnderWay.of(svc.store, run.id)
+        _refuse_closed_run(run, _config(run), under_way)
         _refuse_other_task(req, run)
         parent = svc.store.node(req.parent_id, run_id=run.id)
         action = Kind(req.action)
         _refuse_small_step_from_root(parent, action)
         if action is Kind.small:
-            _refuse_full_node(parent, _config(run), svc.pending, "; take a large step from it")
+            _refuse_full_node(parent, _config(run), under_way, "; take a large step from it")
         return run, parent.id, action, []
     if req.task_id is None:
         raise RequestError(
@@ -612,12 +627,12 @@ def _refuse_other_task(req: CompileAndProfileRequest, run: RunRecord) -> None:
         )
 
 
-def _refuse_closed_run(run: RunRecord, config: SearchConfig, pending: PendingSteps) -> None:
+def _refuse_closed_run(run: RunRecord, config: SearchConfig, under_way: _UnderWay) -> None:
     """A finished run, or one whose steps are all taken or being evaluated, takes no more (nothing is written
     or evaluated)."""
     if run.status == "finished":
         raise ConflictError(f"run {run.id} is finished; best_kernel gives its result, and start_run opens a new search")
-    if run.id in pending.finishing:
+    if under_way.finishing:
         raise ConflictError(
             f"run {run.id} is being finished (its best kernels are being measured again); best_kernel gives its "
             "result once finish_run returns, and start_run opens a new search"
@@ -627,8 +642,7 @@ def _refuse_closed_run(run: RunRecord, config: SearchConfig, pending: PendingSte
             f"run {run.id} has taken all {config.total_steps} of its steps; call finish_run to re-measure its best "
             "kernels, or start_run (with a larger total_steps) for a longer search"
         )
-    under_way = pending.steps[run.id]
-    if run.steps + under_way >= config.total_steps:
+    if run.steps + under_way.steps >= config.total_steps:
         raise ConflictError(
             f"run {run.id} has taken {run.steps} of its {config.total_steps} steps and the other "
             f"{config.total_steps - run.steps} are being evaluated now; get_run shows them as they land, and "
@@ -636,12 +650,12 @@ def _refuse_closed_run(run: RunRecord, config: SearchConfig, pending: PendingSte
         )
 
 
-def _refuse_full_node(node: NodeRecord, config: SearchConfig, pending: PendingSteps, advice: str) -> None:
+def _refuse_full_node(node: NodeRecord, config: SearchConfig, under_way: _UnderWay, advice: str) -> None:
     """A small step from a node whose small_step_limit is reached, counting the small steps from it that are
     being evaluated now, is refused before anything is evaluated or written."""
-    under_way = pending.small[node.id]
-    if node.small_children + under_way >= config.small_step_limit:
-        being = f" and {under_way} more being evaluated" if under_way else ""
+    small = under_way.small[node.id]
+    if node.small_children + small >= config.small_step_limit:
+        being = f" and {small} more being evaluated" if small else ""
         raise ConflictError(
             f"node {node.id} has {node.small_children} small-step children{being} "
             f"(small_step_limit is {config.small_step_limit}){advice}"
@@ -781,18 +795,27 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
             if run.final_node_id is not None
             else "already finished, with no correct kernel",
         )
-    if svc.pending.steps[run.id]:
-        raise ConflictError(
-            f"run {run.id} has {svc.pending.steps[run.id]} step(s) being evaluated now; call finish_run again once "
-            "they have landed (get_run shows them), so that the winner is chosen among them too"
-        )
-    if run.id in svc.pending.finishing:
-        raise ConflictError(f"run {run.id} is being finished by another call; best_kernel gives its result after")
-    svc.pending.finishing.add(run.id)
+
+    def check() -> ClaimSpec:
+        if svc.store.run(run.id).status == "finished":
+            raise ConflictError(
+                f"run {run.id} was finished by another call just now; call finish_run again for its result"
+            )
+        under_way = _UnderWay.of(svc.store, run.id)
+        if under_way.steps:
+            raise ConflictError(
+                f"run {run.id} has {under_way.steps} step(s) being evaluated now; call finish_run again once they "
+                "have landed (get_run shows them), so that the winner is chosen among them too"
+            )
+        if under_way.finishing:
+            raise ConflictError(f"run {run.id} is being finished by another call; best_kernel gives its result after")
+        return ClaimSpec(run_id=run.id, parent_id=None, kind="finish")
+
+    claim_id = svc.store.claim(check)
     try:
-        return await _finish(svc, run, progress)
+        return await _finish(svc, svc.store.run(run.id), progress)
     finally:
-        svc.pending.finishing.discard(run.id)
+        svc.store.release_claim(claim_id)
 
 
 async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> FinishRunResult:

@@ -302,7 +302,7 @@ async def test_steps_under_way_count_against_the_run_and_the_node_so_concurrent_
     state = get_run(svc, GetRunRequest(run_id=run.run_id))
     assert state.steps_done == 4 and rows(svc, "nodes") == 5
     assert get_node(svc, GetNodeRequest(node_id=head, include_code=False)).children == 3
-    assert svc.pending.steps == {} and svc.pending.small == {}
+    assert svc.store.claims(run.run_id) == []  # every step under way released its claim
     finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
     assert finished.final_node_id is not None
 
@@ -563,7 +563,7 @@ async def test_the_same_code_sent_while_its_first_call_is_evaluated_is_refused_n
         with pytest.raises(ConflictError, match="is being evaluated now by an earlier call"):
             await compile_and_profile(svc, request)
         gate.set()
-    assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 1 and not svc.pending.sent
+    assert get_run(svc, GetRunRequest(run_id=run.run_id)).steps_done == 1 and not svc.store.claims(run.run_id)
 
 
 async def test_the_same_code_for_a_new_expansion_is_a_new_step(svc: Services) -> None:
