@@ -78,7 +78,8 @@ def _other_server(home: Path, run_id: str, root: int, gate: Path) -> subprocess.
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        # the project first, then whatever the caller's path already holds (where the dependencies may live)
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)),
         start_new_session=True,
     )
     assert proc.stdout is not None

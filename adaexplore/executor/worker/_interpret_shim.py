@@ -3,7 +3,8 @@
 The plain interpreter cannot autotune without a driver, has no libdevice, computes bfloat16 on raw
 bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU uses TF32,
 ignores `tl.device_assert`, reads or writes any address it is given, and copies its own modules (inspect,
-numpy ...) into the module that defines a kernel. Each patch below fixes one of these. They rely on
+numpy ...) into the module that defines a kernel, and with numpy 2.4 or later cannot use a scalar argument as a
+loop bound. Each patch below fixes one of these. They rely on
 interpreter internals, which is why triton is pinned.
 
 `install()` must run after `TRITON_INTERPRET=1` is set and before the candidate module is imported.
@@ -504,7 +505,7 @@ def _install_bounds_checker() -> None:
     _Builder.create_atomic_cas = create_atomic_cas  # type: ignore[method-assign]
 
 
-# ---- 7. the rewritten kernel gets the one name it needs, not the interpreter's namespace -----------------
+# ---- 6. the rewritten kernel gets the one name it needs, not the interpreter's namespace -----------------
 # Triton's rewriter copies every global of its own module (inspect, numpy, ast ...) into the module that defines
 # the kernel, so the candidate's module would hold them after its first launch. The one name the rewritten code
 # uses is renamed to a special name, which a candidate cannot write, and only that name is added.
@@ -542,6 +543,23 @@ def _install_def_finder() -> None:
     _interp.FunctionRewriter._find_def = _find_def  # type: ignore[method-assign]
 
 
+# ---- 7. scalars as integers with any numpy ---------------------------------------------------------
+# The interpreter keeps a scalar argument as a one-element array and turns it into a Python int with `int(array)`
+# whenever Python asks for an index (`range(0, K, BK)`, slicing). numpy 2.4 made that conversion an error for
+# arrays of one dimension, so every kernel that loops up to a runtime size would fail there, as if by its own
+# fault. The launch-time patch of `tl.tensor` is wrapped to convert through `.item()`, as every numpy allows.
+
+
+def _install_index_conversion() -> None:
+    patch_lang_tensor = _interp._patch_lang_tensor
+
+    def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
+        patch_lang_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    _interp._patch_lang_tensor = _patch_lang_tensor
+
+
 def install() -> None:
     """Apply every patch. Requires `TRITON_INTERPRET=1` in the environment."""
     if not triton.knobs.runtime.interpret:
@@ -554,3 +572,4 @@ def install() -> None:
     _install_bounds_checker()
     _install_namespace_guard()
     _install_def_finder()
+    _install_index_conversion()

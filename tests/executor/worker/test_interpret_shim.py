@@ -5,6 +5,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import numpy
+import pytest
 
 PRELUDE = """
 import json, os
@@ -15,9 +19,11 @@ from triton.language.extra import libdevice
 """
 
 
-def run_interpreted(body: str) -> dict:
-    script = PRELUDE + textwrap.dedent(body)
+def run_interpreted(body: str, prelude: str = PRELUDE, path: Path | None = None) -> dict:
+    script = prelude + textwrap.dedent(body)
     env = dict(os.environ, TRITON_INTERPRET="1")
+    if path is not None:  # first on the path: what the script imports from there wins
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), env.get("PYTHONPATH")) if p)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -171,3 +177,50 @@ def test_device_assert_is_enforced() -> None:
             print(json.dumps({"error": str(exc.__cause__)}))
     """)
     assert result["error"] == "device_assert failed in program (0, 0, 0) (54 lanes): index past n"
+
+
+@pytest.fixture(scope="module")
+def numpy_2_4(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A folder holding numpy 2.4 to put first on the path, or None when the installed numpy is already that new
+    (as on GPU machines with a recent torch). The test suite pins numpy < 2.4, so it is fetched for this test."""
+    if tuple(int(p) for p in numpy.__version__.split(".")[:2]) >= (2, 4):
+        return None
+    target = tmp_path_factory.mktemp("numpy-2.4")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:", "--target"]
+    done = subprocess.run([*pip, str(target), "numpy==2.4.6"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"could not install numpy 2.4.6 for this test: {done.stderr[-2000:]}"
+    return target
+
+
+LOOP_TO_A_RUNTIME_SIZE = """
+    @triton.jit
+    def rowsum(x_ptr, o_ptr, K, BK: tl.constexpr):
+        acc = tl.zeros((BK,), tl.float32)
+        for k0 in range(0, K, BK):  # the bound is a scalar argument: Python asks the interpreter for an int
+            offs = k0 + tl.arange(0, BK)
+            acc += tl.load(x_ptr + offs, mask=offs < K, other=0.0)
+        tl.store(o_ptr, tl.sum(acc, axis=0))
+
+    x, o = torch.randn(1000), torch.empty(1)
+    try:
+        rowsum[(1,)](x, o, x.numel(), BK=128)
+        outcome = {"error": None, "close": bool(torch.allclose(o[0], x.sum(), atol=1e-4))}
+    except Exception as exc:
+        outcome = {"error": repr(exc.__cause__ or exc)}
+    import numpy
+    print(json.dumps({"numpy": numpy.__version__, **outcome}))
+"""
+
+
+def test_a_loop_up_to_a_runtime_size_runs_with_numpy_2_4(numpy_2_4: Path | None) -> None:
+    # Triton 3.6's own interpreter turns the bound into an int in a way that numpy 2.4 refused ...
+    plain = run_interpreted(
+        LOOP_TO_A_RUNTIME_SIZE, prelude="import json, torch, triton, triton.language as tl\n", path=numpy_2_4
+    )
+    assert plain["numpy"].startswith("2.") and int(plain["numpy"].split(".")[1]) >= 4, plain
+    assert "only 0-dimensional arrays can be converted to Python scalars" in str(plain["error"]), (
+        f"the plain interpreter no longer fails here ({plain}): patch 7 of the shim may no longer be needed"
+    )
+    # ... and with the shim it runs and sums right
+    patched = run_interpreted(LOOP_TO_A_RUNTIME_SIZE, path=numpy_2_4)
+    assert patched == {"numpy": plain["numpy"], "error": None, "close": True}
