@@ -1,5 +1,5 @@
 """`adaexplore explore` end to end: the real CLI in a subprocess, a scripted OpenAI-compatible server on
-127.0.0.1, and real evaluations (compile + interpret on this machine)."""
+127.0.0.1, and real evaluations (compile + interpret without a GPU, timed kernels on one)."""
 
 from __future__ import annotations
 
