@@ -77,9 +77,7 @@ def _other_server(home: Path, run_id: str, root: int, gate: Path) -> subprocess.
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
-        # the project first, then whatever the caller's path already holds (where the dependencies may live)
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)),
+        cwd=ROOT,  # `python -c` puts the working directory first on the path: the project and its tests
         start_new_session=True,
     )
     assert proc.stdout is not None

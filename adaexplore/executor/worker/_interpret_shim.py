@@ -3,9 +3,9 @@
 The plain interpreter cannot autotune without a driver, has no libdevice, computes bfloat16 on raw
 bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU uses TF32,
 ignores `tl.device_assert`, reads or writes any address it is given, and copies its own modules (inspect,
-numpy ...) into the module that defines a kernel, and with numpy 2.4 or later cannot use a scalar argument as a
-loop bound. Each patch below fixes one of these. They rely on
-interpreter internals, which is why triton is pinned.
+numpy ...) into the module that defines a kernel, and with numpy 2.4 or later cannot use a scalar argument as
+a loop bound. Each patch below fixes one of these. They rely on interpreter internals, which is why triton is
+pinned.
 
 `install()` must run after `TRITON_INTERPRET=1` is set and before the candidate module is imported.
 """

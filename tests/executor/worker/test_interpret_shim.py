@@ -179,11 +179,15 @@ def test_device_assert_is_enforced() -> None:
     assert result["error"] == "device_assert failed in program (0, 0, 0) (54 lanes): index past n"
 
 
+def _from_2_4(version: str) -> bool:
+    return tuple(int(p) for p in version.split(".")[:2]) >= (2, 4)
+
+
 @pytest.fixture(scope="module")
 def numpy_2_4(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     """A folder holding numpy 2.4 to put first on the path, or None when the installed numpy is already that new
     (as on GPU machines with a recent torch). The test suite pins numpy < 2.4, so it is fetched for this test."""
-    if tuple(int(p) for p in numpy.__version__.split(".")[:2]) >= (2, 4):
+    if _from_2_4(numpy.__version__):
         return None
     target = tmp_path_factory.mktemp("numpy-2.4")
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--only-binary=:all:", "--target"]
@@ -217,7 +221,7 @@ def test_a_loop_up_to_a_runtime_size_runs_with_numpy_2_4(numpy_2_4: Path | None)
     plain = run_interpreted(
         LOOP_TO_A_RUNTIME_SIZE, prelude="import json, torch, triton, triton.language as tl\n", path=numpy_2_4
     )
-    assert plain["numpy"].startswith("2.") and int(plain["numpy"].split(".")[1]) >= 4, plain
+    assert _from_2_4(plain["numpy"]), plain
     assert "only 0-dimensional arrays can be converted to Python scalars" in str(plain["error"]), (
         f"the plain interpreter no longer fails here ({plain}): patch 7 of the shim may no longer be needed"
     )
