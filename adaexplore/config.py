@@ -24,6 +24,15 @@ __all__ = [
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
 ModeName = Literal["strict", "kernelbench", "paper"]
+SandboxChoice = Literal["auto", "bwrap", "landlock", "none"]
+_SANDBOX_CHOICES = ("auto", "bwrap", "landlock", "none")
+
+
+def _sandbox_from_env() -> SandboxChoice:
+    value = os.environ.get("ADAEXPLORE_SANDBOX", "auto").strip() or "auto"
+    if value not in _SANDBOX_CHOICES:
+        raise ConfigError(f"ADAEXPLORE_SANDBOX={value!r} is not one of {', '.join(_SANDBOX_CHOICES)}")
+    return value  # type: ignore[return-value]
 
 
 def default_home() -> Path:
@@ -41,6 +50,22 @@ class ExecutorConfig(BaseModel):
     # The static rules that keep a candidate away from the measuring code (imports, introspection,
     # monkey-patching). Turn off only for trusted code: without them a candidate can forge its result.
     enforce_policy: bool = True
+    # The operating system's wall around every process that runs candidate or task code. "auto": bubblewrap
+    # where it works, else Landlock with seccomp; the evaluator refuses to start when neither does. "none"
+    # runs candidates with the rights of this process (logged, and named in every result's provenance).
+    # $ADAEXPLORE_SANDBOX overrides it.
+    sandbox: SandboxChoice = Field(default_factory=lambda: _sandbox_from_env())
+    # Host memory one worker may use (its address space on the CPU backends, its written memory on a GPU,
+    # where CUDA reserves far more address space than it uses). None: a quarter of this machine's memory.
+    worker_memory_bytes: int | None = Field(default=None, gt=0)
+    # A worker's own Triton cache and temporary files (a size-limited memory file system under bubblewrap).
+    worker_cache_bytes: int = Field(default=1 << 30, gt=0)
+    # What a candidate's worker may write to its exchange directory (outputs for the judge).
+    worker_disk_bytes: int = Field(default=16 << 30, gt=0)
+    # Turns off the static policy and the worker's runtime guard together, to test that the sandbox holds
+    # by itself. Refused unless $ADAEXPLORE_TESTING is 1: outside the tests it would let a candidate forge
+    # its result.
+    disable_guards_for_tests: bool = False
     # Larger sources are refused before any process starts; real kernels are a few kB.
     max_source_bytes: int = Field(default=1_000_000, gt=0)
     # Import, construction and Triton compilation of a candidate (autotuned kernels compile many configs).
@@ -72,6 +97,19 @@ class ExecutorConfig(BaseModel):
     # Where the per-GPU lock files live, so that every adaexplore process on the machine (the MCP server,
     # headless runs, benchmarks) measures on a GPU alone. None: adaexplore-device-locks in the temp directory.
     device_lock_dir: Path | None = None
+
+    @model_validator(mode="after")
+    def _guards_only_in_tests(self) -> ExecutorConfig:
+        if self.disable_guards_for_tests and os.environ.get("ADAEXPLORE_TESTING") != "1":
+            raise ValueError(
+                "disable_guards_for_tests turns off the policy and the runtime guard, which only the test suite "
+                "may do (it sets ADAEXPLORE_TESTING=1); use enforce_policy = false for trusted code instead"
+            )
+        return self
+
+    @property
+    def policy_on(self) -> bool:
+        return self.enforce_policy and not self.disable_guards_for_tests
 
 
 class SearchConfig(BaseModel):

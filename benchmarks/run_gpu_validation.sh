@@ -4,6 +4,7 @@
 #   benchmarks/run_gpu_validation.sh suites     # bad input and the evaluator suite, timing, CLI (about 5 min)
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
+#   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -26,6 +27,13 @@ case "${1:-tests}" in
       --compile 2>&1 | tee "$OUT/profile_compile.txt"
     timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py \
       --only cost,repeat,backtoback,dobench,references,concurrency,cpu --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+    ;;
+  sandbox)
+    timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider -rs --durations=10 \
+      tests/sandbox tests/executor/test_sandbox_plan.py 2>&1 | tee "$OUT/pytest-sandbox.log"
+    timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/sandbox_bench.py --task examples/tasks/gemm_epilogue.py \
+      --kernel examples/kernels/gemm_epilogue/correct.py --evals "${EVALS:-4}" --json "$OUT/sandbox.json" \
+      2>&1 | tee "$OUT/sandbox-bench.log"
     ;;
   compile)
     for round in 1 2 3; do

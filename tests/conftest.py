@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import torch
 
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.executor import Evaluator
+
+# Settings that exist for tests only (executor.disable_guards_for_tests) are accepted where this is set.
+os.environ["ADAEXPLORE_TESTING"] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

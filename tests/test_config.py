@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.config import Settings
+from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.errors import ConfigError
 
 
@@ -40,3 +40,19 @@ def test_home_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("ADAEXPLORE_HOME", str(tmp_path))
     assert Settings().home == tmp_path
     assert Settings().cache_dir == tmp_path / "cache"
+
+
+def test_the_guards_can_be_turned_off_only_inside_the_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ExecutorConfig(disable_guards_for_tests=True).policy_on is False  # conftest sets ADAEXPLORE_TESTING
+    monkeypatch.delenv("ADAEXPLORE_TESTING")
+    with pytest.raises(ValueError, match="only the test suite may do"):
+        ExecutorConfig(disable_guards_for_tests=True)
+    assert ExecutorConfig(enforce_policy=False).policy_on is False
+
+
+def test_the_sandbox_setting_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADAEXPLORE_SANDBOX", "landlock")
+    assert ExecutorConfig().sandbox == "landlock"
+    monkeypatch.setenv("ADAEXPLORE_SANDBOX", "docker")
+    with pytest.raises(ConfigError, match="ADAEXPLORE_SANDBOX='docker' is not one of auto, bwrap, landlock, none"):
+        ExecutorConfig()

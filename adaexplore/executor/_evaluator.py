@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -73,6 +75,7 @@ from adaexplore.executor._protocol import (
     TimeReference,
     TrialsDone,
 )
+from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor._task import Task, code_hash
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
@@ -141,7 +144,8 @@ class _Run:
         self.compile_target: str | None = None
         self.sizes: str = "full"
         self.fingerprint = ""
-        self.exchange: Path | None = None
+        # the directories of the workers this evaluation used (their paths are scrubbed from messages)
+        self.exchanges: list[Path] = []
 
     async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress is not None:
@@ -169,8 +173,8 @@ class _Run:
             self.phases[name] = round(self.phases.get(name, 0.0) + time.perf_counter() - start, 4)
 
     def scrub(self, text: str) -> str:
-        if self.exchange is not None:
-            text = text.replace(str(self.exchange / "candidate.py"), "candidate.py").replace(str(self.exchange), ".")
+        for exchange in self.exchanges:
+            text = text.replace(str(exchange / "candidate.py"), "candidate.py").replace(str(exchange), ".")
         return text
 
 
@@ -189,6 +193,10 @@ class Evaluator:
         self._device_locks: dict[int, DeviceLock] = {}
         self._next_device = 0
         self._worker_env = self._make_worker_env()
+        self.sandbox: SandboxPlan | None = None
+        # the directory that holds every worker's own exchange directory, and the tasks the judges read
+        self._exchange: Path | None = None
+        self._spawned = 0
 
     # lifecycle ---------------------------------------------------------------------------------
     async def __aenter__(self) -> Evaluator:
@@ -197,6 +205,10 @@ class Evaluator:
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._shutdown)
         _remove_orphaned_exchanges()
+        self.sandbox = await detect_sandbox(self.settings)
+        _not_dumpable()
+        self._exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=_exchange_root()))
+        (self._exchange / "tasks").mkdir()
         self.environment = await probe_environment(self._worker_env)
         for backend in self._default_backends():
             for device in self._devices(backend):
@@ -241,6 +253,8 @@ class Evaluator:
                 await pool.aclose()
             for judge in self._judges.values():
                 await judge.aclose()
+            if self._exchange is not None:
+                shutil.rmtree(self._exchange, ignore_errors=True)
 
     def _make_worker_env(self) -> dict[str, str]:
         # Workers run untrusted code: they get no credentials (API keys, tokens, passwords) of this process.
@@ -249,7 +263,6 @@ class Evaluator:
         env.pop("TRITON_INTERPRET", None)
         package_root = str(Path(adaexplore.__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        env["TRITON_CACHE_DIR"] = str(self.settings.cache_dir / "triton")
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
@@ -277,15 +290,20 @@ class Evaluator:
         gate = self._device_lock(device) if backend is Backend.cuda and role == "candidate" else None
 
         async def spawn() -> WorkerProcess:
-            assert self._tg is not None
+            assert self._tg is not None and self.sandbox is not None and self._exchange is not None
+            self._spawned += 1
             return await WorkerProcess.start(
                 self._tg,
-                role=role,
+                role=role,  # type: ignore[arg-type]
                 backend=backend.value,
-                device=device,  # type: ignore[arg-type]
+                device=device,
                 env=env,
                 output_limit=self.config.output_limit_bytes,
                 gate=(lambda: gate) if gate is not None else None,
+                sandbox=self.sandbox,
+                exchange=self._exchange / f"{role}-{backend.value}-{device}-{self._spawned}",
+                exchange_root=self._exchange,
+                settings=self.settings,
             )
 
         return spawn
@@ -363,9 +381,6 @@ class Evaluator:
             message = self._ok_message(run)
         except _Verdict as verdict:
             status, message, error = verdict.status, verdict.message, verdict.error
-        finally:
-            if run.exchange is not None:
-                shutil.rmtree(run.exchange, ignore_errors=True)
         await run.report("done", status.value)
         return self._result(run, status, message, error)
 
@@ -384,7 +399,8 @@ class Evaluator:
         # the judge this machine's evaluations use: the GPU's, or the CPU's
         numeric = Backend.cuda if Backend.cuda in self._default_backends() else Backend.interpret
         run = _Run(task, "", Mode(self.config.mode), None)
-        job = self._job(run, numeric, self._task_file(task))
+        task_path = self._task_file(task)
+        job = self._job(run, numeric, task_path.parent, task_path)
         device = self._pick_device(numeric)
         judge = self._judge(numeric, device)
         lock = self._device_lock(device) if numeric is Backend.cuda else None
@@ -460,7 +476,7 @@ class Evaluator:
                 traceback=f"candidate.py, {where}: {exc.msg}\n{(exc.text or '').rstrip()}",
             )
             raise _Verdict(Status.syntax_error, f"SyntaxError: {exc.msg} ({where})", detail) from exc
-        violations = check_policy(tree, source=run.code) if self.config.enforce_policy else []
+        violations = check_policy(tree, source=run.code) if self.config.policy_on else []
         if violations:
             run.add_flags(
                 [AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations]
@@ -477,32 +493,30 @@ class Evaluator:
         self, run: _Run, backends: list[Backend], *, with_compile: bool, fresh_reference: bool
     ) -> None:
         assert self.environment is not None
-        task_path = self._task_file(run.task)
         run.planned = backends
-        run.exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=_exchange_root()))
-        (run.exchange / "candidate.py").write_text(run.code)
         for backend in backends:
             run.backends.append(backend)
             if backend is Backend.compile:
                 run.compile_target = "cuda:90"
-                await self._compile_stage(run, task_path)
+                await self._compile_stage(run)
             else:
                 timed = backend is Backend.cuda or self.config.time_on_cpu
                 await self._numeric_stage(
-                    run, backend, task_path, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
+                    run, backend, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
                 )
 
     def _task_file(self, task: Task) -> Path:
-        directory = self.settings.cache_dir / "tasks"
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{task.hash}.py"
+        """The task's source where the judges can read it."""
+        assert self._exchange is not None
+        path = self._exchange / "tasks" / f"{task.hash}.py"
         if not path.exists() or path.read_text() != task.source:
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
             temporary.write_text(task.source)
             temporary.replace(path)
         return path
 
-    def _job(self, run: _Run, backend: Backend, task_path: Path) -> JobSpec:
+    def _job(self, run: _Run, backend: Backend, exchange: Path, task_path: Path | None = None) -> JobSpec:
+        """A job for a worker whose directory is `exchange`, where the candidate and the task are written."""
         small = backend is not Backend.cuda
         run.sizes = "small" if small else "full"
         spec = run.spec
@@ -514,10 +528,15 @@ class Evaluator:
                 "trial_seeds": [draw.randrange(2**31) for _ in range(spec.trials)],
                 "timing_seed": draw.randrange(2**31),
             }
+        if task_path is None:
+            task_path = exchange / "task.py"
+            task_path.write_text(run.task.source)
+            (exchange / "candidate.py").write_text(run.code)
+            run.exchanges.append(exchange)
         return JobSpec(
             job_id=secrets.token_hex(8),
             task_path=str(task_path),
-            exchange_dir=str(run.exchange),
+            exchange_dir=str(exchange),
             sizes=run.sizes,
             small_sizes=run.task.small_sizes if small else None,
             mode=run.mode,
@@ -527,7 +546,8 @@ class Evaluator:
             allow_tf32_cudnn=spec.allow_tf32_cudnn,
             allowed_precision=run.task.allowed_precision,
             generate_on_device=spec.generate_on_device and backend is Backend.cuda,
-            enforce_policy=self.config.enforce_policy,
+            enforce_policy=self.config.policy_on,
+            runtime_guard=not self.config.disable_guards_for_tests,
             **seeds,
         )
 
@@ -590,11 +610,21 @@ class Evaluator:
             if isinstance(event, TaskFailed):
                 raise TaskError(f"task {run.task.name!r}: {event.message}")
             if isinstance(event, until):
+                if worker.over_quota():
+                    raise self._died(run, worker, WorkerDied(worker.returncode), what)
                 return event
             raise _Verdict(Status.infra_error, f"unexpected {event.kind} message from the worker during {what}")
 
     def _died(self, run: _Run, worker: WorkerProcess, exc: WorkerDied, what: str) -> _Verdict:
+        if worker.violation is not None:
+            return _Verdict(Status.runtime_error, f"{worker.violation} during {what}")
         code = worker.returncode
+        if code == -signal.SIGXFSZ:
+            return _Verdict(
+                Status.runtime_error,
+                f"the candidate wrote a file larger than the limit of {self.config.worker_disk_bytes / 2**20:.0f} MiB "
+                f"(executor.worker_disk_bytes) during {what}",
+            )
         if code is not None and code < 0:
             name = _SIGNALS.get(code, f"signal {-code}")
             return _Verdict(
@@ -608,10 +638,11 @@ class Evaluator:
             f"the process running the candidate exited (code {code}) during {what}. {exc.detail} {tail}".strip(),
         )
 
-    async def _compile_stage(self, run: _Run, task_path: Path) -> None:
-        job = self._job(run, Backend.compile, task_path)
+    async def _compile_stage(self, run: _Run) -> None:
         await run.report("compiling", "compiling every kernel for sm_90")
         async with self._candidate(run, Backend.compile, 0) as (worker, _):
+            assert worker.exchange is not None
+            job = self._job(run, Backend.compile, worker.exchange)
             with run.phase("compile_check"):
                 await worker.send(
                     RunCandidate(
@@ -632,13 +663,14 @@ class Evaluator:
         run.phases["compile"] = round(run.phases.get("compile", 0.0) + compiled.compile_s, 4)
 
     async def _numeric_stage(
-        self, run: _Run, backend: Backend, task_path: Path, *, timed: bool, with_compile: bool, fresh_reference: bool
+        self, run: _Run, backend: Backend, *, timed: bool, with_compile: bool, fresh_reference: bool
     ) -> None:
         device = self._pick_device(backend)
-        job = self._job(run, backend, task_path)
         judge = self._judge(backend, device)
         lock = self._device_lock(device) if backend is Backend.cuda else None
         async with self._candidate(run, backend, device) as (worker, _):
+            assert worker.exchange is not None
+            job = self._job(run, backend, worker.exchange)
             await worker.send(
                 RunCandidate(
                     job=job,
@@ -946,8 +978,12 @@ class Evaluator:
             n = len(run.correctness.trials)
             where = "on the GPU" if Backend.cuda in run.backends else "in the interpreter at small sizes"
             parts.append(f"correct in {n}/{n} trials {where}")
-        if Backend.compile in run.backends:
-            parts.append("compiles for sm_90" + (" (not executed)" if run.correctness is None else ""))
+        # the interpreter compiles each launch it runs for sm_90 too, and says so in a flag
+        if Backend.compile in run.backends or any(f.code == "compiled_for_sm90" for f in run.audit.flags):
+            sizes = run.task.small_sizes if run.sizes == "small" else None
+            listed = ", ".join(f"{k}={v}" for k, v in (sizes or {}).items())
+            at = f" at the small sizes ({listed}), not the task's full ones" if listed else " at the task's sizes"
+            parts.append("compiles for sm_90" + at + (" (not executed)" if run.correctness is None else ""))
         if run.timing is not None:
             t = run.timing
             parts.append(
@@ -984,6 +1020,8 @@ class Evaluator:
             seeds=run.seeds,
             timing_method=run.timing.method if run.timing else None,
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            sandbox=self.sandbox.kind if self.sandbox is not None else "none",
+            sandbox_detail=versions.get("sandbox"),
         )
         run.phases["total"] = round(time.perf_counter() - run.started, 4)
         return Evaluation(
@@ -1024,6 +1062,15 @@ class _Pending:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+def _not_dumpable() -> None:
+    """No process of this user may read this one's memory, environment or file descriptors (the server's keys
+    and the store's connection are in them), and it leaves no core file."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0)  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):  # not Linux
+        pass
 
 
 def _remove_orphaned_exchanges() -> None:

@@ -184,6 +184,9 @@ class Provenance(_Model):
     seeds: Seeds | None = None
     timing_method: str | None = None
     finished_at: str
+    # The operating system's wall around the workers: bwrap, landlock+seccomp or none; and what it held.
+    sandbox: str = "none"
+    sandbox_detail: str | None = None
 
 
 class Evaluation(_Model):

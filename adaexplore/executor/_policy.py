@@ -19,7 +19,16 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["ALLOWED_IMPORTS", "Violation", "attribute_refused", "banned_name", "check_policy", "defines_model_new"]
+__all__ = [
+    "ALLOWED_IMPORTS",
+    "Violation",
+    "attribute_refused",
+    "banned_name",
+    "check_policy",
+    "defines_model_new",
+    "guard_own_roots",
+    "needs_owner",
+]
 
 # Modules a candidate may import. Everything a Triton kernel needs, and nothing that reaches the
 # process, the file system or the interpreter's internals.
@@ -503,6 +512,212 @@ _SETTABLE_ATTRS = frozenset({"data", "requires_grad", "grad", "weight", "bias"})
 _PLAIN_STRINGS = _ALLOWED_DUNDERS | _ALLOWED_DUNDER_NAMES | {"__main__"}
 
 
+# A method's first parameter is trusted only while the method is called on an instance of the candidate's
+# class. Read through the class (Helper.go, getattr(Helper, "go"), type(x).go, super() in a classmethod) the
+# method is a plain function, and any object (a JITFunction, Triton's interpreter) could be passed as self.
+_DETOUR_ADVICE = "call the method on an instance of your class (obj.{name}(...), or super().{name}(...) in a method)"
+# Decorators a method with a trusted first parameter may carry: each binds the method to the instance it is
+# read from. A decorator of the candidate's own would receive the bare function and could call it with any
+# object as self.
+_METHOD_DECORATORS = frozenset(
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.cached_property",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.enable_grad",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+        "torch.cuda.amp.custom_fwd",
+        "torch.cuda.amp.custom_bwd",
+        "torch.autograd.function.once_differentiable",
+        "abc.abstractmethod",
+        "typing.final",
+        "typing.override",
+        "typing.overload",
+        "typing.no_type_check",
+    }
+)
+_PROPERTY_PARTS = frozenset({"setter", "getter", "deleter"})
+# The static methods torch calls with an autograd context as first argument, through Function.apply.
+_AUTOGRAD_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "vjp", "vmap"})
+_AUTOGRAD_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
+
+@dataclass
+class _ClassInfo:
+    methods: set[str]  # its methods with a trusted first parameter, its own and those of the module's bases
+    autograd: bool  # derives from torch.autograd.Function
+
+
+def _import_aliases(tree: ast.AST) -> dict[str, str]:
+    """Import alias -> dotted name, from every import in the module (the checker's own table fills in
+    source order; the class tables need it before)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                first = alias.name.split(".")[0]
+                aliases[alias.asname or first] = alias.name if alias.asname else first
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, aliases)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _is_kernel(node: ast.AST, aliases: dict[str, str]) -> bool:
+    """A function decorated by Triton (jit, autotune, heuristics): Triton compiles or interprets its source."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    for decorator in node.decorator_list:
+        dotted = _dotted(decorator.func if isinstance(decorator, ast.Call) else decorator, aliases)
+        if dotted and dotted.split(".")[0] == "triton":
+            return True
+    return False
+
+
+def _trusted_first(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    positional = [*node.args.posonlyargs, *node.args.args]
+    return positional[0].arg if positional and positional[0].arg in _OWN_ROOTS else None
+
+
+def _named_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, bound: set[str]) -> bool:
+    return name not in bound and any(isinstance(d, ast.Name) and d.id == name for d in node.decorator_list)
+
+
+def _is_classmethod(node: ast.FunctionDef | ast.AsyncFunctionDef, bound: set[str]) -> bool:
+    """The outermost decorator is the builtin classmethod: read through the class, cls is bound to it."""
+    first = node.decorator_list[0] if node.decorator_list else None
+    return isinstance(first, ast.Name) and first.id == "classmethod" and "classmethod" not in bound
+
+
+def _module_classes(tree: ast.AST, aliases: dict[str, str], bound: set[str]) -> dict[str, _ClassInfo]:
+    """The classes the module defines (at any depth, by name), with the methods that must not be read through
+    the class: those whose first parameter the rules trust, classmethods (bound on the class) aside."""
+    classes: dict[str, _ClassInfo] = {}
+    bases: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        info = classes.setdefault(node.name, _ClassInfo(set(), False))
+        for item in node.body:
+            if (
+                isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                and _trusted_first(item)
+                and not _is_classmethod(item, bound)
+                and not _is_kernel(item, aliases)
+            ):
+                info.methods.add(item.name)
+        for base in node.bases:
+            if isinstance(base, ast.Name | ast.Attribute):
+                bases.setdefault(node.name, set()).add(base.id if isinstance(base, ast.Name) else base.attr)
+            info.autograd |= _dotted(base, aliases) in _AUTOGRAD_BASES
+    changed = True
+    while changed:  # what a class inherits from the module's own classes
+        changed = False
+        for name, info in classes.items():
+            for base in bases.get(name, set()) & classes.keys():
+                inherited = classes[base]
+                if not inherited.methods <= info.methods or (inherited.autograd and not info.autograd):
+                    info.methods |= inherited.methods
+                    info.autograd |= inherited.autograd
+                    changed = True
+    return classes
+
+
+def _class_scope_names(node: ast.AST, skip: set[int]) -> list[ast.Name]:
+    """The names read in the scope a class body runs in: its statements, and the decorators, defaults and bases
+    of what it defines, not the bodies of its functions and nested classes (their own scopes)."""
+    if isinstance(node, ast.Name):
+        return [] if id(node) in skip else [node]
+    children: list[ast.AST | None]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        children = [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]
+    elif isinstance(node, ast.Lambda):
+        children = [*node.args.defaults, *node.args.kw_defaults]
+    elif isinstance(node, ast.ClassDef):
+        children = [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    else:
+        children = list(ast.iter_child_nodes(node))
+    return [name for child in children if child is not None for name in _class_scope_names(child, skip)]
+
+
+def needs_owner(name: str) -> bool:
+    """Whether the rules allow reading attribute `name` only on the candidate's own objects (self._x)."""
+    return attribute_refused(name, owned=False) is not None and attribute_refused(name, owned=True) is None
+
+
+class _OwnRootGuard(ast.NodeTransformer):
+    """Puts `guard(root, "attr")` in place of a trusted root (self, cls, ctx) wherever the rules trusted it:
+    reading an attribute only owners may read, and setting or deleting attributes through it."""
+
+    def __init__(self, guard: str, aliases: dict[str, str]) -> None:
+        self.guard = guard
+        self.aliases = aliases
+
+    def _wrap(self, root: ast.Name, attr: str) -> ast.Call:
+        call = ast.Call(
+            func=ast.copy_location(ast.Name(id=self.guard, ctx=ast.Load()), root),
+            args=[root, ast.copy_location(ast.Constant(value=attr), root)],
+            keywords=[],
+        )
+        return ast.copy_location(call, root)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.ctx, ast.Load):
+            if isinstance(node.value, ast.Name) and node.value.id in _OWN_ROOTS and needs_owner(node.attr):
+                node.value = self._wrap(node.value, node.attr)
+        else:
+            holder: ast.Attribute | ast.Subscript = node
+            while isinstance(holder.value, ast.Attribute | ast.Subscript):
+                holder = holder.value
+            if isinstance(holder.value, ast.Name) and holder.value.id in _OWN_ROOTS:
+                holder.value = self._wrap(holder.value, node.attr)
+        self.generic_visit(node)
+        return node
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        if not _is_kernel(node, self.aliases):
+            self.generic_visit(node)
+            return node
+        # Triton reads a kernel's source from the file; only what runs around it is rewritten
+        for field in ("decorator_list", "args", "returns"):
+            value = getattr(node, field)
+            if isinstance(value, list):
+                setattr(node, field, [self.visit(item) for item in value])
+            elif value is not None:
+                setattr(node, field, self.visit(value))
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return self._function(node)
+
+
+def guard_own_roots(tree: ast.Module, guard: str) -> ast.Module:
+    """`tree` with every use of a trusted root that the rules allow only on the candidate's own objects routed
+    through the builtin named `guard` (called as guard(obj, attribute_name), returning obj), for the worker to
+    check at run time what no static rule can see: which object a method was really called with. Positions
+    (and so line numbers, tracebacks and Triton's reading of kernels from the file) are kept; the bodies of
+    Triton's kernels are left as they are."""
+    return _OwnRootGuard(guard, _import_aliases(tree)).visit(tree)  # type: ignore[no-any-return]
+
+
 def _plain_format(text: str) -> bool:
     """True if every field of a format string is empty, a number or a name: no attribute or item access,
     and no nested field in the spec."""
@@ -581,6 +796,11 @@ class _Checker(ast.NodeVisitor):
         self._type_calls: set[int] = set()  # `type` names called with one argument, the one use allowed
         # names the module binds, and those of the classes and functions it defines (see _module_names)
         self.bound, self.defined = _module_names(tree)
+        self._classes = _module_classes(tree, _import_aliases(tree), self.bound)
+        self._any_methods: set[str] = set().union(*(c.methods for c in self._classes.values()))
+        self._class_uses: set[int] = set()  # names of classes where a class may stand (isinstance, except ...)
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+        self._kernel_depth = 0  # inside a Triton kernel, which nothing calls as a method
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
@@ -588,6 +808,17 @@ class _Checker(ast.NodeVisitor):
     # imports -------------------------------------------------------------------------------------
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         self._check_own_root(node, node.name)
+        self._allow_class(node.type)
+        self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        self._allow_class(node.exc)
+        self._allow_class(node.cause)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for operand in [node.left, *node.comparators]:
+            self._allow_class(operand)
         self.generic_visit(node)
 
     def visit_MatchAs(self, node: ast.MatchAs) -> None:
@@ -728,7 +959,153 @@ class _Checker(ast.NodeVisitor):
             refused = attribute_refused(node.attr, owned=self._owned(node.value))
             if refused:
                 self._add(node, *refused)
+        self._check_detour(node, node.value, node.attr)
         self.generic_visit(node)
+
+    # methods read through their class -------------------------------------------------------------
+    def _allow_class(self, node: ast.expr | None) -> None:
+        for item in node.elts if isinstance(node, ast.Tuple) else [node]:
+            if isinstance(item, ast.Name):
+                self._class_uses.add(id(item))
+
+    def _super_binds(self, call: ast.Call) -> bool:
+        """Whether super(...) here is bound to the instance a plain method was called on, so that the methods
+        read from it are bound too (in a classmethod, or any function but a method, they are not)."""
+        function = self._functions[-1] if self._functions else None
+        if not isinstance(function, ast.FunctionDef) or id(function) not in self._methods:
+            return False
+        if _trusted_first(function) != "self" or any(
+            _named_decorator(function, name, self.bound) for name in ("classmethod", "staticmethod")
+        ):
+            return False
+        return not call.args or (
+            len(call.args) == 2 and isinstance(call.args[1], ast.Name) and call.args[1].id == "self"
+        )
+
+    def _class_of(self, node: ast.expr) -> tuple[str, set[str]] | None:
+        """(how to name it, its methods that must not be read from it) when `node` is a class of the module's
+        own, or may be one: cls, type(x), super() where it is not bound to an instance."""
+        if isinstance(node, ast.Name) and node.id in self._classes:
+            return node.id, self._classes[node.id].methods
+        if isinstance(node, ast.Name) and node.id == "cls":
+            return "cls", self._any_methods
+        if isinstance(node, ast.Attribute) and node.attr in self._classes:
+            return node.attr, self._classes[node.attr].methods
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.bound:
+            if node.func.id == "type":
+                return "type(...)", self._any_methods
+            if node.func.id == "super" and not self._super_binds(node):
+                return "super() outside a plain method", self._any_methods
+        return None
+
+    def _check_detour(self, node: ast.AST, value: ast.expr, name: str) -> None:
+        found = self._class_of(value)
+        if found is not None and name in found[1]:
+            self._add(
+                node,
+                "method_detour",
+                f"You cannot read the method {name} through {found[0]}: a method read through its class takes "
+                f"any object as self, which the rules trust as your own. Instead, "
+                + _DETOUR_ADVICE.format(name=name)
+                + ".",
+            )
+
+    def _check_class_value(self, node: ast.Name) -> None:
+        if id(node) in self._bases or id(node) in self._called or id(node) in self._class_uses:
+            return
+        if node.id == "cls" or (node.id in self._classes and self._classes[node.id].methods):
+            self._add(
+                node,
+                "method_detour",
+                f"You cannot use the class {node.id} as a value: whatever receives it could call its methods with "
+                f"any object as self. Create instances ({node.id}(...)), read its constants ({node.id}.NAME) or "
+                f"test with isinstance(x, {node.id}); call the method on an instance of your class.",
+            )
+
+    def _allowed_decorator(self, decorator: ast.expr, properties: set[str]) -> bool:
+        if (
+            isinstance(decorator, ast.Attribute)
+            and decorator.attr in _PROPERTY_PARTS
+            and isinstance(decorator.value, ast.Name)
+            and decorator.value.id in properties
+        ):
+            return True  # @x.setter
+        target, arguments = decorator, []
+        if isinstance(decorator, ast.Call):
+            target, arguments = decorator.func, [*decorator.args, *(k.value for k in decorator.keywords)]
+        if isinstance(target, ast.Name) and target.id not in self.bound and target.id in _METHOD_DECORATORS:
+            name: str | None = target.id
+        else:
+            name = self._resolve(target)
+        if name not in _METHOD_DECORATORS:
+            return False
+        # arguments of imports and builtins only: functools.partial(f) would hand the function to f
+        return all(
+            not isinstance(n, ast.Name) or n.id in self.aliases or (n.id not in self.bound and n.id in _BUILTIN_NAMES)
+            for argument in arguments
+            for n in ast.walk(argument)
+        )
+
+    def _check_methods(self, node: ast.ClassDef) -> None:
+        info = self._classes.get(node.name)
+        methods = [item for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)]
+        plain = {item.name for item in methods if _trusted_first(item) and not _is_kernel(item, self.aliases)}
+        for item in methods:
+            first = _trusted_first(item)
+            if first is None or _is_kernel(item, self.aliases):
+                continue
+            for decorator in item.decorator_list:
+                if not self._allowed_decorator(decorator, plain):
+                    self._add(
+                        decorator,
+                        "method_detour",
+                        f"You cannot decorate the method {item.name} with {ast.unparse(decorator)}: a decorator "
+                        f"receives the bare function, which takes any object as {first}. Use @staticmethod, "
+                        "@classmethod, @property, functools' caches or torch.no_grad(), or call your helper "
+                        "inside the method.",
+                    )
+            autograd = info is not None and info.autograd and item.name in _AUTOGRAD_METHODS
+            if _named_decorator(item, "staticmethod", self.bound) and not autograd:
+                self._add(
+                    item,
+                    "method_detour",
+                    f"You cannot name the first parameter of the static method {item.name} {first}: a static method "
+                    "takes any object there, and the rules trust that name as your own object. Rename it (only "
+                    "forward and backward of a torch.autograd.Function take ctx).",
+                )
+        # at class level a method is the bare function (`alias = go`, `staticmethod(go)`)
+        skip = {
+            id(d.value)
+            for item in methods
+            for d in item.decorator_list
+            if isinstance(d, ast.Attribute) and d.attr in _PROPERTY_PARTS
+        }
+        for statement in node.body:
+            for name in _class_scope_names(statement, skip):
+                if isinstance(name.ctx, ast.Load) and name.id in plain:
+                    self._add(
+                        name,
+                        "method_detour",
+                        f"You cannot use the method {name.id} as a value in the body of class {node.name}: there it "
+                        f"is the bare function, which takes any object as self. Instead, "
+                        + _DETOUR_ADVICE.format(name=name.id)
+                        + ".",
+                    )
+
+    def _named_base(self, node: ast.expr) -> bool:
+        """A base class named as an import, a class of the module or a builtin class (not computed)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases or node.id in self._classes:
+                return True
+            # `type` among them: it has a rule of its own
+            return node.id not in self.bound and isinstance(getattr(builtins, node.id, None), type)
+        if isinstance(node, ast.Attribute):
+            return self._resolve(node) is not None or (node.attr in self._classes and self._named_base(node.value))
+        if isinstance(node, ast.Subscript):
+            return self._named_base(node.value)
+        if isinstance(node, ast.Call):  # collections.namedtuple(...)
+            return self._resolve(node.func) is not None
+        return False
 
     def _check_def_lines(self, node: ast.Constant | ast.JoinedStr) -> None:
         """Triton reads a kernel's source text back from the file and cuts it at a line that starts with
@@ -767,6 +1144,7 @@ class _Checker(ast.NodeVisitor):
                 self._add(node, "introspection", f"You cannot use the string {text!r}; it names an internal attribute.")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        self._allow_class(node.cls)
         # `case C(attr=pattern)` reads attr of the subject: the same rules as `subject.attr`
         for name in node.kwd_attrs:
             refused = attribute_refused(name, owned=False)
@@ -783,9 +1161,9 @@ class _Checker(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
-    @staticmethod
-    def _owned(value: ast.expr) -> bool:
-        return isinstance(value, ast.Name) and value.id in ("self", "cls")
+    def _owned(self, value: ast.expr) -> bool:
+        # a kernel is never called as a method: a `self` it reads from around it may be anything
+        return not self._kernel_depth and isinstance(value, ast.Name) and value.id in ("self", "cls")
 
     def _check_rebinding(self, node: ast.AST, name: str) -> None:
         """Attributes may be set on the classes and functions the module defines; a parameter or a variable
@@ -827,6 +1205,11 @@ class _Checker(ast.NodeVisitor):
         ):
             # as a base (`class M(type)`), an alias or an argument, it makes classes out of strings
             self._add(node, "banned_builtin", "You cannot use type except as type(x) with one argument.")
+        if isinstance(node.ctx, ast.Load):
+            self._check_class_value(node)
+        if isinstance(node.ctx, ast.Load) and node.id == "super" and "super" not in self.bound:
+            if id(node) not in self._called:
+                self._add(node, "banned_builtin", "You cannot use super except as super().method(...).")
         if (
             isinstance(node.ctx, ast.Load)
             and node.id not in self.bound
@@ -862,6 +1245,28 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         self._called.add(id(func))
+        builtin = func.id if isinstance(func, ast.Name) and func.id not in self.bound else None
+        if builtin in ("getattr", "hasattr"):  # a method read by getattr has a rule of its own (_check_detour)
+            self._allow_class(node.args[0] if node.args else None)
+        if builtin in ("isinstance", "issubclass"):
+            for argument in node.args[1:]:
+                self._allow_class(argument)
+        if builtin == "super":
+            self._allow_class(node.args[0] if node.args else None)
+            if node.args and not (
+                len(node.args) == 2 and isinstance(node.args[1], ast.Name) and node.args[1].id == "self"
+            ):
+                self._add(
+                    node,
+                    "method_detour",
+                    "You cannot call super with arguments other than (YourClass, self); write super().",
+                )
+        if isinstance(func, ast.Name) and func.id in self._classes and self._classes[func.id].autograd:
+            self._add(
+                node,
+                "method_detour",
+                f"You cannot create instances of the autograd Function {func.id}; call {func.id}.apply(...).",
+            )
         if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.aliases:
             if len(node.args) > 1 or node.keywords:
                 self._add(
@@ -869,6 +1274,12 @@ class _Checker(ast.NodeVisitor):
                 )
             else:
                 self._type_calls.add(id(func))
+        name = node.args[1] if len(node.args) > 1 else None
+        if builtin == "hasattr" and isinstance(name, ast.Constant) and isinstance(name.value, str):
+            # it reads the attribute (running its getter) to answer
+            refused = attribute_refused(name.value, owned=self._owned(node.args[0]))
+            if refused:
+                self._add(node, *refused)
         if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
             self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
@@ -883,6 +1294,8 @@ class _Checker(ast.NodeVisitor):
                 refused = attribute_refused(name.value, owned=False)
                 if refused:
                     self._add(node, *refused)
+                if node.args:
+                    self._check_detour(node, node.args[0], name.value)
                 base = self._resolve(node.args[0]) if node.args else None
                 if base:
                     self._check_dotted(node, f"{base}.{name.value}")
@@ -917,7 +1330,7 @@ class _Checker(ast.NodeVisitor):
             elif (
                 isinstance(target, ast.Attribute)
                 and isinstance(root, ast.Name)
-                and root.id not in _OWN_ROOTS
+                and (root.id not in _OWN_ROOTS or self._kernel_depth)
                 and root.id not in self.defined
                 and target.attr not in _SETTABLE_ATTRS
             ):
@@ -963,7 +1376,14 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_target(node.target)
+        self._allow_annotation(node.annotation)
         self.generic_visit(node)
+
+    def _allow_annotation(self, node: ast.expr | None) -> None:
+        # an annotation is read back only through __annotations__ and typing's evaluators, both refused
+        for item in ast.walk(node) if node is not None else ():
+            if isinstance(item, ast.Name):
+                self._class_uses.add(id(item))
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
@@ -977,11 +1397,23 @@ class _Checker(ast.NodeVisitor):
         saved = dict(self.derived)
         arguments = node.args
         positional = [*arguments.posonlyargs, *arguments.args]
+        for annotated in [*positional, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+            self._allow_annotation(annotated.annotation if annotated is not None else None)
+        if not isinstance(node, ast.Lambda):
+            self._allow_annotation(node.returns)
+        kernel = _is_kernel(node, self.aliases)
         for arg in [*positional, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
             if arg is not None:
                 self.derived.pop(arg.arg, None)
                 self._check_rebinding(arg, arg.arg)
-                if arg.arg in _OWN_ROOTS and not (id(node) in self._methods and arg is positional[0]):
+                if arg.arg in _OWN_ROOTS and kernel:
+                    self._add(
+                        arg,
+                        "monkey_patch",
+                        f"You cannot name a kernel's parameter {arg.arg}; a kernel is never called as a method, and "
+                        "the rules trust that name as a method's own object.",
+                    )
+                elif arg.arg in _OWN_ROOTS and not (id(node) in self._methods and arg is positional[0]):
                     # the rules trust these names as the object a method is called on (its attributes may
                     # be set and its private ones read); anywhere else they could stand for any object
                     self._add(
@@ -990,7 +1422,13 @@ class _Checker(ast.NodeVisitor):
                         f"You cannot name a parameter {arg.arg} except the first parameter of a method in a class "
                         "body; the rules trust that name as the method's own object.",
                     )
-        self.generic_visit(node)
+        self._functions.append(node)
+        self._kernel_depth += kernel
+        try:
+            self.generic_visit(node)
+        finally:
+            self._kernel_depth -= kernel
+            self._functions.pop()
         self.derived = saved
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -1013,7 +1451,16 @@ class _Checker(ast.NodeVisitor):
 
     # classes -------------------------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._check_methods(node)
         for base in node.bases:
+            self._allow_class(base)
+            if not (isinstance(base, ast.Name) and base.id in self.derived) and not self._named_base(base):
+                self._add(
+                    node,
+                    "tensor_subclass",
+                    f"You cannot derive from {ast.unparse(base)}; name the base class directly (nn.Module, "
+                    "torch.autograd.Function) or derive from a class of your own.",
+                )
             dotted = self._resolve(base)
             if isinstance(base, ast.Name) and base.id in self.derived:
                 # `Base = torch.Tensor; class X(Base)`: the rules below would not see what the base is
@@ -1040,7 +1487,7 @@ class _Checker(ast.NodeVisitor):
         for item in node.body:
             if isinstance(item, ast.FunctionDef) and item.name in _TENSOR_HOOKS:
                 self._add(item, "tensor_subclass", f"You cannot define {item.name}; return plain tensors.")
-            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and not _is_kernel(item, self.aliases):
                 self._methods.add(id(item))
         self.generic_visit(node)
 

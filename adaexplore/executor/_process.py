@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
+from pathlib import Path
 from typing import Literal
 
 import anyio
 from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from adaexplore.config import Settings
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
+from adaexplore.executor._sandbox import SandboxPlan
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
 
 _MAX_LINE = 64 * 1024 * 1024
+_WATCH_S = 0.2
+
+
+def _tree_size(root: Path) -> int:
+    total = 0
+    pending = [str(root)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:  # removed while counting
+                        continue
+        except OSError:
+            continue
+    return total
 
 
 class WorkerDied(Exception):
@@ -73,8 +97,15 @@ class WorkerProcess:
         backend: str,
         capture: OutputCapture,
         gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+        *,
+        exchange: Path | None = None,
+        wrapped: bool = False,
     ) -> None:
         self.process = process
+        # the worker's own directory: the only one of the host it may write to
+        self.exchange = exchange
+        # started through bubblewrap, which reports a child killed by signal N as exit code 128 + N
+        self._wrapped = wrapped
         # Held while a GPU worker warms up (it runs kernels), so that no timing is disturbed.
         self._gate = gate
         self.role = role
@@ -84,6 +115,9 @@ class WorkerProcess:
         self._ready: Ready | None = None
         self._ready_lock = anyio.Lock()
         self._killed = False
+        # why the evaluator killed the worker for the candidate's doing, if it did
+        self.violation: str | None = None
+        self._disk_limit: int | None = None
 
     @classmethod
     async def start(
@@ -97,9 +131,20 @@ class WorkerProcess:
         output_limit: int,
         compile_target: str = "cuda:90",
         gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
+        sandbox: SandboxPlan,
+        exchange: Path,
+        exchange_root: Path,
+        settings: Settings,
     ) -> WorkerProcess:
+        """Start a worker in `sandbox`, with `exchange` (made here) as the one directory it may write to.
+
+        Raises:
+            OSError: the process could not be started.
+        """
+        exchange.mkdir(mode=0o700)
         command = [
             sys.executable,
+            "-P",  # the directory it starts in is not on its import path
             "-m",
             "adaexplore.executor.worker",
             "--role",
@@ -111,17 +156,71 @@ class WorkerProcess:
             "--compile-target",
             compile_target,
         ]
-        process = await anyio.open_process(
+        command, worker_env, confinement = sandbox.command(
             command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            start_new_session=True,
+            dict(env),
+            role=role,
+            gpu=backend == "cuda",
+            exchange=exchange,
+            exchange_root=exchange_root,
+            settings=settings,
         )
-        worker = cls(process, role, backend, OutputCapture(output_limit), gate)
+        command += ["--confine", confinement.model_dump_json()]
+        try:
+            process = await anyio.open_process(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=worker_env,
+                cwd=exchange,
+                start_new_session=True,
+            )
+        except BaseException:
+            shutil.rmtree(exchange, ignore_errors=True)
+            raise
+        worker = cls(
+            process,
+            role,
+            backend,
+            OutputCapture(output_limit),
+            gate,
+            exchange=exchange,
+            wrapped=sandbox.kind == "bwrap",
+        )
         task_group.start_soon(worker._drain)
+        if sandbox.kind != "none":
+            task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
         return worker
+
+    def over_quota(self) -> bool:
+        """Whether the worker's directory holds more than its limit now (then it is killed)."""
+        if self._disk_limit is None or self.exchange is None or self.violation is not None:
+            return self.violation is not None
+        used = _tree_size(self.exchange)
+        if used > self._disk_limit:
+            self._stop_for_disk(used)
+        return self.violation is not None
+
+    def _stop_for_disk(self, used: int) -> None:
+        assert self._disk_limit is not None
+        self.violation = (
+            f"the candidate wrote {used / 2**20:.0f} MiB to its directory, past the limit of "
+            f"{self._disk_limit / 2**20:.0f} MiB (executor.worker_disk_bytes and worker_cache_bytes), and was stopped"
+        )
+        self.kill()
+
+    async def _watch_disk(self, limit: int) -> None:
+        """Kill the worker once its directory holds more than `limit` bytes (a file system quota would need
+        privileges the evaluator does not have; the files a worker writes are few, so counting is cheap)."""
+        assert self.exchange is not None
+        self._disk_limit = limit
+        while self.process.returncode is None and not self._killed:
+            used = await anyio.to_thread.run_sync(_tree_size, self.exchange)
+            if used > limit:
+                self._stop_for_disk(used)
+                return
+            await anyio.sleep(_WATCH_S)
 
     @property
     def pid(self) -> int:
@@ -145,7 +244,7 @@ class WorkerProcess:
                         await self.send(Warm())
                         event = await self.receive(timeout)
                 if not isinstance(event, Ready):
-                    raise WorkerDied(self.process.returncode, f"expected ready, got {event.kind}")
+                    raise WorkerDied(self.returncode, f"expected ready, got {event.kind}")
                 self._ready = event
             return self._ready
 
@@ -154,7 +253,7 @@ class WorkerProcess:
         try:
             await self.process.stdin.send(encode(message))  # type: ignore[arg-type]
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise WorkerDied(self.process.returncode, "the worker stopped reading commands") from exc
+            raise WorkerDied(self.returncode, "the worker stopped reading commands") from exc
 
     async def receive(self, timeout: float) -> Event:
         """The next event.
@@ -174,15 +273,15 @@ class WorkerProcess:
                 anyio.BrokenResourceError,
             ) as exc:
                 await self._reap()
-                raise WorkerDied(self.process.returncode) from exc
+                raise WorkerDied(self.returncode) from exc
             except anyio.DelimiterNotFound as exc:
-                raise WorkerDied(self.process.returncode, "the worker wrote an oversized message") from exc
+                raise WorkerDied(self.returncode, "the worker wrote an oversized message") from exc
         if scope.cancelled_caught:
             raise WorkerTimeout
         try:
             return decode_event(line)
         except ValueError as exc:
-            raise WorkerDied(self.process.returncode, f"the worker broke the protocol: {line[:200]!r}") from exc
+            raise WorkerDied(self.returncode, f"the worker broke the protocol: {line[:200]!r}") from exc
 
     async def _reap(self) -> None:
         with anyio.move_on_after(5):
@@ -199,12 +298,19 @@ class WorkerProcess:
             pass
 
     async def aclose(self) -> None:
-        """Kill, reap and close; safe to call more than once, and under cancellation."""
+        """Kill, reap and close, and remove the worker's directory; safe to call more than once, and under
+        cancellation."""
         with anyio.CancelScope(shield=True):
             self.kill()
             await self._reap()
             await self.process.aclose()
+            if self.exchange is not None:
+                shutil.rmtree(self.exchange, ignore_errors=True)
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        """The worker's exit code; negative: the signal that killed it."""
+        code = self.process.returncode
+        if self._wrapped and code is not None and code > 128:
+            return -(code - 128)
+        return code

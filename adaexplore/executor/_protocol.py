@@ -18,6 +18,7 @@ __all__ = [
     "Event",
     "InputPattern",
     "JobSpec",
+    "TargetCompiles",
     "TensorFile",
     "decode_command",
     "decode_event",
@@ -75,6 +76,8 @@ class JobSpec(_Msg):
     generate_on_device: bool = False
     # Check the candidate's names against the real modules before importing it (the policy's second half).
     enforce_policy: bool = True
+    # The worker's checks that the candidate left the process as it found it (off only in the sandbox tests).
+    runtime_guard: bool = True
 
 
 # ---- commands: evaluator -> worker ---------------------------------------------------------------
@@ -198,6 +201,18 @@ class Failed(_Msg):
     shared_memory: dict[str, int] = Field(default_factory=dict)
 
 
+class TargetCompiles(_Msg):
+    """Launches of the candidate's kernels compiled for a GPU target on a machine without it (the compile check,
+    and the interpreter, which compiles each launch it runs), and the task sizes they were compiled at."""
+
+    target: str
+    sizes: Literal["full", "small"]
+    # the task's size names and the values assigned to them (small sizes); empty at full size
+    size_values: dict[str, int | float] = Field(default_factory=dict)
+    # distinct specializations (argument types, constexprs, options) compiled, per kernel
+    specializations: dict[str, int] = Field(default_factory=dict)
+
+
 class Compiled(_Msg):
     kind: Literal["compiled"] = "compiled"
     kernels: list[str]
@@ -205,6 +220,7 @@ class Compiled(_Msg):
     flags: list[AuditFlag] = Field(default_factory=list)
     load_s: float
     compile_s: float
+    target_compiles: TargetCompiles | None = None
 
 
 class TrialsDone(_Msg):
@@ -214,6 +230,8 @@ class TrialsDone(_Msg):
     triton_kernels: list[str]
     flags: list[AuditFlag] = Field(default_factory=list)
     trial_s: float
+    # interpret: every launch the trials ran, compiled for the GPU target too
+    target_compiles: TargetCompiles | None = None
 
 
 class Timed(_Msg):

@@ -310,7 +310,11 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
     async with Evaluator(fast_settings(home)) as ev:
         backend = Backend.cuda if ON_GPU else Backend.interpret
         judge = ev._judge(backend, 0)
-        jobs = {t.name: ev._job(_Run(t, "", Mode.strict, None), backend, ev._task_file(t)) for t in (slow, TASK)}
+        paths = {t.name: ev._task_file(t) for t in (slow, TASK)}
+        jobs = {
+            t.name: ev._job(_Run(t, "", Mode.strict, None), backend, paths[t.name].parent, paths[t.name])
+            for t in (slow, TASK)
+        }
         for job in jobs.values():
             await judge.request(Load(job=job), 60)
         with anyio.move_on_after(0.3):  # the judge is sleeping in the slow reference's forward

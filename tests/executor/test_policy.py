@@ -441,3 +441,227 @@ def test_methods_classmethods_autograd_functions_and_closures_keep_their_trust()
         "        ctx.save_for_backward(x)\n        return x\n"
     )
     assert source_codes(source) == []
+
+
+# A method whose first parameter the rules trust (self, cls, ctx), read through its class, takes any object
+# there: Helper.go(kernel) would read the kernel's private attributes as Helper's own.
+DETOUR_HELPER = "class Helper:\n    def go(self, text):\n        return self._unsafe_update_src(text)\n"
+INSTEAD = "call the method on an instance of your class"
+
+
+@pytest.mark.parametrize(
+    ("snippet", "fragment"),
+    [
+        ("Helper.go(k, 'x')", "You cannot read the method go through Helper"),
+        ("f = Helper.go\nf(k, 'x')", "You cannot read the method go through Helper"),
+        ("g = getattr(Helper, 'go')", "You cannot read the method go through Helper"),
+        ("import functools\np = functools.partial(Helper.go, k)", "You cannot read the method go through Helper"),
+        ("m = list(map(Helper.go, [k], ['x']))", "You cannot read the method go through Helper"),
+        ("d = Helper.go.__get__(k)", "You cannot read the method go through Helper"),
+        ("h = Helper()\nh.m = Helper.go", "You cannot read the method go through Helper"),
+        ("class Box:\n    def __init__(self):\n        self.v = 1\nBox.__init__(k)", "the method __init__ through Box"),
+        ("class Sub(Helper):\n    pass\nSub.go(k, 'x')", "You cannot read the method go through Sub"),
+        (
+            "class Outer:\n    class Inner:\n        def go(self):\n            return self._x\nOuter.Inner.go(k)",
+            "You cannot read the method go through Inner",
+        ),
+        ("def f(h):\n    return type(h).go(k, 'x')", "You cannot read the method go through type(...)"),
+        ("class M:\n    def run(self):\n        return type(self).go(k, 'x')", "through type(...)"),
+        ("class M:\n    @classmethod\n    def run(cls):\n        return cls.go(k, 'x')", "through cls"),
+        (
+            "class M(Helper):\n    @classmethod\n    def run(cls):\n        return super().go(k, 'x')",
+            "You cannot read the method go through super() outside a plain method",
+        ),
+        (
+            "class M(Helper):\n    def run(self):\n        def inner(o):\n            return super().go(o)\n"
+            "        return inner",
+            "through super() outside a plain method",
+        ),
+        ("c = Helper\nc.go(k, 'x')", "You cannot use the class Helper as a value"),
+        ("def call(kind):\n    return kind.go(k, 'x')\ncall(Helper)", "You cannot use the class Helper as a value"),
+        ("kinds = [Helper]", "You cannot use the class Helper as a value"),
+        ("class M:\n    @classmethod\n    def make(cls):\n        return [cls]", "You cannot use the class cls as"),
+    ],
+)
+def test_methods_read_through_their_class_are_refused(snippet: str, fragment: str) -> None:
+    violations = check_policy(ast.parse(DETOUR_HELPER + "k = 1\n" + snippet))
+    messages = [v.message for v in violations if v.code == "method_detour"]
+    assert any(fragment in m for m in messages), [v.message for v in violations]
+    assert all(INSTEAD in m for m in messages if "through" in m or "as a value" in m)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "fragment"),
+    [
+        # an autograd Function's static forward takes ctx; torch passes it through apply, anyone else may not
+        (
+            "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+            "        ctx.elapsed_time = x\nFn.forward(torch.cuda.Event, 1)",
+            "You cannot read the method forward through Fn",
+        ),
+        (
+            "import torch\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+            "        return x\nf = Fn()",
+            "You cannot create instances of the autograd Function Fn; call Fn.apply(...)",
+        ),
+        # a static method takes any first argument, through an instance too
+        ("class H:\n    @staticmethod\n    def go(self, t):\n        return t", "the static method go self"),
+        ("class H:\n    @staticmethod\n    def forward(ctx, t):\n        return t", "the static method forward ctx"),
+        # a decorator receives the bare function
+        (
+            "KEPT = []\ndef keep(f):\n    KEPT.append(f)\n    return f\nclass H:\n    @keep\n    def go(self):\n"
+            "        return 1",
+            "You cannot decorate the method go with keep",
+        ),
+        (
+            "import functools\ndef keep(f):\n    return f\nclass H:\n    @functools.partial(keep)\n"
+            "    def go(self):\n        return 1",
+            "You cannot decorate the method go with functools.partial(keep)",
+        ),
+        (
+            "import functools\nclass H:\n    @functools.partial\n    def go(self):\n        return 1",
+            "You cannot decorate the method go with functools.partial",
+        ),
+        # in the class body a method is the bare function
+        ("class H:\n    def go(self):\n        return 1\n    raw = staticmethod(go)", "the method go as a value"),
+        ("class H:\n    def go(self):\n        return 1\n    table = [go]", "the method go as a value"),
+        ("class H:\n    def go(self):\n        return 1\n    def f(self, g=go):\n        return g", "method go"),
+        # super() bound to anything but self, and super handed around
+        ("class H:\n    def go(self, o):\n        return super(H, o).go()", "You cannot call super with arguments"),
+        ("class H:\n    def go(self):\n        s = super\n        return s", "You cannot use super except"),
+        # a kernel is never called as a method: no trusted names there
+        (
+            "import triton\nclass H:\n    @triton.jit\n    def k(self, x):\n        pass",
+            "You cannot name a kernel's parameter self",
+        ),
+        # bases named, not computed: a subclass of a class taken from an object inherits its private methods
+        (
+            "import triton\n@triton.jit\ndef k(x):\n    pass\nclass R(type(k.rewriter)):\n    pass",
+            "You cannot derive from type(k.rewriter)",
+        ),
+        ("def base():\n    return object\nclass R(base()):\n    pass", "You cannot derive from base()"),
+        ("Base = object\nclass R(Base):\n    pass", "You cannot derive from Base"),
+    ],
+)
+def test_other_ways_to_a_bare_method_are_refused(snippet: str, fragment: str) -> None:
+    messages = [v.message for v in check_policy(ast.parse(snippet))]
+    assert any(fragment in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        # the old ways in stay closed: a class's namespace and a bound method's function
+        (DETOUR_HELPER + "d = Helper.__dict__['go']", "introspection"),
+        (DETOUR_HELPER + "d = vars(Helper)", "banned_builtin"),
+        (DETOUR_HELPER + "class M:\n    def f(self):\n        return self.__class__", "introspection"),
+        (DETOUR_HELPER + "h = Helper()\nf = h.go.__func__", "introspection"),
+        (DETOUR_HELPER + "h = Helper()\nf = getattr(h, '_x')", "banned_builtin"),
+        # hasattr reads the attribute (and runs its getter) to answer
+        ("import torch\nf = hasattr(torch, '_C')", "private_attribute"),
+        # inside a kernel, self (a closure of the method around it) is not trusted
+        (
+            "import triton\nclass M:\n    def run(self):\n        @triton.jit\n        def k(x):\n"
+            "            v = self._secret\n        return k",
+            "private_attribute",
+        ),
+    ],
+)
+def test_private_attributes_stay_out_of_reach_by_other_paths(snippet: str, code: str) -> None:
+    assert code in codes(snippet)
+
+
+HONEST_CLASSES = """
+import functools
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+class Settings:
+    BLOCK = 128
+
+    def __init__(self, block):
+        self.block = block
+        self._cache = {}
+
+    @classmethod
+    def default(cls):
+        return cls(cls.BLOCK)
+
+    @staticmethod
+    def grid(n, block):
+        return (triton.cdiv(n, block),)
+
+    @property
+    def half(self):
+        return self.block // 2
+
+    @half.setter
+    def half(self, value):
+        self.block = value * 2
+
+    @functools.cache
+    def doubled(self):
+        return self.block * 2
+
+
+class Double(torch.autograd.Function):
+    @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
+    def forward(ctx, x, settings):
+        ctx.save_for_backward(x)
+        ctx.block = settings.block
+        y = x.clone()
+        kernel[Settings.grid(y.numel(), settings.block)](y, y.numel(), BLOCK=settings.block)
+        return y * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2, None
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._settings = Settings.default()
+
+    def forward(self, x):
+        return Double.apply(x, self._settings)
+
+
+class ModelNew(Base):
+    NAME = "double"
+
+    def __init__(self, scale):
+        super().__init__()
+        nn.Module.__init__(self)
+        self.scale = scale
+        self.label = ModelNew.__name__ + ModelNew.NAME + type(self).__name__
+
+    @torch.no_grad()
+    def check(self, other: Base) -> bool:
+        kept: list[Settings] = [self._settings]
+        if hasattr(self, "_settings") and isinstance(other, (ModelNew, Base)) and type(other) is ModelNew:
+            return issubclass(type(other), Base)
+        return super(ModelNew, self).forward(other)
+
+    def forward(self, x):
+        try:
+            return super().forward(x) * self.scale
+        except ValueError:
+            raise
+"""
+
+
+def test_the_honest_class_idioms_stay_allowed() -> None:
+    assert codes(HONEST_CLASSES) == []
+    assert real_codes(HONEST_CLASSES) == []

@@ -11,8 +11,9 @@ from pathlib import Path
 started = time.perf_counter()
 
 
-def _harden() -> None:
-    """No core files, and die with the evaluator even when stuck in a kernel."""
+def _harden(role: str) -> None:
+    """No core files, and die with the evaluator even when stuck in a kernel. The judge, which holds the
+    references, is also made non-dumpable: no process of its user may read its memory or environment."""
     import ctypes
     import resource
     import signal
@@ -21,6 +22,8 @@ def _harden() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if role == "judge":
+            libc.prctl(4, 0)  # PR_SET_DUMPABLE
     except OSError:
         pass
 
@@ -41,12 +44,15 @@ def main() -> None:
     parser.add_argument("--backend", choices=["cuda", "compile", "interpret"], required=True)
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--compile-target", default="cuda:90")
+    parser.add_argument("--confine", default='{"kind": "none"}', help="what to apply before Ready (JSON)")
     options = parser.parse_args()
 
+    from adaexplore.executor._sandbox import Confinement
     from adaexplore.executor.worker._channel import Channel
 
+    confinement = Confinement.model_validate_json(options.confine)
     channel = Channel()
-    _harden()
+    _harden(options.role)
     if options.backend == "interpret" and options.role == "candidate":
         if os.environ.get("TRITON_INTERPRET") != "1":
             raise SystemExit("the interpret backend needs TRITON_INTERPRET=1 in the environment")
@@ -99,7 +105,6 @@ def main() -> None:
             return
         torch.cuda.set_device(device)
     _warm_up(backend, device, options.role)
-
     versions = {
         "adaexplore": __version__,
         "python": platform.python_version(),
@@ -111,6 +116,10 @@ def main() -> None:
         "driver": _driver_version() if backend is Backend.cuda else None,
         "gpu_count": str(torch.cuda.device_count()) if torch.cuda.is_available() else "0",
     }
+    from adaexplore.executor.worker._confine import confine
+
+    # Nothing a candidate or a task brings runs before this line.
+    versions["sandbox"] = confine(confinement, on_gpu=backend is Backend.cuda)
     channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
 
     if options.role == "judge":
@@ -172,6 +181,11 @@ def _warm_up(backend: object, device: object, role: str) -> None:
             scale_kernel[(triton.cdiv(256, 128),)](y, 256, BLOCK=128)
         if backend is Backend.cuda:
             torch.cuda.synchronize()
+    if backend is Backend.cuda:
+        from triton.backends.nvidia.driver import libcuda_dirs
+
+        # Triton finds the driver's library with ldconfig, a program the sandbox does not let it run later
+        libcuda_dirs()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from adaexplore.executor._protocol import (
     Phase,
     Proceed,
     RunCandidate,
+    TargetCompiles,
     TaskFailed,
     TensorFile,
     TimeCandidate,
@@ -34,7 +35,13 @@ from adaexplore.executor._protocol import (
 )
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
-from adaexplore.executor.worker._errors import classify, describe
+from adaexplore.executor.worker._errors import (
+    DisguisedOutput,
+    classify,
+    describe,
+    evaluator_fault,
+    fault_message,
+)
 from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
@@ -126,6 +133,9 @@ class CandidateRunner:
         self.device = device
         self.tracker = tracker
         self.state = _State()
+        self.runtime_guard = True
+        self.guard: Guard | None = None
+        self.job: Any = None
 
     # helpers -----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -141,8 +151,23 @@ class CandidateRunner:
             torch.cuda.synchronize(self.device)
 
     def _fail(self, status: Status, message: str, exc: BaseException | None = None, phase: str = "") -> None:
+        if status is not Status.rejected:
+            # A rule broken outweighs whatever failed after it: no exception, the evaluator's own included, stands
+            # in for a rejection. A compile failure the candidate caught is still one.
+            rejects = self._rejects()
+            if rejects:
+                status, message, exc = Status.rejected, rejects[0], None
+            elif self.tracker.compile_failures and status is not Status.compile_error:
+                name, constants, cause = self.tracker.compile_failures[0]
+                status, exc = Status.compile_error, cause
+                message = f"kernel {name} does not compile for sm_90 as the interpreter ran it ({constants})"
         error = describe(exc, phase, self.replacements) if exc is not None else None
-        if error is not None:
+        where = evaluator_fault(exc) if exc is not None and status is Status.infra_error else None
+        if where is not None and exc is not None:
+            message = f"{message}: {fault_message(exc, where)}" if message else fault_message(exc, where)
+            for old, new in self.replacements.items():
+                message = message.replace(old, new)
+        elif error is not None:
             message = f"{message}: {error.message}" if message else error.message
         self.channel.send(
             Failed(
@@ -155,7 +180,21 @@ class CandidateRunner:
         )
         raise _Stop
 
+    def _rejects(self) -> list[str]:
+        """The reasons to reject the candidate found so far: refused launches or kernels, flags, and what the
+        guard finds changed now."""
+        found = list(self.tracker.refusals)
+        found += [f.message for f in self.state.flags if f.severity == "reject"]
+        if self.runtime_guard and self.guard is not None:
+            try:
+                found += [f.message for f in self.guard.check("the failing step") if f.severity == "reject"]
+            except Exception:  # a guard that cannot look says nothing; the failure stands
+                pass
+        return found
+
     def _check(self, guard: Guard, where: str) -> None:
+        if not self.runtime_guard:  # the sandbox tests: only the operating system holds the candidate
+            return
         self.state.flags.extend(guard.check(where))
         subclasses = _tensor_subclasses_of(CANDIDATE_MODULE)
         if subclasses:
@@ -197,6 +236,7 @@ class CandidateRunner:
     def run(self, command: RunCandidate) -> None:
         job = command.job
         exchange = Path(job.exchange_dir)
+        self.runtime_guard = job.runtime_guard
         self.replacements = {
             str(exchange / "candidate.py"): "candidate.py",
             job.task_path: "task.py",
@@ -224,6 +264,7 @@ class CandidateRunner:
             make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
         ]
         guard = Guard()
+        self.guard, self.job = guard, job
         if job.enforce_policy:
             self._check_names(exchange / "candidate.py")
 
@@ -273,6 +314,9 @@ class CandidateRunner:
                 flags=self.state.flags,
                 load_s=load_s,
                 compile_s=compile_s,
+                target_compiles=self._target_compiles("the kernels the compile check launched were")
+                if self.backend is Backend.compile
+                else None,
             )
         )
         if self.backend is Backend.compile:
@@ -282,6 +326,11 @@ class CandidateRunner:
         proceed: Proceed = self._wait(Proceed)
         trials_started = time.perf_counter()
         outputs, launches = self._trials(model, trial_inputs, command, proceed, guard, exchange)
+        compiles = (
+            self._target_compiles("every launch the interpreter ran was also")
+            if self.backend is Backend.interpret
+            else None
+        )
         self.channel.send(
             TrialsDone(
                 outputs=outputs,
@@ -289,6 +338,7 @@ class CandidateRunner:
                 triton_kernels=sorted(set(launches)),
                 flags=self.state.flags,
                 trial_s=time.perf_counter() - trials_started,
+                target_compiles=compiles,
             )
         )
         timing: TimeCandidate = self._wait(TimeCandidate)
@@ -303,6 +353,33 @@ class CandidateRunner:
             exchange,
             proceed.max_output_elements,
         )
+
+    def _target_compiles(self, what: str) -> TargetCompiles | None:
+        """What was compiled for sm_90 without a GPU, and at which sizes; also said in an info flag."""
+        counts = dict(sorted(self.tracker.target_compiles.items()))
+        if not counts:
+            return None
+        small = self.job.sizes == "small" and bool(self.job.small_sizes)
+        compiles = TargetCompiles(
+            target=self.tracker.target,
+            sizes="small" if small else "full",
+            size_values=dict(self.job.small_sizes or {}) if small else {},
+            specializations=counts,
+        )
+        at = (
+            "at the small sizes (" + ", ".join(f"{k}={v}" for k, v in compiles.size_values.items()) + ")"
+            if small
+            else "at the task's sizes"
+        )
+        kernels = ", ".join(f"{name} ({n} specialization{'s' if n != 1 else ''})" for name, n in counts.items())
+        self.state.flags.append(
+            AuditFlag(
+                code="compiled_for_sm90",
+                severity="info",
+                message=f"{what} compiled for {self.tracker.target.replace('cuda:', 'sm_')} {at}: {kernels}",
+            )
+        )
+        return compiles
 
     def _compile_pass(self, model: torch.nn.Module, inputs: list[Any], command: RunCandidate, guard: Guard) -> float:
         self.channel.send(Phase(phase="compiling"))
@@ -336,6 +413,7 @@ class CandidateRunner:
                 )
         finally:
             self.tracker.compile_only = self.backend is Backend.compile
+        self._refuse_launches()
         for name, used in sorted(self.tracker.shared_memory.items()):
             if used > command.shared_memory_limit:
                 self._fail(
@@ -394,14 +472,28 @@ class CandidateRunner:
                     )
                 )
             tensors = self._check_outputs(out, args, pristine, proceed, index)
+            self._compile_failed()
             outputs.append([write_tensor(t, exchange, f"trial{index}_out{j}.bin") for j, t in enumerate(tensors)])
             del out, tensors
         return outputs, first_launches
 
     def _refuse_launches(self) -> None:
-        """A launch the tracker refused (a kernel on a stream of the candidate's own) rejects the candidate."""
+        """A launch the tracker refused (a kernel on a stream of the candidate's own, a kernel whose source
+        changed) rejects the candidate."""
         if self.tracker.refusals:
             self._fail(Status.rejected, self.tracker.refusals[0])
+
+    def _compile_failed(self) -> None:
+        """A launch that does not compile for sm_90 fails the candidate, also when it caught the error (after
+        the trial's own checks: falling back to PyTorch then is a rejection)."""
+        if self.tracker.compile_failures:
+            name, constants, cause = self.tracker.compile_failures[0]
+            self._fail(
+                Status.compile_error,
+                f"kernel {name} does not compile for sm_90 as the interpreter ran it ({constants})",
+                cause,
+                "trial",
+            )
 
     def _empty_note(self) -> str:
         if not self.tracker.empty:
@@ -430,7 +522,7 @@ class CandidateRunner:
                 )
         try:
             tensors = flatten_output(out)
-        except ShadowedTensor as exc:
+        except (ShadowedTensor, DisguisedOutput) as exc:
             self._fail(Status.rejected, str(exc))
         except TypeError as exc:
             self._fail(Status.mismatch, str(exc))
@@ -500,11 +592,16 @@ class CandidateRunner:
                     f"the candidate's kernels{self._empty_note()}. Every call must compute its outputs with a "
                     "Triton kernel."
                 )
-            plain = list(out) if isinstance(out, tuple | list) else [out]
+            # The types first, before anything iterates the result: a subclass of tuple would run code of its own,
+            # inside the timed region or after it. Inside it (the timer stops after this returns), the outputs
+            # are plain tensors that exist.
+            kind = type(out)
+            plain = list(out) if kind is tuple or kind is list else [out]
             if not all(type(t) is torch.Tensor for t in plain):
+                kinds = sorted({type(t).__name__ for t in plain} if kind is tuple or kind is list else {kind.__name__})
                 raise _TimedCallRefused(
-                    "You cannot return anything but plain torch.Tensor objects from a timed call "
-                    f"(timed call {calls} returned {', '.join(sorted({type(t).__name__ for t in plain}))})."
+                    "You cannot return anything but plain torch.Tensor objects, alone or in a plain tuple or list, "
+                    f"from a timed call (timed call {calls} returned {', '.join(kinds)})."
                 )
             return out
 
@@ -539,7 +636,7 @@ class CandidateRunner:
             self._sync()
         except OutputTooLarge as exc:
             self._fail(Status.mismatch, str(exc))
-        except (ShadowedTensor, _TimedCallRefused) as exc:
+        except (ShadowedTensor, DisguisedOutput, _TimedCallRefused) as exc:
             self._fail(Status.rejected, str(exc))
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")

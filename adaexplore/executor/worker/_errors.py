@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
@@ -11,7 +13,17 @@ from triton.runtime.errors import OutOfResources
 
 from adaexplore.executor._models import ErrorDetail, Status
 
-__all__ = ["classify", "describe"]
+__all__ = [
+    "CandidateFault",
+    "DisguisedOutput",
+    "EvaluatorFault",
+    "OutputNotTensors",
+    "ReachRefused",
+    "classify",
+    "describe",
+    "evaluator_fault",
+    "fault_message",
+]
 
 _TRITON_ROOT = str(Path(__import__("triton").__file__).parent)
 _COMPILE_PATHS = (
@@ -21,9 +33,44 @@ _COMPILE_PATHS = (
     f"{_TRITON_ROOT}/backends/",
 )
 _OWN_ROOT = str(Path(__file__).resolve().parents[2])
+# The evaluator's own code: a failure that starts here is the evaluator's, unless it is one of its checks.
+_EXECUTOR_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
+# Frames of the evaluator that stand in for Python's or torch's own (the candidate's builtins, the CUDA-on-CPU
+# mode that every torch call passes through): what fails in them fails in the call the candidate made.
+_TRANSPARENT = {
+    "_taskrun.py": frozenset({"restricted_import", "checked_getattr", "checked_type"}),
+    "_cuda_on_cpu.py": frozenset({"__torch_function__", "<lambda>"}),
+}
+_CANDIDATE_MODULE = "adaexplore_candidate"
+# Python's message when a call does not fit the function's parameters: the callee's frame never starts.
+_BAD_CALL = re.compile(
+    r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument|got multiple values|missing \d+ required|takes )"
+)
 # Frames from these packages are machinery around the candidate's code, not the place to fix it.
 _NOISE_ROOTS = (_OWN_ROOT, str(Path(__import__("torch").__file__).parent), _TRITON_ROOT + "/runtime/")
 _TRACEBACK_LIMIT = 6000
+
+
+class CandidateFault(Exception):
+    """Mixed into the exceptions the evaluator's checks raise about the candidate's code (an out-of-bounds
+    access, a refused construct): raised in the evaluator's frames, but the candidate's fault."""
+
+
+class ReachRefused(CandidateFault, AttributeError):
+    """The candidate's code reached, at run time, an attribute the rules refuse (a computed private name, a
+    private attribute of an object that is not its own through a method's first parameter)."""
+
+
+class OutputNotTensors(CandidateFault, TypeError):
+    """A forward returned something other than tensors (None, a number, an object of its own)."""
+
+
+class DisguisedOutput(CandidateFault, TypeError):
+    """A forward returned a subclass of a tensor, a tuple or a list: code of its own would answer the checks."""
+
+
+class EvaluatorFault(RuntimeError):
+    """The evaluator's own code failed where the candidate did nothing wrong (a stand-in computing wrongly)."""
 
 
 def _files(tb: TracebackType | None) -> list[str]:
@@ -39,18 +86,122 @@ def _cuda_fault(exc: BaseException) -> bool:
     return "CUDA error" in text or "Triton Error [CUDA]" in text or type(exc).__name__ == "AcceleratorError"
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from (the interpreter and the compiler wrap the original)."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(found) < 16 and current not in found:
+        found.append(current)
+        current = current.__cause__
+    return found
+
+
+def _own(frame: traceback.FrameSummary) -> bool:
+    if not frame.filename.startswith(_EXECUTOR_ROOT):
+        return False
+    return frame.name not in _TRANSPARENT.get(Path(frame.filename).name, frozenset())
+
+
+def _candidates(tb: TracebackType | None) -> list[bool]:
+    """Per frame of `tb`: whether it runs the candidate's code (host code or a kernel the interpreter runs)."""
+    marks = []
+    while tb is not None:
+        marks.append(tb.tb_frame.f_globals.get("__name__") == _CANDIDATE_MODULE)
+        tb = tb.tb_next
+    return marks
+
+
+def _defined_here(qualname: str) -> bool:
+    """Whether the function a qualified name names is defined in one of the evaluator's modules."""
+    head = qualname.split(".")[0]
+    for name, module in list(sys.modules.items()):
+        if name.startswith("adaexplore.executor") and module is not None:
+            value = vars(module).get(head)
+            if value is not None and getattr(value, "__module__", None) == name:
+                return True
+    return False
+
+
+def _defined_by_candidate(qualname: str) -> bool:
+    """Whether a qualified name names a function or class the candidate's module defines."""
+    module = sys.modules.get(_CANDIDATE_MODULE)
+    value = vars(module).get(qualname.split(".")[0]) if module is not None else None
+    return value is not None and getattr(value, "__module__", None) == _CANDIDATE_MODULE
+
+
+def _own_failure(exc: BaseException) -> str | None:
+    """Where the evaluator's own code failed in `exc` (not through the candidate's call of it), or None."""
+    if isinstance(exc, EvaluatorFault):
+        return "one of its stand-ins"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    marks = _candidates(exc.__traceback__)
+    last = frames[-1]
+    match = _BAD_CALL.match(str(exc)) if isinstance(exc, TypeError) else None
+    if match and _defined_by_candidate(match.group(1)):
+        # our call of the candidate's function (ModelNew(*init_inputs)) did not fit its parameters
+        return None
+    if _own(last):
+        start = len(frames) - 1
+        while start > 0 and _own(frames[start - 1]):
+            start -= 1
+        # reached straight from the candidate's code: the candidate called it (wrongly)
+        if start > 0 and marks[start - 1]:
+            return None
+        return f"{Path(last.filename).name}, line {last.lineno}, in {last.name}"
+    if match and not marks[-1] and _defined_here(match.group(1)):
+        return f"{match.group(1)}, called by {Path(last.filename).name}, line {last.lineno}"
+    return None
+
+
+def evaluator_fault(exc: BaseException) -> str | None:
+    """Where the evaluator failed when the failure of `exc` is its own, not the candidate's: a failure that
+    starts in the evaluator's code (its shims of Triton's interpreter, its wrappers of Triton's launch), other
+    than its checks of the candidate; None otherwise."""
+    from adaexplore.executor.worker._interpret_shim import BackendLimitation
+    from adaexplore.executor.worker._launches import TargetCompileFailed
+
+    chain = _chain(exc)
+    if any(isinstance(e, CandidateFault | BackendLimitation) for e in chain):
+        return None
+    for e in chain:
+        if isinstance(e, TargetCompileFailed):  # raised by the evaluator for the compiler's error, its cause
+            continue
+        where = _own_failure(e)
+        if where is not None:
+            return where
+    return None
+
+
+def fault_message(exc: BaseException, where: str) -> str:
+    """For the kernel's writer: the evaluator failed, not the kernel, and what to report."""
+    root = _chain(exc)[-1]
+    return (
+        f"This is the evaluator's fault, not your kernel's: its own code ({where}) raised "
+        f"{type(root).__name__}: {root}. Nothing is known about the kernel from this run; report it to the "
+        "evaluator's maintainers with the kernel and this message."
+    )
+
+
 def classify(exc: BaseException) -> Status:
-    """compile_error for what the Triton compiler (or its launch-time checks) rejects, infra_error for
-    what only our CPU backends cannot run, runtime_error for the rest."""
-    from adaexplore.executor.worker._interpret_shim import BackendLimitation, KernelOOBError
+    """compile_error for what the Triton compiler (or its launch-time checks) rejects, infra_error for what
+    only our CPU backends cannot run and for failures of the evaluator's own code, runtime_error for the rest."""
+    from adaexplore.executor.worker._interpret_shim import BackendLimitation, DeviceAssertFailed, KernelOOBError
 
     cause = exc
     # The interpreter wraps every kernel-level error as InterpreterError(repr(original)) from original.
     if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
         cause = exc.__cause__
-    if isinstance(cause, BackendLimitation):
+    from adaexplore.executor.worker._launches import TargetCompileFailed
+
+    if any(isinstance(e, ReachRefused) for e in _chain(exc)):
+        return Status.rejected
+    if isinstance(cause, BackendLimitation) or evaluator_fault(exc) is not None:
         return Status.infra_error
-    if isinstance(cause, KernelOOBError) or _cuda_fault(cause):
+    if isinstance(cause, TargetCompileFailed):
+        return Status.compile_error
+    if isinstance(cause, KernelOOBError | DeviceAssertFailed) or _cuda_fault(cause):
         return Status.runtime_error
     if isinstance(cause, CompilationError | OutOfResources):
         return Status.compile_error
@@ -73,6 +224,10 @@ def describe(exc: BaseException, phase: str, replacements: dict[str, str]) -> Er
     cause = exc.__cause__ if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None else exc
     all_frames = traceback.extract_tb(cause.__traceback__)
     frames = [f for f in all_frames[:-1] if not f.filename.startswith(_NOISE_ROOTS)] + all_frames[-1:]
+    if evaluator_fault(exc) is not None:
+        # the evaluator's own frames are the ones to read
+        cause = _chain(exc)[-1]
+        frames = traceback.extract_tb(cause.__traceback__)
     lines = traceback.format_list(frames[-12:])
     text = "".join(lines) + "".join(traceback.format_exception_only(type(cause), cause))
     message = f"{type(cause).__name__}: {cause}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import textwrap
 import time
 from collections.abc import Callable
@@ -26,14 +27,24 @@ import triton.language as tl
 from triton.runtime import autotuner as _autotuner
 from triton.runtime import interpreter as _interp
 
-__all__ = ["BackendLimitation", "KernelOOBError", "install"]
+from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault
+
+__all__ = ["BackendLimitation", "DeviceAssertFailed", "FakeTensorArgument", "KernelOOBError", "install"]
 
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
 
 
-class KernelOOBError(IndexError):
+class KernelOOBError(CandidateFault, IndexError):
     """A kernel touched memory outside every tensor it was given."""
+
+
+class FakeTensorArgument(CandidateFault, TypeError):
+    """A kernel argument that the interpreter would take for a tensor is none."""
+
+
+class DeviceAssertFailed(CandidateFault, AssertionError):
+    """A `tl.device_assert` in the kernel failed."""
 
 
 class BackendLimitation(NotImplementedError):
@@ -324,10 +335,8 @@ def _outside_kernel(name: str) -> ValueError:
     )
 
 
-def _libdevice_function(name: str, fn: Callable[..., np.ndarray], predicate: bool) -> Callable[..., tl.tensor]:
-    def call(*args: Any, _semantic: Any = None, **_: Any) -> tl.tensor:
-        if not _kernels_running:
-            raise _outside_kernel(name)
+def _libdevice_compute(name: str, fn: Callable[..., np.ndarray], predicate: bool, args: tuple[Any, ...]) -> tl.tensor:
+    try:
         operands = [_operand(a) for a in args]
         dtype = next((d for _, d, _ in operands if d is not None), tl.float32)
         with np.errstate(all="ignore"):
@@ -343,34 +352,65 @@ def _libdevice_function(name: str, fn: Callable[..., np.ndarray], predicate: boo
             data = data.reshape(1)
         ty = tl.block_type(scalar, shape) if shape else scalar
         return tl.tensor(_Handle(data, scalar), ty)
+    except Exception as exc:
+        # the kernel compiled for the GPU with this call (the interpreter compiles each launch first)
+        raise EvaluatorFault(f"the interpreter's stand-in for libdevice.{name} failed: {type(exc).__name__}") from exc
 
-    call.__name__ = name
+
+def _stand_in(
+    original: Callable[..., Any], compute: Callable[[tuple[Any, ...]], Any], compiled: Callable[..., Any] | None
+) -> Callable[..., Any]:
+    """libdevice's `original` as the interpreter sees it: computed by `compute` inside a kernel the interpreter
+    runs. Outside one, with a compiler's `_semantic` (the sm_90 compile beside the interpreter), it is
+    `compiled`, the CUDA function; from host code it fails as the original does."""
+
+    def call(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
+        if _kernels_running:
+            return compute(args)
+        if _semantic is not None and compiled is not None:
+            return compiled(*args, _semantic=_semantic, **kwargs)
+        raise _outside_kernel(original.__name__)
+
+    # It is libdevice's function, to the policy and to Triton's compiler.
+    call.__name__ = original.__name__
+    call.__qualname__ = original.__qualname__
+    call.__module__ = original.__module__
+    call.__doc__ = original.__doc__
+    call.__triton_builtin__ = True  # type: ignore[attr-defined]
     return call
 
 
-def _unavailable(name: str) -> Callable[..., Any]:
-    def call(*_: Any, **__: Any) -> Any:
-        if not _kernels_running:
-            raise _outside_kernel(name)
+def _unavailable(name: str) -> Callable[[tuple[Any, ...]], Any]:
+    def compute(_: tuple[Any, ...]) -> Any:
         raise BackendLimitation(f"libdevice.{name} is not available in the interpret backend; it runs on a GPU")
 
-    call.__name__ = name
-    return call
+    return compute
 
 
 def _install_libdevice() -> None:
     import triton.language.extra.cuda.libdevice as cuda_libdevice
     import triton.language.extra.libdevice as libdevice
 
-    table: dict[str, Callable[..., tl.tensor]] = {}
+    table: dict[str, Callable[[tuple[Any, ...]], Any]] = {}
     for group, predicate in ((_UNARY, False), (_BINARY, False), (_TERNARY, False), (_PREDICATES, True)):
         for name, fn in group.items():
-            table[name] = _libdevice_function(name, fn, predicate)
-    for module in (libdevice, cuda_libdevice):
-        for name in dir(module):
-            if name.startswith("_") or not callable(getattr(module, name)):
-                continue
-            setattr(module, name, table.get(name) or _unavailable(name))
+            table[name] = functools.partial(_libdevice_compute, name, fn, predicate)
+    # libdevice's functions are stubs that Triton's compiler replaces with the CUDA module's builtins of the
+    # same name; both are stood in for, and the stand-ins compile to those builtins.
+    cuda = {
+        name: value
+        for name, value in vars(cuda_libdevice).items()
+        if not name.startswith("_") and callable(value) and getattr(value, "__triton_builtin__", False)
+    }
+    stubs = {
+        name: value
+        for name, value in vars(libdevice).items()
+        if not name.startswith("_") and callable(value) and not isinstance(value, type)
+    }
+    for module, functions in ((cuda_libdevice, cuda), (libdevice, stubs)):
+        for name, original in functions.items():
+            compute = table.get(name) or _unavailable(name)
+            setattr(module, name, _stand_in(original, compute, cuda.get(name)))
 
 
 # ---- 4. device_assert on ---------------------------------------------------------------------------
@@ -383,7 +423,7 @@ def _install_device_assert() -> None:
         values = np.asarray(condition.data if isinstance(condition, _Handle) else condition)
         if not values.all():
             failing = int(values.size - np.count_nonzero(values))
-            raise AssertionError(f"device_assert failed in program {self.grid_idx} ({failing} lanes): {message}")
+            raise DeviceAssertFailed(f"device_assert failed in program {self.grid_idx} ({failing} lanes): {message}")
 
     _Builder.create_assert = create_assert  # type: ignore[method-assign]
 
@@ -424,7 +464,7 @@ def _refuse_fake_tensors(value: Any, label: str) -> None:
         for item in value:
             _refuse_fake_tensors(item, label)
     elif hasattr(value, "data_ptr") and not isinstance(getattr(value, "base", None), torch.Tensor):
-        raise TypeError(
+        raise FakeTensorArgument(
             f"kernel argument {label} is a {type(value).__name__} with a data_ptr, not a torch.Tensor; pass tensors"
         )
 
@@ -483,21 +523,24 @@ def _install_bounds_checker() -> None:
     load, store = _Builder.create_masked_load, _Builder.create_masked_store
     rmw, cas = _Builder.create_atomic_rmw, _Builder.create_atomic_cas
 
-    def create_masked_load(self: _Builder, ptrs: _Handle, mask: Any, other: Any, *rest: Any) -> _Handle:
+    # The interpreter passes the cache and eviction hints by keyword where a tensor descriptor loads or stores.
+    def create_masked_load(self: _Builder, ptrs: _Handle, mask: Any, other: Any, *rest: Any, **hints: Any) -> _Handle:
         _check_access(self, ptrs, mask, "load")
-        return load(self, ptrs, mask, other, *rest)
+        return load(self, ptrs, mask, other, *rest, **hints)
 
-    def create_masked_store(self: _Builder, ptrs: _Handle, value: Any, mask: Any, *rest: Any) -> Any:
+    def create_masked_store(self: _Builder, ptrs: _Handle, value: Any, mask: Any, *rest: Any, **hints: Any) -> Any:
         _check_access(self, ptrs, mask, "store")
-        return store(self, ptrs, value, mask, *rest)
+        return store(self, ptrs, value, mask, *rest, **hints)
 
-    def create_atomic_rmw(self: _Builder, op: Any, ptr: _Handle, val: Any, mask: Any, *rest: Any) -> _Handle:
+    def create_atomic_rmw(
+        self: _Builder, op: Any, ptr: _Handle, val: Any, mask: Any, *rest: Any, **hints: Any
+    ) -> _Handle:
         _check_access(self, ptr, mask, "atomic")
-        return rmw(self, op, ptr, val, mask, *rest)
+        return rmw(self, op, ptr, val, mask, *rest, **hints)
 
-    def create_atomic_cas(self: _Builder, ptr: _Handle, cmp: Any, val: Any, *rest: Any) -> _Handle:
+    def create_atomic_cas(self: _Builder, ptr: _Handle, cmp: Any, val: Any, *rest: Any, **hints: Any) -> _Handle:
         _check_access(self, ptr, None, "atomic_cas")
-        return cas(self, ptr, cmp, val, *rest)
+        return cas(self, ptr, cmp, val, *rest, **hints)
 
     _Builder.create_masked_load = create_masked_load  # type: ignore[method-assign]
     _Builder.create_masked_store = create_masked_store  # type: ignore[method-assign]
@@ -560,6 +603,27 @@ def _install_index_conversion() -> None:
     _interp._patch_lang_tensor = _patch_lang_tensor
 
 
+# ---- 8. a device function's patches undone when it returns ----------------------------------------------
+# The interpreter patches Triton's language (tl.program_id, tl.core.reduce ...) for every call of a device
+# function and never restores it, so after a kernel that calls one, code outside the interpreter (the compile
+# for the GPU of each launch, see _launches) met the interpreter's versions. The call restores them.
+
+
+def _install_device_call_scope() -> None:
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = _interp._patch_lang(self.fn)
+        try:
+            fn = self.rewrite()
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                raise _interp.InterpreterError(repr(e)) from e
+        finally:
+            scope.restore()
+
+    _interp.InterpretedFunction.__call__ = __call__  # type: ignore[method-assign]
+
+
 def install() -> None:
     """Apply every patch. Requires `TRITON_INTERPRET=1` in the environment."""
     if not triton.knobs.runtime.interpret:
@@ -573,3 +637,4 @@ def install() -> None:
     _install_namespace_guard()
     _install_def_finder()
     _install_index_conversion()
+    _install_device_call_scope()

@@ -3,7 +3,11 @@
 Installed before the candidate is imported. On `cuda` the count comes from Triton's own launch hooks,
 called by the launcher right before the kernel is handed to the driver, so a kernel that is defined
 but never reached does not count. On `compile` every launch is turned into a compile; on `interpret`
-the interpreter's run is counted.
+the interpreter's run is counted, and each launch it runs is first compiled for sm_90 with the same
+specialization, so that the code the interpreter judges is code the GPU's compiler accepts.
+
+Each kernel's source is recorded when the kernel is made, and checked wherever Triton compiles or interprets it:
+a source swapped afterwards (`_unsafe_update_src`) is refused.
 
 On `cuda`, the compile pass also builds each kernel's C launcher (Triton compiles it with the system's C
 compiler, about 0.4 s, on a kernel's first launch unless its cache holds one for the same kinds of
@@ -14,7 +18,10 @@ beside the kernel's own compile instead of after it.
 from __future__ import annotations
 
 import ast
+import hashlib
+import inspect
 import math
+import re
 import textwrap
 import threading
 from collections.abc import Callable
@@ -26,8 +33,9 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITCallable, JITFunction
 
 from adaexplore.executor._models import Backend
+from adaexplore.executor.worker._errors import CandidateFault
 
-__all__ = ["CANDIDATE_MODULE", "LaunchTracker"]
+__all__ = ["CANDIDATE_MODULE", "LaunchTracker", "Refused", "SourceChanged", "TargetCompileFailed"]
 
 CANDIDATE_MODULE = "adaexplore_candidate"
 # The key under which a launch's grid reaches the launch hook (see `_launch_facts`).
@@ -45,6 +53,30 @@ def _empty(grid: Any) -> bool:
         return math.prod(int(g) for g in grid) <= 0
     except (TypeError, ValueError):
         return False
+
+
+class Refused(CandidateFault, RuntimeError):
+    """A launch or a kernel the tracker refuses (its message is in the tracker's refusals)."""
+
+
+class SourceChanged(Refused):
+    """The source Triton was about to compile or run for a kernel is not the one it was made from."""
+
+
+class TargetCompileFailed(RuntimeError):
+    """A launch the interpreter ran does not compile for the GPU target: the candidate's compile error, unless
+    its cause is a failure of the evaluator's own code (see `_errors.evaluator_fault`)."""
+
+
+def _digest(src: str) -> str:
+    return hashlib.sha256(src.encode("utf-8")).hexdigest()
+
+
+def _tritons_cut(raw_src: list[str]) -> str:
+    """The source Triton's JITCallable takes from a function's lines: from the first line starting with `def`."""
+    src = textwrap.dedent("".join(raw_src))
+    found = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
+    return src[found.start() :] if found else src
 
 
 def def_line_source(raw_src: list[str]) -> str:
@@ -80,12 +112,26 @@ class LaunchTracker:
         # Launcher builds started early and what became of them: "built", or the error (then Triton builds
         # the launcher itself at the first launch, and reports any real problem there).
         self.prebuilt: list[str] = []
+        # The source each kernel was made from, by the kernel object's id: (kernel, its source, its digest).
+        self._sources: dict[int, tuple[Any, str, str]] = {}
+        # interpret: the source of each function made into a kernel, by the function's id; the functions the
+        # interpreter made from checked sources
+        self._interpreted: dict[int, tuple[Any, str]] = {}
+        self._rewritten: dict[int, Any] = {}
+        # interpret: each launch is compiled for this target too; distinct specializations compiled per kernel,
+        # and the compile failures (kernel name, the launch's constexprs and options, the compiler's error)
+        self.target = "cuda:90"
+        self.target_compiles: dict[str, int] = {}
+        self._compiled: dict[int, Any] = {}
+        self.compile_failures: list[tuple[str, str, BaseException]] = []
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
         self._check_jit_sources()
+        self._verify_compiled_sources()
         if self.backend is Backend.interpret:
             self._install_interpreter()
+            self._verify_interpreted_sources()
             return
         self._wrap_jit_run()
         self._wrap_autotuner_run()
@@ -121,9 +167,106 @@ class LaunchTracker:
                     "for it does not start at its own def line (a string holds a line that starts with `def`)."
                 )
                 tracker.refusals.append(message)
-                raise RuntimeError(message)
+                raise Refused(message)
+            # what every later compile of this kernel must find (see `_verify_compiled_sources`)
+            tracker._sources[id(jit)] = (jit, jit._src, _digest(jit._src))
 
         JITCallable.__init__ = __init__  # type: ignore[method-assign]
+
+    def _source_changed(self, name: str) -> SourceChanged:
+        message = (
+            f"You cannot change the source of kernel {name} after it was made (with _unsafe_update_src or "
+            "otherwise): the source Triton was about to compile or run is not the one written in the file. "
+            "Write each kernel once, as a function in the file."
+        )
+        self.refusals.append(message)
+        return SourceChanged(message)
+
+    def _check_source(self, jit: Any) -> None:
+        """The source Triton compiles for `jit` is the one recorded when it was made. A kernel made before the
+        tracker was installed (Triton's own) is compared with its file once, then recorded."""
+        src = vars(jit).get("_src")
+        name = getattr(jit, "__name__", "?")
+        if "parse" in vars(jit) or not isinstance(src, str):
+            raise self._source_changed(name)
+        held = self._sources.get(id(jit))
+        if held is None or held[0] is not jit:
+            # every kernel of the candidate's was made after the tracker was installed: this one is a copy
+            if getattr(getattr(jit, "fn", None), "__module__", None) == CANDIDATE_MODULE:
+                raise self._source_changed(name)
+            try:
+                from_file: str | None = _tritons_cut(inspect.getsourcelines(jit.fn)[0])
+            except (OSError, TypeError):
+                from_file = None  # made by Triton from no file: nothing to compare with
+            if from_file is not None and src != from_file:
+                raise self._source_changed(name)
+            self._sources[id(jit)] = (jit, src, _digest(src))
+            return
+        if src is not held[1] and _digest(src) != held[2]:
+            raise self._source_changed(name)
+
+    def _verify_compiled_sources(self) -> None:
+        """Triton's compiler reads a kernel's source (and each function it calls) through `parse`, and compiles
+        a kernel anew in `_do_compile`: both check the source against the recorded one."""
+        parse, do_compile = JITCallable.parse, JITFunction._do_compile
+        tracker = self
+
+        def checked_parse(jit: JITCallable) -> Any:
+            tracker._check_source(jit)
+            return parse(jit)
+
+        def checked_compile(jit: JITFunction, *args: Any, **kwargs: Any) -> Any:
+            tracker._check_source(jit)
+            return do_compile(jit, *args, **kwargs)
+
+        JITCallable.parse = checked_parse  # type: ignore[method-assign]
+        JITFunction._do_compile = checked_compile  # type: ignore[method-assign]
+
+    def _verify_interpreted_sources(self) -> None:
+        """The interpreter reads a kernel's source from its file when it first runs it, and keeps the function it
+        made from it: the source must be the one the kernel was made from, and the function run one made so."""
+        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+
+        init, rewrite_ast, rewrite = (
+            InterpretedFunction.__init__,
+            FunctionRewriter.rewrite_ast,
+            InterpretedFunction.rewrite,
+        )
+        tracker = self
+
+        def recorded_init(ifn: InterpretedFunction, fn: Any, **kwargs: Any) -> None:
+            init(ifn, fn, **kwargs)
+            if getattr(fn, "__module__", None) != CANDIDATE_MODULE:
+                return
+            try:
+                src = def_line_source(inspect.getsourcelines(fn)[0])
+            except (OSError, TypeError, SyntaxError):
+                src = ""  # never matches a source read later: its first run is refused
+            tracker._interpreted[id(fn)] = (fn, _digest(src))
+
+        def checked_rewrite_ast(rewriter: FunctionRewriter) -> Any:
+            fn = rewriter.fn
+            if getattr(fn, "__module__", None) == CANDIDATE_MODULE:
+                held = tracker._interpreted.get(id(fn))
+                try:
+                    src = def_line_source(inspect.getsourcelines(fn)[0])
+                except (OSError, TypeError, SyntaxError):
+                    src = None
+                if held is None or held[0] is not fn or src is None or _digest(src) != held[1]:
+                    raise tracker._source_changed(getattr(fn, "__name__", "?"))
+            made = rewrite_ast(rewriter)
+            tracker._rewritten[id(made)] = made
+            return made
+
+        def checked_rewrite(ifn: InterpretedFunction) -> Any:
+            made = rewrite(ifn)
+            if tracker._own(ifn) and (tracker._rewritten.get(id(made)) is not made or ifn.rewriter.fn is not ifn.fn):
+                raise tracker._source_changed(ifn.fn.__name__)
+            return made
+
+        InterpretedFunction.__init__ = recorded_init  # type: ignore[method-assign]
+        FunctionRewriter.rewrite_ast = checked_rewrite_ast  # type: ignore[method-assign]
+        InterpretedFunction.rewrite = checked_rewrite  # type: ignore[method-assign]
 
     def _own(self, fn: Any) -> bool:
         return getattr(getattr(fn, "fn", None), "__module__", None) == CANDIDATE_MODULE
@@ -150,6 +293,9 @@ class LaunchTracker:
                 kernel = kernel.result() if hasattr(kernel, "result") else kernel
                 shared = int(getattr(kernel.metadata, "shared", 0) or 0)
                 name = jit.__name__
+                if id(kernel) not in tracker._compiled:
+                    tracker._compiled[id(kernel)] = kernel
+                    tracker.target_compiles[name] = tracker.target_compiles.get(name, 0) + 1
                 tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
                 if tracker.backend is Backend.cuda:
                     # Triton loads the binary and builds its C launcher on the first launch; on a GPU that is
@@ -250,12 +396,33 @@ class LaunchTracker:
                     resolved.append(given(meta))
                     return resolved[-1]
 
+            tracker._compile_for_target(fn, args, kwargs)
             result = original(fn, *args, grid=grid, warmup=warmup, **kwargs)
             if tracker.counting:
                 (tracker.empty if _empty(resolved[-1]) else tracker.launches).append(name)
             return result
 
         InterpretedFunction.run = run  # type: ignore[method-assign]
+
+    def _compile_for_target(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """The launch the interpreter is about to run, compiled for the GPU target first with the same argument
+        types, constexprs and options (once per specialization), so that the code the interpreter judges is
+        code the GPU's compiler accepts."""
+        from adaexplore.executor.worker._compile_only import compile_launch
+
+        name = fn.fn.__name__
+        try:
+            if compile_launch(fn, args, kwargs, self.target):
+                self.target_compiles[name] = self.target_compiles.get(name, 0) + 1
+        except Exception as exc:
+            constants = ", ".join(
+                f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, int | float | bool | str | type(None))
+            )
+            self.compile_failures.append((name, constants, exc))
+            raise TargetCompileFailed(
+                f"kernel {name} does not compile for {self.target.replace('cuda:', 'sm_')} as the interpreter "
+                f"ran it ({constants or 'no constexprs or options'}): {type(exc).__name__}: {exc}"
+            ) from exc
 
     def _refuse_handle(self, name: str) -> None:
         """`kernel.run(..., warmup=True)` from the candidate: it would hand out the compiled kernel, whose own
@@ -265,7 +432,7 @@ class LaunchTracker:
             "launch it with kernel[grid](...)."
         )
         self.refusals.append(message)
-        raise RuntimeError(message)
+        raise Refused(message)
 
     # cuda launch hooks -------------------------------------------------------------------------
     def _enter(self, metadata: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import builtins as builtins_module
 import contextlib
 import copy
@@ -15,8 +16,9 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._policy import attribute_refused
+from adaexplore.executor._policy import attribute_refused, guard_own_roots
 from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor.worker._errors import ReachRefused
 from adaexplore.executor.worker._exchange import exchangeable
 
 __all__ = [
@@ -48,7 +50,8 @@ class TaskFault(Exception):
 
 def import_file(name: str, path: str | Path, *, builtins: dict[str, Any] | None = None) -> ModuleType:
     """Import the file at `path` as module `name` (Triton's JIT needs real files). `builtins`: the builtins
-    its code sees, in place of the interpreter's."""
+    its code sees, in place of the interpreter's. With candidate_builtins, every use of self, cls or ctx that
+    the policy allows only on the candidate's own objects is checked at run time (see guard_own_roots)."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -56,7 +59,15 @@ def import_file(name: str, path: str | Path, *, builtins: dict[str, Any] | None 
     if builtins is not None:
         module.__dict__["__builtins__"] = builtins
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    if builtins is None or _OWN_GUARD not in builtins:
+        spec.loader.exec_module(module)
+        return module
+    filename = spec.origin or str(path)
+    # compiled under the file's own name and positions: tracebacks and Triton's reading of a kernel's source
+    # from the file see the file as written
+    source = importlib.util.decode_source(Path(filename).read_bytes())
+    tree = guard_own_roots(ast.parse(source, filename), _OWN_GUARD)
+    exec(compile(tree, filename, "exec", dont_inherit=True), module.__dict__)
     return module
 
 
@@ -96,6 +107,13 @@ _CONSTRUCTOR_TYPES = frozenset(
 _STREAM_TYPES = (torch.Stream, torch.Event, torch.cuda.Stream, torch.cuda.Event)
 
 
+# The builtin through which a candidate's trusted roots pass (see guard_own_roots); a special name, which the
+# policy keeps the candidate from naming.
+_OWN_GUARD = "__adaexplore_own__"
+# What torch hands an autograd Function's forward and backward as ctx.
+_AUTOGRAD_CONTEXTS = (torch.autograd.function.FunctionCtx,)
+
+
 def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
     that imports only the `allowed` modules (and the packages above them, which `import a.b` binds)."""
@@ -121,7 +139,7 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         # the policy's attribute rules, for names the static check cannot see (computed ones)
         refused = refuses(name, owned=False) if isinstance(name, str) else None
         if refused:
-            raise AttributeError(refused[1])
+            raise ReachRefused(refused[1])
         return real_getattr(obj, name, *default)
 
     real_type = builtins_module.type
@@ -139,6 +157,40 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         return found
 
     namespace = {k: v for k, v in vars(builtins_module).items() if k not in _WITHHELD_BUILTINS}
+    modules = sys.modules
+    contexts = _AUTOGRAD_CONTEXTS
+    verdicts: dict[type, bool] = {}
+
+    def own(obj: object, name: str) -> object:
+        # self, cls or ctx where the policy trusted it: the object must be the candidate's own (an instance of
+        # a class defined in a module running on these builtins, or such a class) or torch's autograd context
+        cls = obj if isinstance(obj, real_type) else real_type(obj)
+        verdict = verdicts.get(cls)
+        if verdict is None:
+            module_name = cls.__dict__.get("__module__")
+            home = modules.get(module_name) if isinstance(module_name, str) else None
+            verdict = verdicts[cls] = getattr(home, "__dict__", {}).get("__builtins__") is namespace
+        if verdict or isinstance(obj, contexts):
+            return obj
+        raise ReachRefused(
+            f"You cannot use .{name} of a {cls.__name__} object through a method's first parameter: the rules "
+            "trust self, cls and ctx only as your own objects, so call the method on an instance of your class "
+            "instead."
+        )
+
+    real_hasattr = builtins_module.hasattr
+
+    def checked_hasattr(obj: object, name: str) -> bool:
+        # hasattr reads the attribute to answer: private ones of the candidate's own objects only
+        if isinstance(name, str) and refuses(name, owned=False):
+            refused = refuses(name, owned=True)
+            if refused:
+                raise ReachRefused(refused[1])
+            own(obj, name)
+        return real_hasattr(obj, name)
+
+    namespace[_OWN_GUARD] = own
+    namespace["hasattr"] = checked_hasattr
     namespace["__import__"] = restricted_import
     namespace["getattr"] = checked_getattr
     namespace["type"] = checked_type
@@ -293,23 +345,53 @@ def own_attributes(tensor: torch.Tensor) -> list[str]:
     return sorted(vars(tensor))
 
 
+# torch's own classes: a Parameter is refused as an output later, where it is not a plain tensor
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
 def flatten_output(value: Any) -> list[torch.Tensor]:
-    """The tensors a forward returned, in order.
+    """The tensors a forward returned, in order: one torch.Tensor, or a tuple or list of them (torch's own named
+    tuples, `torch.max(x, 1)`'s, included), each of exactly that type (or a Parameter). The types are read before
+    anything else: an object of any other type is never iterated, so no code of its own runs here.
 
     Raises:
         ShadowedTensor: an output carries attributes of its own.
-        TypeError: the forward returned something other than tensors.
+        DisguisedOutput: the forward returned a subclass of a tensor, tuple or list.
+        OutputNotTensors: the forward returned something other than tensors.
     """
-    if isinstance(value, torch.Tensor):
+    from adaexplore.executor.worker._errors import DisguisedOutput, OutputNotTensors
+
+    def refused(kind: type, index: int) -> Exception:
+        # a subclass answers iteration, indexing and every method itself: what the timer and the checks would
+        # see is up to its code
+        if issubclass(kind, torch.Tensor):
+            return DisguisedOutput(
+                f"output {index} is a {kind.__name__}, not a plain torch.Tensor; you cannot return subclasses of "
+                "torch.Tensor: return plain tensors computed in forward."
+            )
+        if issubclass(kind, tuple | list):
+            base = "tuple" if issubclass(kind, tuple) else "list"
+            return DisguisedOutput(
+                f"You cannot return a {kind.__name__} (a subclass of {base}): forward must return plain "
+                "torch.Tensor objects, alone or in a plain tuple or list, computed before it returns."
+            )
+        return OutputNotTensors(f"forward must return a torch.Tensor (or a tuple of them), not {kind.__name__}")
+
+    kind = type(value)
+    if kind in _PLAIN_TENSORS:
         tensors = [value]
-    elif isinstance(value, list | tuple) and value and all(isinstance(v, torch.Tensor) for v in value):
+    elif kind in (tuple, list) or any(kind is named for named in vars(torch.return_types).values()):
         tensors = list(value)
+        if not tensors:
+            raise OutputNotTensors(
+                f"forward must return a torch.Tensor (or a tuple of them), not an empty {kind.__name__}"
+            )
+        for index, item in enumerate(tensors):
+            if type(item) not in _PLAIN_TENSORS:
+                raise refused(type(item), index)
     else:
-        raise TypeError(f"forward must return a torch.Tensor (or a tuple of them), not {type(value).__name__}")
+        raise refused(kind, 0)
     for index, tensor in enumerate(tensors):
-        if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
-            # before anything is read from it: a subclass answers every method and attribute itself
-            raise TypeError(f"output {index} is a {type(tensor).__name__}, not a plain torch.Tensor")
         names = own_attributes(tensor)
         if names:
             raise ShadowedTensor(
@@ -317,14 +399,14 @@ def flatten_output(value: Any) -> list[torch.Tensor]:
                 f"{', '.join(names[:5])}. Return plain tensors."
             )
         if tensor.is_nested:
-            raise TypeError(f"output {index} is a nested tensor; forward must return ordinary dense tensors")
+            raise OutputNotTensors(f"output {index} is a nested tensor; forward must return ordinary dense tensors")
         if tensor.layout is not torch.strided:
-            raise TypeError(
+            raise OutputNotTensors(
                 f"output {index} has layout {str(tensor.layout).removeprefix('torch.')}; forward must return "
                 "ordinary dense tensors (call .to_dense())"
             )
         if not exchangeable(tensor.dtype):
-            raise TypeError(
+            raise OutputNotTensors(
                 f"output {index} has dtype {str(tensor.dtype).removeprefix('torch.')}, which cannot be compared; "
                 "return the reference's dtype"
             )

@@ -228,3 +228,60 @@ def test_a_loop_up_to_a_runtime_size_runs_with_numpy_2_4(numpy_2_4: Path | None)
     # ... and with the shim it runs and sums right
     patched = run_interpreted(LOOP_TO_A_RUNTIME_SIZE, path=numpy_2_4)
     assert patched == {"numpy": plain["numpy"], "error": None, "close": True}
+
+
+def test_tensor_descriptors_and_cache_hints_run_bounds_checked() -> None:
+    # The interpreter passes the hints by keyword to the loads the bounds checker wraps.
+    result = run_interpreted("""
+        @triton.jit
+        def k(x_ptr, y_ptr, z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+            xd = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+            yd = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+            yd.store([0, 0], xd.load([0, 0]) * 2.0)
+            offs = tl.arange(0, BM * BN)
+            v = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_first")
+            tl.store(z_ptr + offs, v + 1.0, cache_modifier=".cs")
+
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8))
+        x = torch.randn(16, 16)
+        y, z = torch.empty_like(x), torch.empty_like(x)
+        k[(1,)](x, y, z, 16, 16, BM=16, BN=16)
+        print(json.dumps({"desc": bool(torch.equal(y, x * 2)), "hints": bool(torch.equal(z, x + 1))}))
+    """)
+    assert result == {"desc": True, "hints": True}
+
+
+def test_libdevice_stand_ins_are_libdevice_to_the_policy() -> None:
+    # The policy refuses objects from modules a candidate may not reach; the stand-ins are libdevice's functions.
+    result = run_interpreted("""
+        import triton.language.extra.cuda.libdevice as cuda
+        from adaexplore.executor._policy import _origin
+        names = [(cuda.erf, "erf"), (libdevice.erf, "erf"), (cuda.popc, "popc")]
+        print(json.dumps([[f.__module__, f.__name__ == n, _origin(f)] for f, n in names]))
+    """)
+    assert result == [
+        ["triton.language.extra.cuda.libdevice", True, None],
+        ["triton.language.extra.libdevice", True, None],
+        ["triton.language.extra.cuda.libdevice", True, None],
+    ]
+
+
+def test_a_device_functions_patches_of_the_language_are_undone() -> None:
+    # The interpreter patches tl for each device function call; left in place, they met Triton's compiler later.
+    result = run_interpreted("""
+        original = tl.program_id
+
+        @triton.jit
+        def twice(x):
+            return x * 2.0
+
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, twice(tl.load(x_ptr + offs)))
+
+        x = torch.ones(16)
+        k[(1,)](x, BLOCK=16)
+        print(json.dumps({"restored": tl.program_id is original, "ran": bool((x == 2).all())}))
+    """)
+    assert result == {"restored": True, "ran": True}

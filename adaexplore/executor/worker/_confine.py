@@ -1,0 +1,160 @@
+"""The part of the sandbox a worker applies to itself, after torch, triton and the device are set up and
+before any candidate is imported: resource limits, a seccomp filter and a Landlock ruleset.
+
+Under bubblewrap the namespaces already hide the machine; here the worker adds what namespaces cannot say
+(which programs may be executed, which system calls may be made, how much memory and disk it may use).
+Without bubblewrap (`landlock+seccomp`) Landlock also decides what may be read and written.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import shutil
+import sys
+from pathlib import Path
+
+from adaexplore.executor._sandbox import Confinement
+from adaexplore.executor.worker import _landlock
+
+__all__ = ["confine", "executables"]
+
+# System calls no kernel worker makes once it is set up: other processes' memory, kernel interfaces that
+# widen what a process can reach (eBPF, io_uring, which bypasses this filter, keyrings, perf events), and
+# changes to the mount and namespace layout.
+_DENIED_SYSCALLS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "fanotify_init",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "personality",
+    # The worker talks to the evaluator through pipes; a socket of any family reaches the network, or a local
+    # service through a Unix socket, which Landlock does not cover (socketpair stays allowed).
+    "socket",
+)
+# Without a PID namespace, the process group is what the evaluator kills: nothing may leave it.
+_SESSION_SYSCALLS = ("setsid", "setpgid")
+
+_LOADERS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
+
+
+def executables(extra: list[str]) -> list[str]:
+    """What a worker may execute: Triton's ptxas, the C compiler that builds its launchers (with the programs
+    the compiler runs), the dynamic loader that starts them, and `extra`."""
+    from triton import knobs
+
+    found: set[str] = set()
+    for tool in (knobs.nvidia.ptxas, knobs.nvidia.ptxas_blackwell):
+        try:
+            found.add(os.path.realpath(tool.path))
+        except Exception:  # a tool Triton cannot find is one it will not run
+            continue
+    compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    for program in (compiler, shutil.which("as"), shutil.which("ld"), shutil.which("ld.bfd"), shutil.which("ld.gold")):
+        if program:
+            found.add(os.path.realpath(program))
+    for directory in ("/usr/lib/gcc", "/usr/libexec/gcc", "/usr/lib/llvm"):
+        if os.path.isdir(directory):
+            found.add(directory)
+    found.update(os.path.realpath(p) for p in _LOADERS if os.path.exists(p))
+    found.update(os.path.realpath(p) for p in extra)
+    return sorted(found)
+
+
+def _limit(kind: int, value: int) -> None:
+    _, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def _seccomp(deny_sessions: bool) -> int:
+    import pyseccomp
+
+    rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
+    # every thread, including those torch and the CUDA driver started already
+    rules.set_attr(pyseccomp.Attr.CTL_TSYNC, 1)
+    refuse = pyseccomp.ERRNO(errno.EPERM)
+    count = 0
+    for name in (*_DENIED_SYSCALLS, *(_SESSION_SYSCALLS if deny_sessions else ())):
+        try:
+            rules.add_rule(refuse, name)
+        except (OSError, ValueError):  # not a system call of this architecture
+            continue
+        count += 1
+    rules.load()
+    return count
+
+
+def confine(spec: Confinement, *, on_gpu: bool) -> str:
+    """Apply `spec` to this process for good; return what was applied, in words, for the provenance.
+
+    Raises:
+        OSError: the kernel refused a part of it (the worker then exits: no candidate runs unconfined).
+    """
+    if spec.kind == "none":
+        return "none"
+    applied: list[str] = []
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if spec.memory_bytes:
+        # CUDA reserves address space far beyond what it uses, so on a GPU the cap counts written memory only
+        _limit(resource.RLIMIT_DATA if on_gpu else resource.RLIMIT_AS, spec.memory_bytes)
+        applied.append(f"{'data' if on_gpu else 'address space'} <= {spec.memory_bytes / 2**30:.1f} GiB")
+    if spec.file_bytes:
+        _limit(resource.RLIMIT_FSIZE, spec.file_bytes)
+    _limit(resource.RLIMIT_NOFILE, 4096)
+    full = spec.kind == "landlock+seccomp"
+    if spec.seccomp:
+        count = _seccomp(deny_sessions=full)
+        applied.append(f"seccomp ({count} rules)")
+    # Landlock refuses to move a file between directories unless the ruleset grants it (REFER): under
+    # bubblewrap, where the namespaces decide what may be written, it is granted everywhere.
+    handled = _landlock.FS_ALL if full else _landlock.EXECUTE | _landlock.REFER
+    ruleset = _landlock.Ruleset(handled, deny_tcp=full, scoped=True)
+    ruleset.allow(executables(spec.executable), _landlock.EXECUTE | _landlock.FS_READ)
+    if not full:
+        ruleset.allow(["/"], _landlock.REFER)
+    if full:
+        own = f"/proc/{os.getpid()}"
+        ruleset.allow([*spec.readable, own, *_prefixes()], _landlock.FS_READ)
+        ruleset.allow(spec.writable, _landlock.FS_WRITE)
+    ruleset.restrict()
+    applied.append(f"landlock ABI {ruleset.abi} ({'files, network, ' if full else ''}programs, signals)")
+    return f"{spec.kind}: " + ", ".join(applied)
+
+
+def _prefixes() -> list[str]:
+    """Where this interpreter and its packages live."""
+    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    places.update(p for p in sys.path if p and os.path.exists(p))
+    return sorted(str(Path(p).resolve()) for p in places)

@@ -1,0 +1,86 @@
+"""Checks of the ninth round in the worker itself: what a forward may return, and whose fault a failure is."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from adaexplore.executor._models import Status
+from adaexplore.executor.worker._errors import CandidateFault, DisguisedOutput, OutputNotTensors, classify
+from adaexplore.executor.worker._taskrun import flatten_output, own_attributes
+from adaexplore.executor.worker._timing import _kept_copy
+
+
+class Lazy(tuple):  # type: ignore[type-arg]
+    iterated = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        Lazy.iterated += 1
+        return super().__iter__()
+
+
+def test_only_plain_tensors_tuples_and_lists_are_outputs_and_nothing_else_is_iterated() -> None:
+    x = torch.ones(3)
+    assert flatten_output(x) == [x]
+    assert flatten_output((x, x)) == [x, x] and flatten_output([x]) == [x]
+    assert len(flatten_output(torch.max(torch.ones(2, 3), dim=1))) == 2  # torch's own named tuple
+    Lazy.iterated = 0
+    for value in [Lazy((x,)), (Lazy((x,)),), [x, Lazy((x,))]]:
+        with pytest.raises(DisguisedOutput, match="You cannot return a Lazy"):
+            flatten_output(value)
+    assert Lazy.iterated == 0
+    for value, name in [(None, "NoneType"), (3.0, "float"), ((x, 1), "int"), ({"y": x}, "dict")]:
+        with pytest.raises(OutputNotTensors, match=f"forward must return a torch.Tensor .*not {name}"):
+            flatten_output(value)
+    with pytest.raises(OutputNotTensors, match="not an empty tuple"):
+        flatten_output(())
+    # the kept outputs of timed calls are read the same way
+    with pytest.raises(DisguisedOutput):
+        _kept_copy(Lazy((x,)), None)
+    assert Lazy.iterated == 0
+
+
+def raised(statement: str, module: str = "tests_caller", **names: object) -> BaseException:
+    """The exception `statement` raises when it runs in code whose module is `module` (the candidate's is
+    adaexplore_candidate)."""
+    scope = {"__name__": module, "torch": torch, "own_attributes": own_attributes, **names}
+    exec(f"def run():\n    {statement}\n", scope)
+    with pytest.raises(Exception) as info:
+        scope["run"]()  # type: ignore[operator]
+    return info.value
+
+
+def test_a_failure_that_starts_in_the_evaluators_code_is_its_own() -> None:
+    # raised inside an evaluator function that Triton or torch called, not the candidate
+    inside = raised("own_attributes(5)")
+    assert classify(inside) is Status.infra_error
+    # a call that does not fit one of the evaluator's functions fails before that function starts
+    bad_call = raised("own_attributes(torch.ones(1), 'extra')")
+    assert classify(bad_call) is Status.infra_error
+    # the same, wrapped by the interpreter or the compiler, is still the evaluator's
+    try:
+        raise RuntimeError("wrapper") from inside
+    except RuntimeError as wrapper:
+        assert classify(wrapper) is Status.infra_error
+
+
+def test_the_candidate_cannot_pass_its_own_mistakes_off_as_the_evaluators() -> None:
+    # the candidate's own code calling into the evaluator wrongly
+    for statement in ["own_attributes(5)", "own_attributes(torch.ones(1), 'extra')"]:
+        assert classify(raised(statement, module="adaexplore_candidate")) is Status.runtime_error
+    # the evaluator's checks of the candidate are never its own fault, wherever they are raised
+
+    class Refusal(CandidateFault, RuntimeError):
+        pass
+
+    def refuse() -> None:
+        own_attributes(torch.ones(1))
+        raise Refusal("You cannot do that")
+
+    assert classify(raised("refuse()", refuse=refuse)) is Status.runtime_error
+    # an error of torch's, raised through the CUDA-on-CPU mode every torch call passes through
+    from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
+
+    with cuda_on_cpu():
+        error = raised("torch.ones(2, 3) @ torch.ones(2, 3)", module="adaexplore_candidate")
+    assert classify(error) is Status.runtime_error

@@ -1,0 +1,237 @@
+"""The sandbox battery: with the policy and the runtime guard off, every escape route fails, and the test checks
+on the machine that its effect did not happen (no secret read, no file written, no process left, no connection
+made, no signal delivered). With the policy on, the same candidates are refused before they run.
+
+Each sandbox kind this machine offers is tried (bubblewrap; Landlock with seccomp); a kind it lacks is
+skipped with the reason. On a GPU machine the candidates run on the cuda backend, inside the same walls.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from adaexplore.errors import ConfigError
+from adaexplore.executor import Evaluator, Status, load_task
+from tests.conftest import ROOT, fast_settings
+from tests.sandbox.attacks import ATTACKS, candidate
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TASK = load_task(ROOT / "tests" / "executor" / "data" / "scale_relu_task.py")
+CACHE_QUOTA = 64 << 20
+MEMORY_CAP = 6 << 30
+
+
+@dataclass
+class Machine:
+    """What the attacks aim at, set up on this machine for real."""
+
+    token: str
+    places: Path
+    home: Path
+    values: dict[str, object]
+    victim: subprocess.Popen[bytes]
+    connections: list[str] = field(default_factory=list)
+    signals: list[int] = field(default_factory=list)
+    listeners: list[socket.socket] = field(default_factory=list)
+
+
+def _accept(listener: socket.socket, seen: list[str], what: str) -> None:
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        seen.append(what)
+        connection.close()
+
+
+@pytest.fixture(scope="module")
+def machine() -> Iterator[Machine]:
+    token = "adaexplore-secret-" + secrets.token_hex(12)
+    # outside the temporary directory (which every sandbox replaces anyway), where a user's files are
+    places = Path.home() / ".cache" / f"adaexplore-sandbox-test-{secrets.token_hex(4)}"
+    home = places / "home"
+    (home / "cache").mkdir(parents=True)
+    for path in (home / "adaexplore.db", home / "cache" / "secret.json", places / "secret.txt"):
+        path.write_text(token)
+    home_file = Path.home() / f".adaexplore-sandbox-secret-{secrets.token_hex(4)}"
+    home_file.write_text(token)
+    (places / "cwd").mkdir()
+    (places / "cwd" / "secret.txt").write_text(token)
+    # a process of this user with the secret in its environment, on its stack and in an open file
+    victim = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); time.sleep(600)", str(places / "secret.txt")],
+        env={**os.environ, "VICTIM_VALUE": token},
+    )
+    tcp, udp = socket.create_server(("127.0.0.1", 0)), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.setblocking(False)
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(str(places / "sock"))
+    unix.listen()
+    abstract_name = f"adaexplore-test-{secrets.token_hex(4)}"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0" + abstract_name)
+    abstract.listen()
+    values = {
+        "victim_pid": victim.pid,
+        "evaluator_pid": os.getpid(),
+        "store_file": home / "adaexplore.db",
+        "cache_file": home / "cache" / "secret.json",
+        "home_file": home_file,
+        "cwd_file": places / "cwd" / "secret.txt",
+        "outside_file": places / "escaped.txt",
+        "host_tmp_file": Path("/tmp") / f"adaexplore-escaped-{secrets.token_hex(4)}",
+        "tcp_port": tcp.getsockname()[1],
+        "udp_port": udp.getsockname()[1],
+        "unix_path": places / "sock",
+        "abstract_name": abstract_name,
+        "marker": f"adxesc{secrets.token_hex(3)}",
+        "allocation": MEMORY_CAP + (1 << 30),
+        "cache_files": 3 * CACHE_QUOTA >> 20,
+    }
+    found = Machine(token=token, places=places, home=home, values=values, victim=victim)
+    found.listeners = [tcp, unix, abstract, udp]
+    for listener, what in ((tcp, "tcp"), (unix, "unix"), (abstract, "abstract")):
+        threading.Thread(target=_accept, args=(listener, found.connections, what), daemon=True).start()
+    previous = signal.signal(signal.SIGUSR1, lambda number, frame: found.signals.append(number))
+    cwd = os.getcwd()
+    os.chdir(places / "cwd")  # the directory the evaluator is started from is hidden too
+    try:
+        yield found
+    finally:
+        os.chdir(cwd)
+        signal.signal(signal.SIGUSR1, previous)
+        victim.kill()
+        victim.wait()
+        for listener in found.listeners:
+            listener.close()
+        shutil.rmtree(places, ignore_errors=True)
+        home_file.unlink(missing_ok=True)
+        Path(str(values["host_tmp_file"])).unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module", params=["bwrap", "landlock"])
+async def walled(request: pytest.FixtureRequest, machine: Machine) -> AsyncIterator[Evaluator]:
+    settings = fast_settings(
+        machine.home,
+        sandbox=request.param,
+        disable_guards_for_tests=True,
+        worker_cache_bytes=CACHE_QUOTA,
+        worker_disk_bytes=CACHE_QUOTA,
+        worker_memory_bytes=MEMORY_CAP,
+        warm_workers=1,
+    )
+    try:
+        async with Evaluator(settings) as evaluator:
+            yield evaluator
+    except ConfigError as exc:
+        pytest.skip(f"no {request.param} sandbox on this machine: {exc}")
+
+
+def _processes_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == name:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _effects(machine: Machine, name: str) -> list[str]:
+    """What the attack changed on this machine; empty when the sandbox held."""
+    seen = []
+    if machine.connections:
+        seen.append(f"connections accepted: {machine.connections}")
+    try:
+        datagram = machine.listeners[3].recv(64)
+        seen.append(f"a datagram arrived: {datagram!r}")
+    except BlockingIOError:
+        pass
+    if machine.signals:
+        seen.append(f"the evaluator received signals {machine.signals}")
+    if machine.victim.poll() is not None:
+        seen.append("the other process was killed")
+    for key in ("outside_file", "host_tmp_file"):
+        if Path(str(machine.values[key])).exists():
+            seen.append(f"{machine.values[key]} was written")
+    deadline = time.monotonic() + 5
+    while (left := _processes_named(str(machine.values["marker"]))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        seen.append(f"processes outlived the worker: {left}")
+    return seen
+
+
+# attack -> statuses it may end with (each refusal raises in the constructor: a runtime error), and words
+# the message holds; None: the attack may pass unnoticed inside the walls as long as nothing happened outside
+EXPECTED: dict[str, tuple[tuple[Status, ...], tuple[str, ...]] | None] = {
+    name: ((Status.runtime_error,), ()) for name in ATTACKS
+}
+EXPECTED.update(
+    {
+        # a private /tmp inside bubblewrap takes the file; Landlock refuses it
+        "write_host_tmp": None,
+        # a fork is allowed; what matters is that nothing of it is left once the worker is gone
+        "fork_and_outlive": None,
+        # 100 MB of output: the kernel is fine, and only the head and tail of what it wrote are kept
+        "flood_the_output": ((Status.ok,), ()),
+        "allocate_past_the_cap": ((Status.runtime_error,), ("MemoryError",)),
+        "fill_the_triton_cache": ((Status.runtime_error,), ("No space left", "MiB to its directory")),
+    }
+)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+async def test_the_sandbox_holds_without_the_policy(walled: Evaluator, machine: Machine, name: str) -> None:
+    result = await walled.evaluate(TASK, candidate(name, **machine.values))
+    told = f"{result.status.value}: {result.message}\n{result.output}"
+    assert machine.token not in told + str(result.error), f"the secret leaked:\n{told}"
+    assert "42xyzzy" not in result.output, f"a program ran:\n{told}"
+    assert not _effects(machine, name), told
+    expected = EXPECTED[name]
+    if expected is not None:
+        statuses, words = expected
+        assert result.status in statuses, told
+        assert not words or any(w in result.message for w in words), told
+    assert result.provenance.sandbox == ("bwrap" if walled.config.sandbox == "bwrap" else "landlock+seccomp")
+    assert len(result.output) <= 4 * walled.config.output_limit_bytes
+
+
+async def test_an_honest_kernel_still_passes_and_nothing_is_left(walled: Evaluator, machine: Machine) -> None:
+    honest = (ROOT / "tests" / "executor" / "data" / "scale_relu_kernel.py").read_text()
+    result = await walled.evaluate(TASK, honest)
+    assert result.status is Status.ok, result.message
+    assert result.provenance.sandbox_detail and "landlock" in result.provenance.sandbox_detail
+    # the host's Triton cache never grows from a worker: each writes to its own
+    assert not (machine.home / "cache" / "triton").exists()
+
+
+@pytest.fixture(scope="module")
+async def guarded(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
+    async with Evaluator(fast_settings(tmp_path_factory.mktemp("guarded"), warm_workers=0)) as evaluator:
+        yield evaluator
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+async def test_the_policy_refuses_the_same_candidates(guarded: Evaluator, machine: Machine, name: str) -> None:
+    result = await guarded.evaluate(TASK, candidate(name, **machine.values))
+    assert result.status is Status.rejected, result.message
+    assert result.message.startswith("line ") and "You cannot" in result.message
+    assert not _effects(machine, name)
