@@ -155,8 +155,8 @@ report("forked", child)
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
 report("spawned", "python")
 """,
-    "exec_a_shell": """
-subprocess.run(["/bin/sh", "-c", "echo $((6*7))xyzzy"], check=True)
+    "exec_a_program": """
+subprocess.run(["/bin/echo", str(6 * 7) + "xyzzy"], check=True)
 """,
     "signal_the_evaluator": """
 os.kill({evaluator_pid}, signal.SIGUSR1)

@@ -12,6 +12,7 @@ import errno
 import os
 import resource
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,29 +66,87 @@ _DENIED_SYSCALLS = (
 # Without a PID namespace, the process group is what the evaluator kills: nothing may leave it.
 _SESSION_SYSCALLS = ("setsid", "setpgid")
 
+# Directories of every program on the machine: never allowed as a whole, whatever a compiler lists.
+_GENERAL_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 _LOADERS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
 
 
+def _interpreter(path: str) -> str | None:
+    """What the kernel starts to run the file at `path`: a script's `#!` program, or an ELF file's loader."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(4096)
+            if head.startswith(b"#!"):
+                words = head[2:].split(b"\n", 1)[0].split()
+                return words[0].decode() if words else None
+            if not head.startswith(b"\x7fELF") or head[4] != 2:  # 64-bit ELF only
+                return None
+            order = "little" if head[5] == 1 else "big"
+            table = int.from_bytes(head[0x20:0x28], order)
+            size, count = int.from_bytes(head[0x36:0x38], order), int.from_bytes(head[0x38:0x3A], order)
+            for index in range(count):
+                file.seek(table + index * size)
+                entry = file.read(size)
+                if int.from_bytes(entry[0:4], order) == 3:  # PT_INTERP
+                    file.seek(int.from_bytes(entry[8:16], order))
+                    return file.read(int.from_bytes(entry[32:40], order)).rstrip(b"\0").decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _with_interpreters(program: str, found: set[str]) -> None:
+    """Add `program` and what starts it (a script's interpreter, the loader) to `found`."""
+    while program and program not in found and os.path.exists(program):
+        real = os.path.realpath(program)
+        found.update({program, real})
+        program = _interpreter(real) or ""
+
+
+def _compiler_programs(compiler: str) -> set[str]:
+    """The programs the C compiler runs (its own cc1 and collect2, the assembler, the linker), asked of it."""
+    found: set[str] = set()
+    try:
+        listing = subprocess.run([compiler, "-print-search-dirs"], capture_output=True, text=True, timeout=20)
+        for line in listing.stdout.splitlines():
+            if line.startswith("programs: ="):
+                dirs = (os.path.realpath(d) for d in line.removeprefix("programs: =").split(":") if os.path.isdir(d))
+                found.update(d for d in dirs if d not in _GENERAL_BIN_DIRS)
+        for tool in ("as", "ld", "collect2", "cc1"):
+            named = subprocess.run([compiler, f"-print-prog-name={tool}"], capture_output=True, text=True, timeout=20)
+            path = named.stdout.strip()
+            path = path if os.path.isabs(path) else shutil.which(path) or ""
+            if path:
+                found.add(path)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return found
+
+
 def executables(extra: list[str]) -> list[str]:
-    """What a worker may execute: Triton's ptxas, the C compiler that builds its launchers (with the programs
-    the compiler runs), the dynamic loader that starts them, and `extra`."""
+    """What a worker may execute: Triton's ptxas, the C compiler that builds its launchers with the programs
+    it runs (asked of the compiler, so a compiler installed anywhere works), what starts each of them (the
+    dynamic loader, a wrapper script's interpreter), and `extra`."""
     from triton import knobs
 
-    found: set[str] = set()
+    programs: set[str] = set(extra)
     for tool in (knobs.nvidia.ptxas, knobs.nvidia.ptxas_blackwell):
         try:
-            found.add(os.path.realpath(tool.path))
+            programs.add(tool.path)
         except Exception:  # a tool Triton cannot find is one it will not run
             continue
     compiler = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
-    for program in (compiler, shutil.which("as"), shutil.which("ld"), shutil.which("ld.bfd"), shutil.which("ld.gold")):
-        if program:
-            found.add(os.path.realpath(program))
-    for directory in ("/usr/lib/gcc", "/usr/libexec/gcc", "/usr/lib/llvm"):
-        if os.path.isdir(directory):
-            found.add(directory)
+    if compiler:
+        programs.add(compiler)
+        programs |= _compiler_programs(compiler)
+    programs.update(p for p in (shutil.which("as"), shutil.which("ld")) if p)
+    found: set[str] = set()
+    for program in programs:
+        if os.path.isdir(program):
+            found.add(program)
+        else:
+            _with_interpreters(program, found)
     found.update(os.path.realpath(p) for p in _LOADERS if os.path.exists(p))
-    found.update(os.path.realpath(p) for p in extra)
     return sorted(found)
 
 
