@@ -516,7 +516,8 @@ class Evaluator:
         return path
 
     def _job(self, run: _Run, backend: Backend, exchange: Path, task_path: Path | None = None) -> JobSpec:
-        """A job for a worker whose directory is `exchange`, where the candidate and the task are written."""
+        """A job for a worker whose directory is `exchange`, where the candidate is written. Every worker and
+        judge reads the task from one file, so the judge keeps one module and one set of references per task."""
         small = backend is not Backend.cuda
         run.sizes = "small" if small else "full"
         spec = run.spec
@@ -529,8 +530,7 @@ class Evaluator:
                 "timing_seed": draw.randrange(2**31),
             }
         if task_path is None:
-            task_path = exchange / "task.py"
-            task_path.write_text(run.task.source)
+            task_path = self._task_file(run.task)
             (exchange / "candidate.py").write_text(run.code)
             run.exchanges.append(exchange)
         return JobSpec(

@@ -169,8 +169,7 @@ class SandboxPlan(BaseModel):
                 TMPDIR=str(private / "tmp"), TRITON_CACHE_DIR=str(private / "triton"), HOME=str(private / "home")
             )
             readable = [*_SYSTEM_READABLE, *_needed_paths(env), *_gpu_devices(gpu)]
-            if role == "judge":
-                readable.append(str(exchange_root))
+            readable.append(str(exchange_root if role == "judge" else exchange_root / "tasks"))
             writable = [str(exchange), *_DEVICE_FILES, *_gpu_devices(gpu)]
             return argv, env, spec.model_copy(update={"readable": readable, "writable": writable})
         assert self.bwrap is not None
@@ -227,7 +226,8 @@ class SandboxPlan(BaseModel):
         if role == "judge":
             args += ["--ro-bind", str(exchange_root), str(exchange_root), "--chdir", _TMP]
         else:
-            args += ["--bind", str(exchange), str(exchange), "--chdir", str(exchange)]
+            tasks = str(exchange_root / "tasks")
+            args += ["--ro-bind", tasks, tasks, "--bind", str(exchange), str(exchange), "--chdir", str(exchange)]
         for path in read_only:
             args += ["--remount-ro", path]
         return args

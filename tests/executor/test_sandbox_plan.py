@@ -55,6 +55,7 @@ async def test_a_worker_sees_only_python_the_package_and_its_own_directory(tmp_p
     home = tmp_path / "home"
     exchange = tmp_path / "exchange" / "worker"
     exchange.mkdir(parents=True)
+    (exchange.parent / "tasks").mkdir()
     plan = await detect_sandbox(_settings(home))
     argv, env, _ = plan.command(
         ["/bin/sh", "-c", "ls -A /root /home 2>&1; echo written > $PWD/out; cat /etc/shadow; echo done"],

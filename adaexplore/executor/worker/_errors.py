@@ -230,10 +230,11 @@ def describe(exc: BaseException, phase: str, replacements: dict[str, str]) -> Er
         frames = traceback.extract_tb(cause.__traceback__)
     lines = traceback.format_list(frames[-12:])
     text = "".join(lines) + "".join(traceback.format_exception_only(type(cause), cause))
-    message = f"{type(cause).__name__}: {cause}"
+    name = getattr(cause, "shown_as", type(cause).__name__)
+    message = f"{name}: {cause}"
     for old, new in replacements.items():
         text = text.replace(old, new)
         message = message.replace(old, new)
     if len(text) > _TRACEBACK_LIMIT:
         text = text[: _TRACEBACK_LIMIT // 2] + "\n…\n" + text[-_TRACEBACK_LIMIT // 2 :]
-    return ErrorDetail(type=type(cause).__name__, message=message[:4000], phase=phase, traceback=text)
+    return ErrorDetail(type=name, message=message[:4000], phase=phase, traceback=text)

@@ -46,6 +46,9 @@ class FakeTensorArgument(CandidateFault, TypeError):
 class DeviceAssertFailed(CandidateFault, AssertionError):
     """A `tl.device_assert` in the kernel failed."""
 
+    # the name failures carry (and the skill memory's signatures hold) since before this class existed
+    shown_as = "AssertionError"
+
 
 class BackendLimitation(NotImplementedError):
     """The interpreter cannot run this construct; the GPU can. Not the candidate's fault."""
