@@ -131,6 +131,7 @@ class SandboxPlan(BaseModel):
         if self.seccomp:
             parts.append("seccomp")
         parts.append(f"memory <= {self.memory_bytes / 2**30:.1f} GiB per worker")
+        parts += [f"{kind} unavailable: {why}" for kind, why in self.unavailable.items()]
         return f"{self.kind}: " + ", ".join(parts)
 
     # commands ----------------------------------------------------------------------------------
@@ -168,9 +169,10 @@ class SandboxPlan(BaseModel):
             env.update(
                 TMPDIR=str(private / "tmp"), TRITON_CACHE_DIR=str(private / "triton"), HOME=str(private / "home")
             )
-            readable = [*_SYSTEM_READABLE, *_needed_paths(env), *_gpu_devices(gpu)]
-            readable.append(str(exchange_root if role == "judge" else exchange_root / "tasks"))
-            writable = [str(exchange), *_DEVICE_FILES, *_gpu_devices(gpu)]
+            devices = _gpu_devices(gpu)
+            readable = [*_SYSTEM_READABLE, *_needed_paths(env), *devices]
+            readable.append(str(exchange_root if judge else exchange_root / "tasks"))
+            writable = [str(exchange), *_DEVICE_FILES, *devices]
             return argv, env, spec.model_copy(update={"readable": readable, "writable": writable})
         assert self.bwrap is not None
         env.update(TMPDIR=_TMP, TRITON_CACHE_DIR=_TRITON_CACHE, HOME=f"{_TMP}/home")
@@ -324,6 +326,11 @@ def _seccomp_available() -> str:
     return ""
 
 
+def _chosen(plan: SandboxPlan) -> SandboxPlan:
+    logger.info("sandbox for candidate code: %s", plan.describe())
+    return plan
+
+
 async def detect_sandbox(settings: Settings) -> SandboxPlan:
     """The sandbox this machine gives, as `executor.sandbox` asks.
 
@@ -352,14 +359,16 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         else:
             version, disable_userns, reason = await _probe_bwrap(path)
             if version is not None:
-                return SandboxPlan(
-                    kind="bwrap",
-                    bwrap=path,
-                    bwrap_version=version,
-                    disable_userns=disable_userns,
-                    seccomp=not seccomp_problem,
-                    landlock_abi=abi_version(),
-                    **limits,
+                return _chosen(
+                    SandboxPlan(
+                        kind="bwrap",
+                        bwrap=path,
+                        bwrap_version=version,
+                        disable_userns=disable_userns,
+                        seccomp=not seccomp_problem,
+                        landlock_abi=abi_version(),
+                        **limits,
+                    )
                 )
             unavailable["bwrap"] = f"{path} cannot make namespaces here: {reason}"
     if choice in ("auto", "landlock"):
@@ -369,8 +378,8 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         elif seccomp_problem:
             unavailable["landlock"] = seccomp_problem
         else:
-            return SandboxPlan(
-                kind="landlock+seccomp", seccomp=True, landlock_abi=abi, unavailable=unavailable, **limits
+            return _chosen(
+                SandboxPlan(kind="landlock+seccomp", seccomp=True, landlock_abi=abi, unavailable=unavailable, **limits)
             )
     why = "; ".join(f"{kind}: {reason}" for kind, reason in unavailable.items())
     raise ConfigError(

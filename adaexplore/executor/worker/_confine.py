@@ -13,8 +13,6 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 from adaexplore.executor._sandbox import Confinement
 from adaexplore.executor.worker import _landlock
@@ -205,15 +203,9 @@ def confine(spec: Confinement, *, on_gpu: bool) -> str:
         ruleset.allow(["/"], _landlock.REFER)
     if full:
         own = f"/proc/{os.getpid()}"
-        ruleset.allow([*spec.readable, own, *_prefixes()], _landlock.FS_READ)
+        # spec.readable holds the interpreter and its packages (the evaluator runs the same one)
+        ruleset.allow([*spec.readable, own], _landlock.FS_READ)
         ruleset.allow(spec.writable, _landlock.FS_WRITE)
     ruleset.restrict()
     applied.append(f"landlock ABI {ruleset.abi} ({'files, network, ' if full else ''}programs, signals)")
     return f"{spec.kind}: " + ", ".join(applied)
-
-
-def _prefixes() -> list[str]:
-    """Where this interpreter and its packages live."""
-    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    places.update(p for p in sys.path if p and os.path.exists(p))
-    return sorted(str(Path(p).resolve()) for p in places)
