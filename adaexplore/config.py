@@ -58,6 +58,11 @@ class ExecutorConfig(BaseModel):
     # Host memory one worker may use (its address space on the CPU backends, its written memory on a GPU,
     # where CUDA reserves far more address space than it uses). None: a quarter of this machine's memory.
     worker_memory_bytes: int | None = Field(default=None, gt=0)
+    # What the judge may keep of references (weights, inputs, outputs) between evaluations, and of the buffers
+    # it shares with candidates: this share of the GPU's memory (of the host's, for the CPU judge), the rest
+    # left to the candidate and to timing. judge_memory_bytes, when set, is the budget itself.
+    judge_memory_share: float = Field(default=0.4, gt=0, le=0.9)
+    judge_memory_bytes: int | None = Field(default=None, gt=0)
     # A worker's own Triton cache and temporary files (a size-limited memory file system under bubblewrap).
     worker_cache_bytes: int = Field(default=1 << 30, gt=0)
     # What a candidate's worker may write to its exchange directory (outputs for the judge).
@@ -75,8 +80,12 @@ class ExecutorConfig(BaseModel):
     # The whole timing phase of one candidate.
     timing_timeout_s: float = Field(default=180.0, gt=0)
     # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
-    # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready.
-    warm_workers: int = Field(default_factory=lambda: min(4, max(1, (os.cpu_count() or 1) // 4)), ge=0, le=16)
+    # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready. None: from the
+    # machine, one per four of a GPU's share of the cores this process may use (all of them without a GPU), at
+    # least 1 and at most 4. On a GPU machine with at least 8 cores (and 4 left besides 2 per GPU), two cores per
+    # GPU run its judge and the candidate being timed, and workers start on the others, so no measurement waits
+    # for a start; on fewer cores the reference is timed only once no spare is starting.
+    warm_workers: int | None = Field(default=None, ge=0, le=16)
     # Evaluations that may hold a candidate worker at once, per backend (per GPU for `cuda`).
     max_concurrent: int = Field(default=4, ge=1, le=64)
     # Shared memory per block on the compile target (H100/H200: 227 KiB); `compile` rejects more.

@@ -187,6 +187,11 @@ class Provenance(_Model):
     # The operating system's wall around the workers: bwrap, landlock+seccomp or none; and what it held.
     sandbox: str = "none"
     sandbox_detail: str | None = None
+    # 2: the first attempt failed through no fault of the candidate (infra_error) and was run again
+    attempts: int = Field(default=1, ge=1)
+    # How outputs and inputs passed between the candidate's worker and the judge: "device" (GPU memory the
+    # judge shared), "device outputs, ..." (the judge could not share the inputs), "files" (host memory)
+    tensor_exchange: str | None = None
 
 
 class Evaluation(_Model):

@@ -1,17 +1,72 @@
-"""Pre-started workers: candidate pools (one process per candidate) and the long-lived judge."""
+"""Pre-started workers: candidate pools (one process per candidate) and the long-lived judge; and where on the
+machine's cores they run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import anyio
 from anyio.abc import TaskGroup
 
 from adaexplore.errors import EvaluatorError
-from adaexplore.executor._process import WorkerDied, WorkerProcess, WorkerTimeout
-from adaexplore.executor._protocol import Event, Phase, Ready, Release
+from adaexplore.executor._channel import WorkerChannel
+from adaexplore.executor._process import WorkerDied, WorkerTimeout
+from adaexplore.executor._protocol import Event, MemoryQuery, MemoryReport, Phase, Ready, Release
 
-__all__ = ["JudgeClient", "JudgeLost", "WorkerPool"]
+__all__ = ["CorePlan", "JudgeClient", "JudgeLost", "WorkerPool", "default_warm_workers", "plan_cores"]
+
+# Below this many cores, worker starts share the cores of the measurement, so the evaluator waits for them.
+MIN_CORES_TO_SEPARATE = 8
+# Cores kept per GPU for its judge and the candidate being measured on it.
+MEASURE_CORES_PER_GPU = 2
+# Cores that must remain, beside those, for starting workers and compiling.
+MIN_SPARE_CORES = 4
+
+
+def default_warm_workers(cores: int, gpus: int) -> int:
+    """Spare workers per pool when the setting leaves it to the machine: one per four cores of a GPU's share
+    of the cores (every core on a machine without a GPU), at least 1 and at most 4."""
+    share = cores // max(gpus, 1)
+    return min(4, max(1, share // 4))
+
+
+@dataclass(frozen=True)
+class CorePlan:
+    """Which cores measure and which start workers. `measure[d]` runs GPU d's judge and the candidate being
+    timed on it; `spare` runs every worker while it starts, warms up and compiles. Without a split (too few
+    cores), `measure` is empty and nothing is pinned."""
+
+    spare: frozenset[int] = frozenset()
+    measure: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    @property
+    def separate(self) -> bool:
+        """Whether starts are kept off the measuring cores (then no measurement waits for them)."""
+        return bool(self.measure)
+
+    def for_judge(self, device: int) -> frozenset[int] | None:
+        return self.measure.get(device)
+
+    def for_spare(self) -> frozenset[int] | None:
+        return self.spare if self.separate else None
+
+
+def plan_cores(cpus: set[int] | frozenset[int] | None = None, gpus: int = 0) -> CorePlan:
+    """Split `cpus` (default: the cores this process may use) between measuring and starting workers: with at
+    least 8 cores and, besides two per GPU, at least 4 left, each GPU gets two cores of its own. Otherwise
+    (fewer cores, or no GPU) there is no split."""
+    available = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    reserved = MEASURE_CORES_PER_GPU * gpus
+    if gpus == 0 or len(available) < MIN_CORES_TO_SEPARATE or len(available) - reserved < MIN_SPARE_CORES:
+        return CorePlan()
+    # the highest-numbered cores measure: the lowest often take the machine's interrupts and daemons
+    measure = {
+        device: frozenset(available[len(available) - (device + 1) * MEASURE_CORES_PER_GPU :][:MEASURE_CORES_PER_GPU])
+        for device in range(gpus)
+    }
+    return CorePlan(spare=frozenset(available[: len(available) - reserved]), measure=measure)
 
 
 class JudgeLost(EvaluatorError):
@@ -24,7 +79,7 @@ class JudgeLost(EvaluatorError):
         self.returncode = returncode  # negative: the signal that killed it
 
 
-Spawn = Callable[[], Awaitable[WorkerProcess]]
+Spawn = Callable[[], Awaitable[WorkerChannel]]
 
 
 class WorkerPool:
@@ -35,7 +90,7 @@ class WorkerPool:
         self._spawn = spawn
         self._warm = warm
         self._ready_timeout = ready_timeout
-        self._spares: list[WorkerProcess] = []
+        self._spares: list[WorkerChannel] = []
         self._starting = 0  # spares asked for and not yet ready
         self._spawning = 0  # spares asked for whose process is not yet in `_spares`
         self._closed = False
@@ -66,7 +121,7 @@ class WorkerPool:
         finally:
             self._starting -= 1
 
-    async def acquire(self) -> tuple[WorkerProcess, Ready]:
+    async def acquire(self) -> tuple[WorkerChannel, Ready]:
         """A ready worker, used for exactly one candidate. The caller calls `fill` once it is done with it,
         so the replacement does not start while the candidate is being measured.
 
@@ -105,7 +160,7 @@ class JudgeClient:
     def __init__(self, spawn: Spawn, *, ready_timeout: float) -> None:
         self._spawn = spawn
         self._ready_timeout = ready_timeout
-        self._worker: WorkerProcess | None = None
+        self._worker: WorkerChannel | None = None
         self._lock = anyio.Lock()
         self.ready: Ready | None = None
         self._owed = 0  # answers the judge will still send for requests that were cancelled
@@ -180,6 +235,30 @@ class JudgeClient:
                     output=output,
                     returncode=worker.returncode,
                 ) from exc
+
+    async def restart(self, worker: WorkerChannel | None = None) -> None:
+        """Stop the judge once its current request is answered, so that the next request starts a fresh one
+        (its loaded jobs are lost). With `worker`: only if that is still the judge's process."""
+        async with self._lock:
+            if self._worker is not None and (worker is None or worker is self._worker):
+                await self._worker.aclose()
+                self._worker, self.ready = None, None
+
+    @property
+    def worker(self) -> WorkerChannel | None:
+        """The judge's process now, if it runs."""
+        return self._worker
+
+    async def memory(self, timeout: float = 30) -> MemoryReport | None:
+        """The judge's memory report, or None when no judge runs or it does not answer with one.
+
+        Raises:
+            EvaluatorError: the judge died or did not answer in time.
+        """
+        if self._worker is None:
+            return None
+        event = await self.request(MemoryQuery(), timeout)
+        return event if isinstance(event, MemoryReport) else None
 
     async def release(self, job_id: str) -> None:
         """Drop a job the judge holds; nothing to do when the judge it was loaded in is gone."""

@@ -20,6 +20,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from adaexplore.config import Settings
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor._sandbox import SandboxPlan
+from adaexplore.executor._side import SideSocket, side_pair
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
 
@@ -100,8 +101,11 @@ class WorkerProcess:
         *,
         exchange: Path | None = None,
         wrapped: bool = False,
+        side: SideSocket | None = None,
     ) -> None:
         self.process = process
+        # the evaluator's end of the worker's side socket, which carries handles of shared GPU memory
+        self.side = side
         # the worker's own directory: the only one of the host it may write to
         self.exchange = exchange
         # started through bubblewrap, which reports a child killed by signal N as exit code 128 + N
@@ -135,6 +139,8 @@ class WorkerProcess:
         exchange: Path,
         exchange_root: Path,
         settings: Settings,
+        memory_budget: int | None = None,
+        memory_share: float | None = None,
     ) -> WorkerProcess:
         """Start a worker in `sandbox`, with `exchange` (made here) as the one directory it may write to.
 
@@ -156,6 +162,12 @@ class WorkerProcess:
             "--compile-target",
             compile_target,
         ]
+        ours, theirs = side_pair()
+        command += ["--side-fd", str(theirs.fileno())]
+        if memory_budget is not None:
+            command += ["--memory-budget", str(memory_budget)]
+        if memory_share is not None:
+            command += ["--memory-share", str(memory_share)]
         command, worker_env, confinement = sandbox.command(
             command,
             dict(env),
@@ -175,10 +187,14 @@ class WorkerProcess:
                 env=worker_env,
                 cwd=exchange,
                 start_new_session=True,
+                pass_fds=(theirs.fileno(),),
             )
         except BaseException:
+            ours.close()
             shutil.rmtree(exchange, ignore_errors=True)
             raise
+        finally:
+            theirs.close()
         worker = cls(
             process,
             role,
@@ -187,6 +203,7 @@ class WorkerProcess:
             gate,
             exchange=exchange,
             wrapped=sandbox.kind == "bwrap",
+            side=SideSocket(ours),
         )
         task_group.start_soon(worker._drain)
         if sandbox.kind != "none":
@@ -225,6 +242,11 @@ class WorkerProcess:
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    @property
+    def killed(self) -> bool:
+        """Whether the evaluator killed the worker (`kill` or `aclose`)."""
+        return self._killed
 
     async def _drain(self) -> None:
         assert self.process.stderr is not None
@@ -304,6 +326,8 @@ class WorkerProcess:
             self.kill()
             await self._reap()
             await self.process.aclose()
+            if self.side is not None:
+                self.side.close()
             if self.exchange is not None:
                 shutil.rmtree(self.exchange, ignore_errors=True)
 

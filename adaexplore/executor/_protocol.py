@@ -1,7 +1,9 @@
 """Messages between the evaluator and its worker processes: one JSON object per line.
 
-Only plain data crosses a process boundary. Tensors travel as raw files in the job's exchange
-directory and are named here by `TensorFile`; nothing is ever unpickled.
+Only plain data crosses a process boundary. On a CPU, tensors travel as raw files in the job's exchange
+directory and are named here by `TensorFile`; nothing is ever unpickled. On a GPU they stay in device
+memory: the judge exports a buffer of its own (`DeviceExchange`), whose handle travels beside the message
+that describes it, as a file descriptor on the worker's side socket.
 """
 
 from __future__ import annotations
@@ -31,12 +33,45 @@ class _Msg(BaseModel):
 
 
 class TensorFile(_Msg):
-    """A tensor written as raw contiguous bytes to `path` (relative to the exchange directory)."""
+    """A tensor written as raw contiguous bytes to `path` (relative to the exchange directory), or, with an
+    empty path, copied into its place in the job's device exchange."""
 
-    path: str
+    path: str = ""
     shape: list[int]
     dtype: str
     device: str
+
+
+class TensorSlot(_Msg):
+    """Where one tensor lies in a device exchange buffer: `offset` bytes in, contiguous."""
+
+    offset: int
+    shape: list[int]
+    dtype: str
+
+
+class DeviceExchange(_Msg):
+    """A buffer of the judge's GPU memory that a candidate worker maps. `sets` lays out the outputs of the
+    calls it holds (per call, per output tensor)."""
+
+    nbytes: int
+    sets: list[list[TensorSlot]] = Field(default_factory=list)
+
+
+class SharedArg(_Msg):
+    """One argument of get_inputs(): a tensor in the shared inputs buffer, or a plain value."""
+
+    tensor: TensorSlot | None = None
+    value: int | float | bool | str | None = None
+
+
+class SharedInputs(_Msg):
+    """The inputs the judge drew, in a buffer the candidate maps read-only and copies from: one list of
+    arguments per trial seed, and the timing seed's."""
+
+    nbytes: int
+    trials: list[list[SharedArg]]
+    timing: list[SharedArg]
 
 
 class InputPattern(_Msg):
@@ -78,6 +113,8 @@ class JobSpec(_Msg):
     enforce_policy: bool = True
     # The worker's checks that the candidate left the process as it found it (off only in the sandbox tests).
     runtime_guard: bool = True
+    # On a GPU: inputs and outputs pass between the judge and the candidate's worker in device memory.
+    device_exchange: bool = False
 
 
 # ---- commands: evaluator -> worker ---------------------------------------------------------------
@@ -91,6 +128,15 @@ class RunCandidate(_Msg):
     compile_pass: bool = False
     shared_memory_limit: int = 232448
     require_triton: bool = True
+    # Wait for an `Inputs` command after building the model, instead of drawing get_inputs() here.
+    shared_inputs: bool = False
+
+
+class Inputs(_Msg):
+    """The judge's inputs for this job (their buffer's handle is on the side socket), or None: draw them."""
+
+    kind: Literal["inputs"] = "inputs"
+    shared: SharedInputs | None = None
 
 
 class Proceed(_Msg):
@@ -101,6 +147,8 @@ class Proceed(_Msg):
     # Outputs holding more elements than the reference's are refused before they are written anywhere: a
     # broadcast view of a huge shape costs the candidate nothing and the evaluator its memory.
     max_output_elements: int | None = None
+    # On a GPU: where outputs go (the buffer's handle is on the side socket). None: raw files.
+    outputs: DeviceExchange | None = None
 
 
 class TimeCandidate(_Msg):
@@ -135,6 +183,8 @@ class Prepare(_Msg):
 
     kind: Literal["prepare"] = "prepare"
     job_id: str
+    # device exchange: how many calls' outputs its buffer holds at once (at least the trials)
+    output_sets: int = 0
 
 
 class Compare(_Msg):
@@ -161,8 +211,25 @@ class Release(_Msg):
     job_id: str
 
 
+class MemoryQuery(_Msg):
+    """How much memory the judge holds, and for what."""
+
+    kind: Literal["memory"] = "memory"
+
+
 Command = Annotated[
-    RunCandidate | Proceed | TimeCandidate | Stop | Warm | Load | Prepare | Compare | TimeReference | Release,
+    RunCandidate
+    | Inputs
+    | Proceed
+    | TimeCandidate
+    | Stop
+    | Warm
+    | Load
+    | Prepare
+    | Compare
+    | TimeReference
+    | Release
+    | MemoryQuery,
     Field(discriminator="kind"),
 ]
 
@@ -257,6 +324,31 @@ class Prepared(_Msg):
     reference_aliases_inputs: bool = False
     # The most elements the reference's outputs hold together in any trial.
     output_elements: int | None = None
+    # On a GPU: the buffer the candidate writes its outputs to (its handle is on the side socket).
+    outputs: DeviceExchange | None = None
+
+
+class Loaded(_Msg):
+    """The judge loaded a job. On a GPU, the inputs it drew, to share (their handle is on the side socket)."""
+
+    kind: Literal["loaded"] = "loaded"
+    inputs: SharedInputs | None = None
+    # the reference was kept from an earlier job of the same task and seeds
+    cached: bool = False
+
+
+class MemoryReport(_Msg):
+    """The judge's memory: its cache of references against its budget, and the device's own counters."""
+
+    kind: Literal["memory_report"] = "memory_report"
+    judge: str
+    budget_bytes: int
+    cached_bytes: int
+    entries: int
+    allocated_bytes: int = 0
+    reserved_bytes: int = 0
+    free_bytes: int = 0
+    total_bytes: int = 0
 
 
 class Compared(_Msg):
@@ -291,6 +383,8 @@ Event = Annotated[
     | TrialsDone
     | Timed
     | Prepared
+    | Loaded
+    | MemoryReport
     | Compared
     | ReferenceTimed
     | TaskFailed

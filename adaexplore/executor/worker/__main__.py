@@ -45,12 +45,18 @@ def main() -> None:
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--compile-target", default="cuda:90")
     parser.add_argument("--confine", default='{"kind": "none"}', help="what to apply before Ready (JSON)")
+    parser.add_argument("--side-fd", type=int, default=None, help="the inherited end of the side socket")
+    parser.add_argument("--memory-budget", type=int, default=None, help="judge: bytes its references may hold")
+    parser.add_argument("--memory-share", type=float, default=None, help="judge: that share of the device's memory")
     options = parser.parse_args()
 
     from adaexplore.executor._sandbox import Confinement
     from adaexplore.executor.worker._channel import Channel
 
     confinement = Confinement.model_validate_json(options.confine)
+    from adaexplore.executor._side import SideSocket
+
+    side = SideSocket.inherited(options.side_fd) if options.side_fd is not None else None
     channel = Channel()
     _harden(options.role)
     if options.backend == "interpret" and options.role == "candidate":
@@ -125,7 +131,7 @@ def main() -> None:
     if options.role == "judge":
         from adaexplore.executor.worker._judge import Judge
 
-        judge = Judge(device)
+        judge = Judge(device, side, options.memory_budget, options.memory_share)
         while (command := channel.receive()) is not None:
             channel.send(judge.handle(command) or Done())  # type: ignore[arg-type]
         return
@@ -135,7 +141,7 @@ def main() -> None:
     command = channel.receive()
     if isinstance(command, RunCandidate):
         assert tracker is not None
-        CandidateRunner(channel, backend, device, tracker).run(command)
+        CandidateRunner(channel, backend, device, tracker, side).run(command)
 
 
 def _warm_up(backend: object, device: object, role: str) -> None:

@@ -23,6 +23,7 @@ from adaexplore.executor._protocol import (
     Compiled,
     Done,
     Failed,
+    Inputs,
     Phase,
     Proceed,
     RunCandidate,
@@ -33,6 +34,7 @@ from adaexplore.executor._protocol import (
     Timed,
     TrialsDone,
 )
+from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
 from adaexplore.executor.worker._errors import (
@@ -46,6 +48,7 @@ from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._perturb import has_integer_inputs
+from adaexplore.executor.worker._shared import OutputSink, copy_inputs
 from adaexplore.executor.worker._taskrun import (
     ShadowedTensor,
     TaskFault,
@@ -127,8 +130,19 @@ def _tensor_subclasses_of(module: str) -> list[str]:
 
 
 class CandidateRunner:
-    def __init__(self, channel: Channel, backend: Backend, device: torch.device, tracker: LaunchTracker) -> None:
+    def __init__(
+        self,
+        channel: Channel,
+        backend: Backend,
+        device: torch.device,
+        tracker: LaunchTracker,
+        side: SideSocket | None = None,
+    ) -> None:
         self.channel = channel
+        self.side = side
+        # the timing seed's inputs, when the judge shared them
+        self.timing_base: list[Any] | None = None
+        self.sink: OutputSink | None = None
         self.backend = backend
         self.device = device
         self.tracker = tracker
@@ -260,9 +274,11 @@ class CandidateRunner:
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)
         on_device = job.generate_on_device
         init_args = make_args(task, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
-        trial_inputs = [
-            make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
-        ]
+        trial_inputs: list[list[Any]] = []
+        if not command.shared_inputs:
+            trial_inputs = [
+                make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
+            ]
         guard = Guard()
         self.guard, self.job = guard, job
         if job.enforce_policy:
@@ -302,6 +318,8 @@ class CandidateRunner:
                 where += f"; ModelNew must accept the same arguments as Model({params})"
             self._fail(classify(exc), where, exc, "construction")
         self._check(guard, "construction")
+        if command.shared_inputs:
+            trial_inputs = self._shared_inputs(task, trial_seeds, cast, on_device)
         load_s = time.perf_counter() - started
 
         compile_s = 0.0
@@ -324,6 +342,8 @@ class CandidateRunner:
             return
 
         proceed: Proceed = self._wait(Proceed)
+        if proceed.outputs is not None:
+            self.sink = OutputSink(self._map(proceed.outputs.nbytes, "outputs", writable=True), proceed.outputs)
         trials_started = time.perf_counter()
         outputs, launches = self._trials(model, trial_inputs, command, proceed, guard, exchange)
         compiles = (
@@ -353,6 +373,27 @@ class CandidateRunner:
             exchange,
             proceed.max_output_elements,
         )
+
+    def _map(self, nbytes: int, what: str, *, writable: bool) -> Any:
+        """The judge's buffer of `what` for this job, whose handle comes on the side socket."""
+        from adaexplore.executor.worker._device_memory import import_buffer
+
+        if self.side is None:
+            raise RuntimeError("the evaluator shared device memory with a worker that has no side socket")
+        fd = self.side.receive_fd(f"{self.job.job_id}:{what}")
+        return import_buffer(fd, nbytes, self.device.index or 0, writable=writable)
+
+    def _shared_inputs(self, task: Any, seeds: list[int], cast: torch.dtype | None, on_device: bool) -> list[Any]:
+        """The trial inputs: copies of the judge's (read-only in its buffer), or drawn here when it shares none."""
+        inputs: Inputs = self._wait(Inputs)
+        if inputs.shared is None:
+            return [make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in seeds]
+        buffer = self._map(inputs.shared.nbytes, "inputs", writable=False)
+        try:
+            trials, self.timing_base = copy_inputs(buffer, inputs.shared)
+        finally:
+            buffer.close()
+        return trials
 
     def _target_compiles(self, what: str) -> TargetCompiles | None:
         """What was compiled for sm_90 without a GPU, and at which sizes; also said in an info flag."""
@@ -473,9 +514,16 @@ class CandidateRunner:
                 )
             tensors = self._check_outputs(out, args, pristine, proceed, index)
             self._compile_failed()
-            outputs.append([write_tensor(t, exchange, f"trial{index}_out{j}.bin") for j, t in enumerate(tensors)])
+            outputs.append(self._hand_over(tensors, index, exchange, f"trial{index}"))
             del out, tensors
         return outputs, first_launches
+
+    def _hand_over(self, tensors: list[torch.Tensor], index: int, exchange: Path, name: str) -> list[TensorFile]:
+        """Outputs for the judge: into its device buffer where it gave one with room for call `index`, else
+        written as raw files."""
+        if self.sink is not None and index < self.sink.sets:
+            return self.sink.put(index, tensors)
+        return [write_tensor(t, exchange, f"{name}_out{j}.bin") for j, t in enumerate(tensors)]
 
     def _refuse_launches(self) -> None:
         """A launch the tracker refused (a kernel on a stream of the candidate's own, a kernel whose source
@@ -606,7 +654,9 @@ class CandidateRunner:
             return out
 
         try:
-            base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
+            base = self.timing_base
+            if base is None:
+                base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
             # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
             with self._numerics(), torch.no_grad():
                 share = self.tracker.triton_share(lambda: model(*_clone(base)))
@@ -642,8 +692,7 @@ class CandidateRunner:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")
         rechecks = [
-            [write_tensor(t, exchange, f"recheck{k}_out{j}.bin") for j, t in enumerate(tensors)]
-            for k, (_, tensors) in enumerate(measured.kept)
+            self._hand_over(tensors, k, exchange, f"recheck{k}") for k, (_, tensors) in enumerate(measured.kept)
         ]
         self.channel.send(
             Timed(

@@ -1,35 +1,44 @@
 """The judge: computes reference outputs and reference timings, and compares candidate outputs.
 
-It runs the task's code and reads candidate outputs as raw bytes; it never imports a candidate.
+It runs the task's code and reads candidate outputs as raw bytes; it never imports a candidate. On a GPU
+the bytes stay on the device: the judge shares its inputs with the candidate's worker, read-only, and the
+candidate writes its outputs into a buffer the judge allocated, which the judge copies before it compares.
+References are kept between evaluations in a cache bounded in bytes (worker/_references.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 
-from adaexplore.executor._models import AuditFlag, Mode, Tolerance, TrialResult
-from adaexplore.executor._modes import mode_spec, tolerance_for
+from adaexplore.executor._models import Status, TrialResult
 from adaexplore.executor._protocol import (
     Compare,
     Compared,
-    Done,
+    DeviceExchange,
+    Failed,
     InputPattern,
     JobSpec,
     Load,
+    Loaded,
+    MemoryQuery,
+    MemoryReport,
     Prepare,
     Prepared,
     ReferenceTimed,
     Release,
     TaskFailed,
+    TensorFile,
     TimeReference,
 )
+from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._compare import compare
+from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor
 from adaexplore.executor.worker._perturb import (
     apply_pattern,
@@ -38,210 +47,180 @@ from adaexplore.executor.worker._perturb import (
     has_integer_inputs,
     pool_size,
 )
+from adaexplore.executor.worker._reference_build import ReferenceBuilder
+from adaexplore.executor.worker._references import Reference, ReferenceCache, reference_key
+from adaexplore.executor.worker._shared import output_layout, share_inputs
 from adaexplore.executor.worker._taskrun import (
     TaskFault,
-    build_model,
     clone_args,
-    flatten_output,
-    load_task_module,
-    make_args,
-    resolve_seeds,
-    tensors_in,
     upcast,
-    upcast_copy,
 )
 from adaexplore.executor.worker._timing import Timer, summarize
 
 __all__ = ["Judge"]
 
+# Set aside for the candidate worker and for timing when no budget is given: the judge's share of a GPU.
+_DEFAULT_SHARE = 0.4
+
 
 @dataclass
 class _Job:
     spec: JobSpec
-    module: ModuleType
-    cast: torch.dtype | None
-    native: torch.nn.Module
-    reference: torch.nn.Module
-    float64: bool
-    init_seed: int
-    trial_seeds: list[int]
-    timing_seed: int
-    inputs: list[list[Any]] = field(default_factory=list)
-    refs: list[list[torch.Tensor]] = field(default_factory=list)
-    tolerances: list[Tolerance] = field(default_factory=list)
-    allowance: list[float] = field(default_factory=list)
-    dtypes: list[torch.dtype] = field(default_factory=list)
-    timing_base: list[Any] | None = None
-    # the pool of the timed calls' factors, with its key (worker/_perturb.py)
-    pattern_pool: tuple[int, torch.Tensor] | None = None
+    key: str
+    ref: Reference
+    cached: bool
+    # the shared buffers of this job (GPU): the inputs the candidate copies, the outputs it writes
+    inputs: DeviceBuffer | None = None
+    outputs: DeviceBuffer | None = None
+    layout: DeviceExchange | None = None
+    buffers_bytes: int = 0
 
 
 class Judge:
-    def __init__(self, device: torch.device) -> None:
+    def __init__(
+        self,
+        device: torch.device,
+        side: SideSocket | None = None,
+        budget: int | None = None,
+        share: float | None = None,
+    ) -> None:
         self.device = device
+        self.side = side
+        if budget is None:
+            budget = int((share or _DEFAULT_SHARE) * _device_total(device))
+        self.cache = ReferenceCache(budget, device)
         self.jobs: dict[str, _Job] = {}
-        self._modules: dict[tuple[str, str], ModuleType] = {}
-        self._task_flags: dict[tuple[str, str, Mode], tuple[list[AuditFlag], bool, bool]] = {}
+        self.builder = ReferenceBuilder(device)
+        # the bytes of the last reference built per task file and sizes: the room a new one needs
+        self._last_size: dict[tuple[str, str], int] = {}
         self._timer: Timer | None = None
 
-    def handle(self, command: Load | Prepare | Compare | TimeReference | Release) -> Any:
+    def handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
         try:
             if isinstance(command, Load):
-                self.load(command.job)
-                return Done()
+                return self.load(command.job)
             if isinstance(command, Prepare):
-                return self.prepare(self.jobs[command.job_id])
+                return self.prepare(self.jobs[command.job_id], command.output_sets)
             if isinstance(command, Compare):
                 return self.compare(command)
             if isinstance(command, TimeReference):
                 return self.time_reference(command)
-            self.jobs.pop(command.job_id, None)
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
+            if isinstance(command, MemoryQuery):
+                return self.memory()
+            self.release(command.job_id)
             return None
         except TaskFault as exc:
             return TaskFailed(message=str(exc))
+        except DeviceMemoryError as exc:
+            return Failed(status=Status.infra_error, message=f"the judge could not share GPU memory: {exc}")
+        except torch.OutOfMemoryError as exc:
+            # the judge's own allocation, within its budget: the device is taken by someone else
+            self.cache.evict_all()
+            return Failed(
+                status=Status.infra_error,
+                message=f"the judge ran out of GPU memory while holding {self.cache.held() / 2**30:.2f} GiB "
+                f"(budget {self.cache.budget / 2**30:.2f} GiB): {str(exc).splitlines()[0]}",
+            )
+
+    def memory(self) -> MemoryReport:
+        report = MemoryReport(
+            judge=str(self.device),
+            budget_bytes=self.cache.budget,
+            cached_bytes=self.cache.held(),
+            entries=len(self.cache),
+        )
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            report.allocated_bytes = torch.cuda.memory_allocated(self.device)
+            report.reserved_bytes = torch.cuda.memory_reserved(self.device)
+            report.free_bytes, report.total_bytes = free, total
+        return report
 
     # ------------------------------------------------------------------------------------------
-    def _module(self, spec: JobSpec) -> ModuleType:
-        key = (spec.task_path, spec.sizes)
-        if key not in self._modules:
-            self._modules[key] = load_task_module(spec.task_path, spec.small_sizes if spec.sizes == "small" else None)
-        return self._modules[key]
+    def load(self, spec: JobSpec) -> Loaded:
+        key = reference_key(spec)
+        ref = self.cache.get(key)
+        cached = ref is not None
+        if ref is None:
+            self.cache.make_room(self._last_size.get((spec.task_path, spec.sizes), 0))
+            ref = self.builder.build(spec)
+            # fresh seeds are drawn for one evaluation: that reference is not asked for again
+            ref.keep = spec.init_seed is None
+            self.cache.add(key, ref)
+        ref.users += 1
+        job = self.jobs[spec.job_id] = _Job(spec=spec, key=key, ref=ref, cached=cached)
+        if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
+            return Loaded(cached=cached)
+        if not ref.inputs:  # kept by a job that did not share them
+            ref.inputs = [self.builder.inputs(ref, spec, seed) for seed in ref.trial_seeds]
+        if ref.timing_base is None:
+            ref.timing_base = self.builder.inputs(ref, spec, ref.timing_seed)
+        shared = share_inputs(ref.inputs, ref.timing_base, self.device)
+        if shared is None:
+            return Loaded(cached=cached)
+        job.inputs, layout = shared
+        self._hold(job, job.inputs.nbytes)
+        self._send(job.inputs, f"{spec.job_id}:inputs")
+        return Loaded(inputs=layout, cached=cached)
 
-    def _forward(self, model: torch.nn.Module, args: list[Any]) -> list[torch.Tensor]:
+    def _hold(self, job: _Job, nbytes: int) -> None:
+        """Count a shared buffer of `job` against the budget, evicting unused references to make room."""
+        job.buffers_bytes += nbytes
+        self.cache.extra += nbytes
+        self.cache.make_room(0)
+
+    def _send(self, buffer: DeviceBuffer, tag: str) -> None:
+        assert self.side is not None
+        fd = buffer.export()
         try:
-            with torch.no_grad():
-                out = model(*args)
-            return [t.detach() for t in flatten_output(out)]
-        except Exception as exc:
-            raise TaskFault(f"the reference Model's forward raised {type(exc).__name__}: {exc}") from exc
+            self.side.send_fd(fd, tag)
+        finally:
+            os.close(fd)
 
-    def load(self, spec: JobSpec) -> None:
-        mode = mode_spec(spec.mode)
-        module = self._module(spec)
-        cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
-        init_seed, trial_seeds, timing_seed = resolve_seeds(spec)
-        on_device = spec.generate_on_device
-        init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
-        try:
-            native = build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
-        except Exception as exc:
-            raise TaskFault(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
-        float64 = mode.reference_precision == "float64"
-        job = _Job(
-            spec=spec,
-            module=module,
-            cast=cast,
-            native=native,
-            reference=upcast_copy(native) if float64 else native,
-            float64=float64,
-            init_seed=init_seed,
-            trial_seeds=trial_seeds,
-            timing_seed=timing_seed,
-        )
-        job.inputs = [
-            make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
-        ]
-        self.jobs[spec.job_id] = job
-
-    def prepare(self, job: _Job) -> Prepared:
-        spec = job.spec
+    def prepare(self, job: _Job, output_sets: int = 0) -> Prepared:
+        spec, ref = job.spec, job.ref
         torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
-        natives: list[list[torch.Tensor]] = []
-        for args in job.inputs:
-            native_out = self._forward(job.native, args)
-            ref_out = self._forward(job.reference, upcast(args)) if job.float64 else native_out
-            natives.append(native_out)
-            job.refs.append(ref_out)
-        float64 = job.float64
-        job.dtypes = [t.dtype for t in natives[0]]
-        job.tolerances = [
-            tolerance_for(spec.mode, str(d).removeprefix("torch."), spec.allowed_precision) for d in job.dtypes
-        ]
-        flags: list[AuditFlag] = []
-        job.allowance = [1.0] * len(job.dtypes)
-        if float64:
-            for j, tol in enumerate(job.tolerances):
-                worst = max(self._excess(natives[i][j], job.refs[i][j], tol) for i in range(len(natives)))
-                if worst > 1.0:
-                    job.allowance[j] = 2.0 * worst
-                    flags.append(
-                        AuditFlag(
-                            code="reference_imprecise",
-                            severity="info",
-                            message=f"PyTorch's own {tol.dtype} reference misses the tolerance by {worst:.2g}x on this "
-                            f"task, so output {j} is allowed {job.allowance[j]:.2g}x the tolerance",
-                        )
-                    )
-        facts = self._task_facts(job, natives)
-        flags.extend(facts[0])
-        job.inputs = []
+        if not ref.prepared:
+            self.builder.compute(ref, spec)
+            if not (spec.device_exchange and self.device.type == "cuda"):
+                ref.inputs = []  # raw-file jobs: the candidate draws its own, and the judge needs none after this
+            self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
+            self._last_size[(spec.task_path, spec.sizes)] = ref.nbytes()
+        outputs = None
+        if spec.device_exchange and self.device.type == "cuda" and self.side is not None and ref.refs:
+            sets = max(output_sets, len(ref.refs))
+            job.layout = output_layout([(list(t.shape), t.dtype) for t in ref.refs[0]], sets)
+            job.outputs = _allocate(job.layout.nbytes, self.device)
+            job.outputs.tensor.fill_(255)  # NaN in every float type: an output never written does not pass
+            self._hold(job, job.outputs.nbytes)
+            self._send(job.outputs, f"{spec.job_id}:outputs")
+            outputs = job.layout
         return Prepared(
-            init_seed=job.init_seed,
-            trial_seeds=job.trial_seeds,
-            timing_seed=job.timing_seed,
-            tolerances=job.tolerances,
-            task_flags=flags,
-            reference_mutates_inputs=facts[1],
-            reference_aliases_inputs=facts[2],
-            output_elements=max(sum(t.numel() for t in refs) for refs in job.refs) if job.refs else None,
+            init_seed=ref.init_seed,
+            trial_seeds=ref.trial_seeds,
+            timing_seed=ref.timing_seed,
+            tolerances=ref.tolerances,
+            task_flags=ref.flags,
+            reference_mutates_inputs=ref.mutates_inputs,
+            reference_aliases_inputs=ref.aliases_inputs,
+            output_elements=max(sum(t.numel() for t in refs) for refs in ref.refs) if ref.refs else None,
+            outputs=outputs,
         )
 
-    @staticmethod
-    def _excess(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> float:
-        """How many times over the tolerance `out` is (<= 1 passes)."""
-        result = compare(out, ref, tol)
-        ratios = [result.max_scaled_error or 0.0]
-        if tol.norm_rtol and result.norm_rel_error is not None:
-            ratios.append(result.norm_rel_error / tol.norm_rtol)
-        return max(ratios)
-
-    def _task_facts(self, job: _Job, natives: list[list[torch.Tensor]]) -> tuple[list[AuditFlag], bool, bool]:
-        """Once per task, sizes and mode: is the reference deterministic, does its output depend on the
-        inputs, would zeros pass, and does it modify or alias its inputs."""
-        key = (job.spec.task_path, job.spec.sizes, job.spec.mode)
-        if key in self._task_flags:
-            return self._task_flags[key]
-        flags: list[AuditFlag] = []
-        args = self._inputs(job, job.trial_seeds[0])
-        pristine = clone_args(list(args))
-        again = self._forward(job.native, args)
-        now, before = tensors_in(args), tensors_in(pristine)
-        mutates = len(now) != len(before) or any(not torch.equal(a, p) for a, p in zip(now, before, strict=True))
-        aliases = any(
-            t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for t in again for a in tensors_in(args)
-        )
-        for j, tol in enumerate(job.tolerances):
-            ref0 = job.refs[0][j]
-            if not compare(again[j], natives[0][j], tol).passed:
-                flags.append(
-                    AuditFlag(
-                        code="ill_posed_task",
-                        severity="warn",
-                        message="the reference is not deterministic (two runs on the same inputs "
-                        "differ; active dropout?), so results on this task are unreliable",
-                    )
-                )
-            if ref0.is_floating_point() and compare(torch.zeros_like(ref0), ref0, tol).passed:
-                flags.append(
-                    AuditFlag(
-                        code="ill_posed_task",
-                        severity="warn",
-                        message=f"an all-zero output {j} passes the tolerance on this task",
-                    )
-                )
-            if len(job.refs) > 1 and compare(job.refs[1][j], ref0, tol).passed:
-                flags.append(
-                    AuditFlag(
-                        code="ill_posed_task",
-                        severity="warn",
-                        message=f"output {j} does not depend on the inputs (two different inputs give the same output)",
-                    )
-                )
-        self._task_flags[key] = (flags, mutates, aliases)
-        return self._task_flags[key]
+    def release(self, job_id: str) -> None:
+        job = self.jobs.pop(job_id, None)
+        if job is None:
+            return
+        for buffer in (job.inputs, job.outputs):
+            if buffer is not None:
+                buffer.close()
+        self.cache.extra -= job.buffers_bytes
+        job.ref.users -= 1
+        if not job.ref.keep and job.ref.users == 0:
+            self.cache.drop(job.key)
+        elif self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     # ------------------------------------------------------------------------------------------
     def compare(self, command: Compare) -> Compared:
@@ -249,35 +228,37 @@ class Judge:
         directory = Path(job.spec.exchange_dir)
         results: list[TrialResult] = []
         for index, files in enumerate(command.outputs):
+            ref = job.ref
             if command.patterns is None:
-                refs, seed = job.refs[index], job.trial_seeds[index]
+                refs, seed = ref.refs[index], ref.trial_seeds[index]
             else:
                 pattern = command.patterns[index]
                 refs = self._patterned_reference(job, pattern)
-                seed = pattern.seed if pattern is not None and pattern.seed is not None else job.timing_seed
+                seed = pattern.seed if pattern is not None and pattern.seed is not None else ref.timing_seed
             results.append(self._judge_one(job, index, seed, files, refs, directory))
+        if job.outputs is not None:
+            job.outputs.tensor.fill_(255)  # the next calls' outputs must be written again to pass
         return Compared(results=results)
 
-    def _inputs(self, job: _Job, seed: int) -> list[Any]:
-        return make_args(job.module, "get_inputs", seed, self.device, job.cast, on_device=job.spec.generate_on_device)
-
     def _timing_base(self, job: _Job) -> list[Any]:
-        """The timing seed's inputs, drawn once per job (the rechecks and the reference timing scale them)."""
-        if job.timing_base is None:
-            job.timing_base = self._inputs(job, job.timing_seed)
-        return job.timing_base
+        """The timing seed's inputs, drawn once per reference (the rechecks and the reference timing scale them)."""
+        ref = job.ref
+        if ref.timing_base is None:
+            ref.timing_base = self.builder.inputs(ref, job.spec, ref.timing_seed)
+        return ref.timing_base
 
     def _patterned_reference(self, job: _Job, pattern: InputPattern | None) -> list[torch.Tensor]:
         """The reference's outputs on the inputs of a timed call, rebuilt from its pattern (None: the timing
         inputs as they are)."""
+        ref = job.ref
         if pattern is not None and pattern.seed is not None:
             # the call's own draw of a task with integer inputs
-            args = self._inputs(job, pattern.seed)
-            return self._forward(job.reference, upcast(args) if job.float64 else args)
+            args = self.builder.inputs(ref, job.spec, pattern.seed)
+            return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
         base = self._timing_base(job)
         if pattern is None:
             args = clone_args(base)
-            return self._forward(job.reference, upcast(args) if job.float64 else args)
+            return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
         tensors = floating_tensors(base)
         if (
             len(pattern.offsets) != len(tensors)
@@ -285,12 +266,22 @@ class Judge:
             or (pattern.order and len(pattern.order) != len(tensors))
         ):
             raise ValueError(f"a pattern for {len(pattern.offsets)} floating inputs; the task has {len(tensors)}")
-        if job.pattern_pool is None or job.pattern_pool[0] != pattern.key:
+        if ref.pattern_pool is None or ref.pattern_pool[0] != pattern.key:
             pool = factor_pool(pattern.key, pool_size(base, pattern.congruent), tensors[0].device)
-            job.pattern_pool = (pattern.key, pool)
+            ref.pattern_pool = (pattern.key, pool)
         # a copy of everything, so that a reference that writes to its inputs cannot change the kept base
-        args = clone_args(apply_pattern(base, pattern, job.pattern_pool[1]))
-        return self._forward(job.reference, upcast(args) if job.float64 else args)
+        args = clone_args(apply_pattern(base, pattern, ref.pattern_pool[1]))
+        return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
+
+    def _read(self, job: _Job, index: int, j: int, meta: TensorFile, directory: Path) -> torch.Tensor:
+        """The candidate's output `j` of call `index`, in memory of the judge's own."""
+        if meta.path:
+            return read_tensor(meta, directory).to(self.device)
+        if job.outputs is None or job.layout is None or index >= len(job.layout.sets):
+            raise ValueError("it is said to be in the device exchange, which holds no such call")
+        slot = job.layout.sets[index][j]
+        # a copy: the candidate's process maps the buffer and could change it while the comparison runs
+        return job.outputs.view(slot.offset, slot.shape, getattr(torch, slot.dtype)).clone()
 
     def _judge_one(
         self, job: _Job, index: int, seed: int, files: list[Any], refs: list[torch.Tensor], directory: Path
@@ -304,7 +295,7 @@ class Judge:
             )
         worst = TrialResult(index=index, seed=seed, passed=True)
         for j, (meta, ref) in enumerate(zip(files, refs, strict=True)):
-            expected = str(job.dtypes[j]).removeprefix("torch.")
+            expected = str(job.ref.dtypes[j]).removeprefix("torch.")
             if meta.dtype != expected:
                 return TrialResult(
                     index=index,
@@ -319,8 +310,12 @@ class Judge:
                     passed=False,
                     message=f"output {j} has shape {tuple(meta.shape)}; the reference returns {tuple(ref.shape)}",
                 )
-            out = read_tensor(meta, directory).to(self.device)
-            result = compare(out, ref, job.tolerances[j], allowance=job.allowance[j])
+            try:
+                out = self._read(job, index, j, meta, directory)
+            except ValueError as exc:  # a description that names no output the candidate made
+                return TrialResult(index=index, seed=seed, passed=False, message=f"output {j}: {exc}")
+            result = compare(out, ref, job.ref.tolerances[j], allowance=job.ref.allowance[j])
+            del out
             if not result.passed or (result.max_scaled_error or 0) >= (worst.max_scaled_error or 0):
                 worst = TrialResult(
                     index=index,
@@ -341,13 +336,17 @@ class Judge:
         if self._timer is None:
             self._timer = Timer(self.device)
         base = self._timing_base(job)
-        stats = self._measure(lambda args: job.native(*args), base, command, job)
+        native = job.ref.native
+        stats = self._measure(lambda args: native(*args), base, command, job)
         compile_stats = None
         if command.with_compile:
-            compiled = torch.compile(job.native)
+            compiled = torch.compile(native)
             with torch.no_grad() if command.timing.no_grad else contextlib.nullcontext():
                 compiled(*base)
             compile_stats = self._measure(lambda args: compiled(*args), base, command, job)
+            del compiled
+            # the compiled graph and its caches hold on to the model and its buffers
+            torch._dynamo.reset()
         return ReferenceTimed(stats=stats, compile_stats=compile_stats)
 
     def _measure(self, call: Any, base: list[Any], command: TimeReference, job: _Job) -> Any:
@@ -361,8 +360,33 @@ class Judge:
                 min_reps=command.min_reps,
                 max_reps=command.max_reps,
                 # timed as the candidate is: a task with integer inputs draws each call's inputs anew
-                redraw=(lambda seed: self._inputs(job, seed)) if has_integer_inputs(base) else None,
+                redraw=(lambda seed: self.builder.inputs(job.ref, job.spec, seed))
+                if has_integer_inputs(base)
+                else None,
             )
+        except torch.OutOfMemoryError:
+            raise
         except Exception as exc:
             raise TaskFault(f"the reference Model raised while being timed: {type(exc).__name__}: {exc}") from exc
         return summarize(measured.times_ms, command.timing, measured.warmup_n)
+
+
+def _allocate(nbytes: int, device: torch.device) -> DeviceBuffer:
+    from adaexplore.executor.worker._device_memory import export_buffer
+
+    return export_buffer(nbytes, device.index or 0)
+
+
+def _device_total(device: torch.device) -> int:
+    """The memory the judge's share is of: the GPU's, or the host's as far as this process may use it."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        return int(limit)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 << 30

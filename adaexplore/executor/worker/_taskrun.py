@@ -118,6 +118,7 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
     that imports only the `allowed` modules (and the packages above them, which `import a.b` binds)."""
     real_import = builtins_module.__import__
+    modules = sys.modules
 
     def restricted_import(
         name: str,
@@ -127,6 +128,11 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         level: int = 0,
     ) -> ModuleType:
         if level or not any(m == name or m.startswith(name + ".") for m in allowed):
+            if type(fromlist) is list and not fromlist and not level and name in modules:
+                # PyImport_ImportModule, called by C code (torch's own, making a tensor's storage) while a
+                # candidate frame is the innermost: it asks with an empty list and reads the module from
+                # sys.modules itself. Nothing is imported and nothing is returned to the caller.
+                return None  # type: ignore[return-value]
             raise ImportError(f"a candidate cannot import {name}")
         return real_import(name, globals, locals, fromlist, level)  # type: ignore[no-any-return]
 
@@ -157,7 +163,6 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         return found
 
     namespace = {k: v for k, v in vars(builtins_module).items() if k not in _WITHHELD_BUILTINS}
-    modules = sys.modules
     contexts = _AUTOGRAD_CONTEXTS
     verdicts: dict[type, bool] = {}
 

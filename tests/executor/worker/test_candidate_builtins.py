@@ -73,3 +73,25 @@ def test_code_run_later_in_the_candidates_namespace_meets_the_same_builtins(tmp_
     exec("def generated():\n    return __import__('os')\n", module.__dict__, generated)
     with pytest.raises(ImportError, match="a candidate cannot import os"):
         generated["generated"]()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("fromlist", [None, ("x",)])
+def test_a_candidate_statement_still_cannot_import_a_loaded_module(fromlist: object) -> None:
+    from adaexplore.executor._policy import ALLOWED_IMPORTS
+    from adaexplore.executor.worker._taskrun import candidate_builtins
+
+    restricted = candidate_builtins(ALLOWED_IMPORTS)["__import__"]
+    with pytest.raises(ImportError):
+        restricted("torch.storage", {}, {}, fromlist, 0)
+
+
+def test_torch_may_import_its_own_loaded_modules_under_a_candidate_frame() -> None:
+    from adaexplore.executor._policy import ALLOWED_IMPORTS
+    from adaexplore.executor.worker._taskrun import candidate_builtins
+
+    namespace = {"__builtins__": candidate_builtins(ALLOWED_IMPORTS), "__name__": "candidate"}
+    # torch.tensor of a Python number on the CPU imports torch.storage from C (KernelBench problem 3's ModelNew)
+    exec("import torch\nvalue = torch.nn.Parameter(torch.tensor(1.5))", namespace)
+    assert namespace["value"].detach().item() == 1.5
+    # what C code asked for is read from sys.modules by C; the caller gets nothing
+    assert namespace["__builtins__"]["__import__"]("os", {}, {}, [], 0) is None

@@ -1,0 +1,105 @@
+"""The evaluator's footprint on the host: the exchange directories its workers write to, the task files its
+judges read, the jobs it hands out, and the environment its workers start with."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import adaexplore
+from adaexplore.config import ExecutorConfig, Settings
+from adaexplore.executor._models import Backend
+from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor._task import Task
+from adaexplore.executor.stages.context import Run
+
+__all__ = ["exchange_root", "job", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
+
+# environment variables that hold credentials, by their names
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """What every worker starts with: this process's environment without its credentials."""
+    # Workers run untrusted code: they get no credentials (API keys, tokens, passwords) of this process.
+    named = settings.model.api_key_env  # whatever its name
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k) and k != named}
+    env.pop("TRITON_INTERPRET", None)
+    package_root = str(Path(adaexplore.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def task_file(exchange: Path, task: Task) -> Path:
+    """The task's source where the judges can read it."""
+    path = exchange / "tasks" / f"{task.hash}.py"
+    if not path.exists() or path.read_text() != task.source:
+        temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+        temporary.write_text(task.source)
+        temporary.replace(path)
+    return path
+
+
+def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: ExecutorConfig) -> JobSpec:
+    """The job of `run` for a worker whose directory is `exchange` (seeds drawn here where the mode draws them)."""
+    small = backend is not Backend.cuda
+    run.sizes = "small" if small else "full"
+    spec = run.spec
+    seeds: dict[str, Any] = {}
+    if spec.fresh_seeds:
+        draw = secrets.SystemRandom()
+        seeds = {
+            "init_seed": draw.randrange(2**31),
+            "trial_seeds": [draw.randrange(2**31) for _ in range(spec.trials)],
+            "timing_seed": draw.randrange(2**31),
+        }
+    return JobSpec(
+        job_id=secrets.token_hex(8),
+        task_path=str(task_path),
+        exchange_dir=str(exchange),
+        sizes=run.sizes,  # type: ignore[arg-type]
+        small_sizes=run.task.small_sizes if small else None,
+        mode=run.mode,
+        trials=spec.trials,
+        cast_floats_to=spec.cast_floats_to,
+        allow_tf32_matmul=spec.allow_tf32_matmul,
+        allow_tf32_cudnn=spec.allow_tf32_cudnn,
+        allowed_precision=run.task.allowed_precision,
+        generate_on_device=spec.generate_on_device and backend is Backend.cuda,
+        enforce_policy=config.policy_on,
+        runtime_guard=not config.disable_guards_for_tests,
+        **seeds,
+    )
+
+
+def not_dumpable() -> None:
+    """No process of this user may read this one's memory, environment or file descriptors (the server's keys
+    and the store's connection are in them), and it leaves no core file."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0)  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+def remove_orphaned_exchanges() -> None:
+    """Delete exchange directories left by evaluator processes that died without cleaning up."""
+    for root in {exchange_root(), tempfile.gettempdir()} - {None}:
+        for directory in Path(root).glob("adaexplore-*-*"):  # type: ignore[arg-type]
+            pid = directory.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(directory, ignore_errors=True)
+
+
+def exchange_root() -> str | None:
+    """Memory-backed /dev/shm when it is there with room for large outputs, else the temporary directory."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 8 << 30:
+        return str(shm)
+    return None

@@ -1,0 +1,43 @@
+"""Stage 2 (machines without a GPU): the real Triton compiler builds every kernel for sm_90, unexecuted."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from adaexplore.executor._models import Backend
+from adaexplore.executor._protocol import Compiled, Done, RunCandidate
+from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.worker import await_event, candidate
+
+if TYPE_CHECKING:
+    from adaexplore.executor._evaluator import Evaluator
+
+__all__ = ["run"]
+
+COMPILE_TARGET = "cuda:90"
+
+
+async def run(ev: Evaluator, ctx: Run) -> None:
+    ctx.compile_target = COMPILE_TARGET
+    await ctx.report("compiling", "compiling every kernel for sm_90")
+    async with candidate(ev, ctx, Backend.compile, 0) as (worker, _):
+        assert worker.exchange is not None
+        job = ev._job(ctx, Backend.compile, worker.exchange)
+        with ctx.phase("compile_check"):
+            await worker.send(
+                RunCandidate(
+                    job=job,
+                    candidate_path="candidate.py",
+                    shared_memory_limit=ev.config.shared_memory_limit,
+                    require_triton=ctx.spec.require_triton,
+                )
+            )
+            compiled = await await_event(
+                ev, ctx, worker, timeout=ev.config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+            )
+            assert isinstance(compiled, Compiled)
+            await await_event(ev, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check")
+    ctx.add_flags(compiled.flags)
+    ctx.audit.shared_memory.update(compiled.shared_memory)
+    ctx.audit.triton_kernels = sorted(set(ctx.audit.triton_kernels) | set(compiled.kernels))
+    ctx.add_phase("compile", compiled.compile_s)

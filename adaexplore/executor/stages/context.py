@@ -1,0 +1,155 @@
+"""The state of one evaluation while it runs, and the verdict that ends it early."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from adaexplore.executor._models import (
+    Audit,
+    AuditFlag,
+    Backend,
+    Correctness,
+    ErrorDetail,
+    Mode,
+    Seeds,
+    Status,
+    Timing,
+)
+from adaexplore.executor._modes import ModeSpec, mode_spec
+from adaexplore.executor._protocol import Event
+from adaexplore.executor._task import Task
+
+if TYPE_CHECKING:
+    from adaexplore.executor._pool import JudgeClient
+
+__all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
+
+
+class ProgressUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    stage: str
+    message: str
+    elapsed_s: float
+    done: int | None = None
+    total: int | None = None
+
+
+Progress = Callable[[ProgressUpdate], Awaitable[None]]
+
+
+class Verdict(Exception):
+    """Ends an evaluation early with this status. For `infra_error`: the `phase` it happened in, and the
+    judge's process when that was at fault (it is restarted before the retry)."""
+
+    def __init__(
+        self,
+        status: Status,
+        message: str,
+        error: ErrorDetail | None = None,
+        *,
+        phase: str | None = None,
+        judge: object | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error = error
+        self.phase = phase
+        self.judge = judge
+
+
+class Run:
+    """The state of one evaluation (one attempt of it) while it runs."""
+
+    def __init__(self, task: Task, code: str, mode: Mode, progress: Progress | None) -> None:
+        self.task = task
+        self.code = code.removeprefix("\ufeff")  # a byte order mark, as some editors write: Python ignores it
+        self.mode = mode
+        self.spec: ModeSpec = mode_spec(mode)
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.phases: dict[str, float] = {}
+        self.audit = Audit()
+        self.output: list[str] = []
+        self.correctness: Correctness | None = None
+        self.timing: Timing | None = None
+        self.seeds: Seeds | None = None
+        self.backends: list[Backend] = []
+        self.planned: list[Backend] = []
+        self.versions: dict[str, str | None] = {}
+        self.compile_target: str | None = None
+        self.sizes: str = "full"
+        self.fingerprint = ""
+        # how tensors passed between the workers: "device" or "files" (Provenance.tensor_exchange)
+        self.exchange = ""
+        # the directories of the workers this evaluation used (their paths are scrubbed from messages)
+        self.exchanges: list[Path] = []
+        # the judge of the numeric stage running now, which the fault checks may ask about its memory
+        self.judge: JudgeClient | None = None
+        # the infra verdict that ended this attempt, if one did
+        self.fault: Verdict | None = None
+
+    async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
+        if self.progress is not None:
+            await self.progress(
+                ProgressUpdate(
+                    stage=stage,
+                    message=message,
+                    done=done,
+                    total=total,
+                    elapsed_s=round(time.perf_counter() - self.started, 3),
+                )
+            )
+
+    def add_flags(self, flags: list[AuditFlag]) -> None:
+        for flag in flags:
+            if flag not in self.audit.flags:
+                self.audit.flags.append(flag)
+
+    def add_phase(self, name: str, seconds: float) -> None:
+        self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 4)
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add_phase(name, time.perf_counter() - start)
+
+    def scrub(self, text: str) -> str:
+        for exchange in self.exchanges:
+            text = text.replace(str(exchange / "candidate.py"), "candidate.py").replace(str(exchange), ".")
+        return text
+
+
+class Pending:
+    """An awaitable started now whose result (or exception) is collected later."""
+
+    def __init__(self, awaitable: Awaitable[Event]) -> None:
+        self._awaitable = awaitable
+        self._done = anyio.Event()
+        self._value: Event | None = None
+        self._error: BaseException | None = None
+
+    async def run(self) -> None:
+        try:
+            self._value = await self._awaitable
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+
+    async def result(self) -> Event | None:
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value

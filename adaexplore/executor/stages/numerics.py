@@ -1,0 +1,225 @@
+"""Stage 3: the candidate runs its trials on the judge's inputs and the judge compares its outputs with the
+reference. On a GPU the device is held from the reference's outputs to the end of timing (stage 4)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import TYPE_CHECKING
+
+import anyio
+
+from adaexplore.errors import EvaluatorError, TaskError
+from adaexplore.executor._channel import WorkerChannel
+from adaexplore.executor._models import Backend, Correctness, Seeds, Status
+from adaexplore.executor._pool import JudgeClient
+from adaexplore.executor._protocol import (
+    Compare,
+    Compared,
+    Compiled,
+    Inputs,
+    JobSpec,
+    Load,
+    Loaded,
+    Prepare,
+    Prepared,
+    Proceed,
+    RunCandidate,
+    Stop,
+    TrialsDone,
+)
+from adaexplore.executor.stages import reference_cache, timing
+from adaexplore.executor.stages.context import Pending, Run, Verdict
+from adaexplore.executor.stages.worker import ask_judge, await_event, candidate
+
+if TYPE_CHECKING:
+    from adaexplore.executor._evaluator import Evaluator
+
+__all__ = ["run"]
+
+
+async def run(
+    ev: Evaluator, ctx: Run, backend: Backend, *, timed: bool, with_compile: bool, fresh_reference: bool
+) -> None:
+    config = ev.config
+    device = ev._pick_device(backend)
+    judge = ev._judge(backend, device)
+    ctx.judge = judge
+    lock = ev._device_lock(device) if backend is Backend.cuda else None
+    async with candidate(ev, ctx, backend, device) as (worker, _):
+        assert worker.exchange is not None
+        job = ev._job(ctx, backend, worker.exchange)
+        if backend is Backend.cuda and worker.side is not None and judge.worker is not None and judge.worker.side:
+            # inputs and outputs stay on the GPU: they never cross host memory
+            job = job.model_copy(update={"device_exchange": True})
+        ctx.exchange = "device" if job.device_exchange else "files"
+        await worker.send(
+            RunCandidate(
+                job=job,
+                candidate_path="candidate.py",
+                compile_pass=backend is Backend.cuda,
+                shared_memory_limit=config.shared_memory_limit,
+                require_triton=ctx.spec.require_triton,
+                shared_inputs=job.device_exchange,
+            )
+        )
+        # The judge builds the reference model and inputs while the candidate imports and compiles.
+        loading = Pending(ask_judge(judge, Load(job=job), config.load_timeout_s, ctx, object))
+        assert ev._tg is not None
+        ev._tg.start_soon(loading.run)
+        try:
+            if job.device_exchange:
+                # the candidate's worker waits for the judge's inputs before it compiles (on them)
+                with ctx.phase("reference_load"):
+                    loaded = await loading.result()
+                await _share_inputs(ev, ctx, worker, judge, job, loaded)
+            compiled = await await_event(
+                ev, ctx, worker, timeout=config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+            )
+            assert isinstance(compiled, Compiled)
+            ctx.add_phase("load", compiled.load_s)
+            ctx.add_phase("compile", compiled.compile_s)
+            ctx.add_flags(compiled.flags)
+            if not job.device_exchange:
+                with ctx.phase("reference_load"):
+                    await loading.result()
+            if (
+                timed
+                and backend is Backend.cuda
+                and not reference_cache.is_cached(ev, ctx, job, device, with_compile, fresh_reference)
+            ):
+                await _keep_starts_off_the_measurement(ev, ctx, backend)
+            await ctx.report("waiting", "waiting for the device" if lock else "preparing the reference")
+            with ctx.phase("wait_device"):
+                if lock is not None:
+                    await lock.acquire()
+            try:
+                measure = ev.cores.for_judge(device) if backend is Backend.cuda else None
+                if measure is not None:  # the candidate is measured on the cores kept for measuring
+                    ev.spawner.pin(worker, measure)
+                await _judged(ev, ctx, worker, judge, job, timed=timed)
+                if timed:
+                    await timing.run(
+                        ev,
+                        ctx,
+                        worker,
+                        judge,
+                        job,
+                        with_compile=with_compile,
+                        fresh_reference=fresh_reference,
+                        device=device,
+                    )
+            finally:
+                if lock is not None:
+                    lock.release()
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError, Verdict, TaskError):
+                await loading.result()
+            with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                await judge.release(job.job_id)
+            if judge.worker is not None and judge.worker.side is not None:
+                judge.worker.side.discard(job.job_id)
+
+
+async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
+    """Pass the handle of the judge's buffer of `what` for `job` on to the candidate's worker."""
+    tag = f"{job.job_id}:{what}"
+    source = judge.worker.side if judge.worker is not None else None
+    try:
+        if source is None or worker.side is None:
+            raise ConnectionError("the judge was restarted")
+        fd = await source.take_fd(tag, ev.config.load_timeout_s)
+        try:
+            await worker.side.asend_fd(fd, tag)
+        finally:
+            os.close(fd)
+    except (TimeoutError, OSError) as exc:  # ConnectionError is an OSError
+        raise Verdict(
+            Status.infra_error,
+            f"the judge's GPU buffer of the {what} did not reach the candidate's worker: {exc or type(exc).__name__}",
+            phase=f"sharing the {what}",
+        ) from exc
+
+
+async def _share_inputs(
+    ev: Evaluator, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, loaded: object
+) -> None:
+    """The candidate's worker copies its inputs from the judge's (or draws them itself when the judge has none
+    to share: an argument that is neither a tensor nor a plain value)."""
+    shared = loaded.inputs if isinstance(loaded, Loaded) else None
+    if shared is not None:
+        await _relay(ev, worker, judge, job, "inputs")
+    else:
+        ctx.exchange = "device outputs, inputs drawn by the candidate's worker"
+    await worker.send(Inputs(shared=shared))
+
+
+async def _keep_starts_off_the_measurement(ev: Evaluator, ctx: Run, backend: Backend) -> None:
+    """The reference is timed once and divides every later speedup, so no worker may start on its cores.
+    Where the machine keeps starts on cores of their own, nothing waits; elsewhere the spare workers that are
+    starting are waited for. The wait is recorded as the `wait_workers` phase either way."""
+    with ctx.phase("wait_workers"):
+        if not ev.waits_for_spares(backend):
+            return
+        await ctx.report("waiting", "waiting for starting workers before timing the reference")
+        try:
+            await ev.wait_warm()
+        except EvaluatorError as exc:
+            raise Verdict(Status.infra_error, str(exc), phase="waiting for starting workers") from exc
+
+
+async def _judged(
+    ev: Evaluator, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, *, timed: bool
+) -> None:
+    """The reference's outputs, the candidate's trials and their comparison; stops the worker unless timed."""
+    config = ev.config
+    await ctx.report("reference", "computing reference outputs")
+    with ctx.phase("reference"):
+        sets = max(job.trials, config.recheck_reps) if job.device_exchange else 0
+        prepare = Prepare(job_id=job.job_id, output_sets=sets)
+        prepared = await ask_judge(judge, prepare, config.trial_timeout_s * (job.trials + 3), ctx, Prepared)
+    assert isinstance(prepared, Prepared)
+    ctx.seeds = Seeds(
+        init=prepared.init_seed,
+        trials=prepared.trial_seeds,
+        timing=prepared.timing_seed,
+        generator="cuda" if job.generate_on_device else "cpu",
+    )
+    ctx.add_flags(prepared.task_flags)
+    judge_ready = judge.ready
+    if judge_ready is not None and not ctx.versions.get("gpu"):
+        ctx.versions.update({k: v for k, v in judge_ready.versions.items() if v and not ctx.versions.get(k)})
+    if prepared.outputs is not None:
+        await _relay(ev, worker, judge, job, "outputs")
+    await worker.send(
+        Proceed(
+            allow_input_mutation=prepared.reference_mutates_inputs,
+            allow_aliasing=prepared.reference_aliases_inputs,
+            max_output_elements=prepared.output_elements,
+            outputs=prepared.outputs,
+        )
+    )
+    with ctx.phase("trials"):
+        done = await await_event(ev, ctx, worker, timeout=config.trial_timeout_s, until=(TrialsDone,), what="trial 1")
+    assert isinstance(done, TrialsDone)
+    ctx.add_flags(done.flags)
+    ctx.audit.triton_launches = done.triton_launches
+    ctx.audit.triton_kernels = sorted(set(ctx.audit.triton_kernels) | set(done.triton_kernels))
+    await ctx.report("judging", "comparing outputs with the reference")
+    with ctx.phase("judge"):
+        compared = await ask_judge(
+            judge, Compare(job_id=job.job_id, outputs=done.outputs), config.trial_timeout_s * job.trials, ctx, Compared
+        )
+    assert isinstance(compared, Compared)
+    ctx.correctness = Correctness(
+        passed=all(r.passed for r in compared.results), trials=compared.results, tolerance=prepared.tolerances[0]
+    )
+    if not ctx.correctness.passed:
+        failed = next(r for r in compared.results if not r.passed)
+        await worker.send(Stop())
+        raise Verdict(
+            Status.mismatch,
+            f"wrong result in trial {failed.index + 1} of {len(compared.results)}: {failed.message}",
+        )
+    if not timed:
+        await worker.send(Stop())

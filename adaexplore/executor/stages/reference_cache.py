@@ -1,0 +1,92 @@
+"""The reference's timing: measured once per task, environment and protocol by the judge, then read from the
+cache that every later evaluation of the task divides by."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from adaexplore.executor._models import Stats
+from adaexplore.executor._pool import JudgeClient
+from adaexplore.executor._protocol import JobSpec, ReferenceTimed, TimeReference
+from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.worker import ask_judge
+
+if TYPE_CHECKING:
+    from adaexplore.executor._evaluator import Evaluator
+
+__all__ = ["cached", "is_cached", "path", "timings"]
+
+
+def path(ev: Evaluator, ctx: Run, job: JobSpec, device: int) -> Path:
+    """Where the reference timing of this task, environment and protocol is cached."""
+    assert ev.environment is not None
+    cfg, timing = ev.config, ctx.spec.timing
+    key_text = json.dumps(
+        {
+            "task": ctx.task.hash,
+            "env": ev.environment.fingerprint(device),
+            "sizes": job.sizes,
+            "mode": ctx.mode.value,
+            "timing": timing.model_dump(),
+            "budget": cfg.timing_budget_ms,
+            "reps": [cfg.min_reps, cfg.max_reps],
+            "cast": job.cast_floats_to,
+            "tf32": [job.allow_tf32_matmul, job.allow_tf32_cudnn],
+        },
+        sort_keys=True,
+    )
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
+    return ev.settings.cache_dir / "reference-timing" / f"{key}.json"
+
+
+def cached(where: Path, *, with_compile: bool, fresh: bool) -> dict[str, Any] | None:
+    """The cached reference timing if it holds what is asked for, else None."""
+    found: dict[str, Any] = json.loads(where.read_text()) if where.exists() and not fresh else {}
+    return found if "eager" in found and (not with_compile or "compile" in found) else None
+
+
+def is_cached(ev: Evaluator, ctx: Run, job: JobSpec, device: int, with_compile: bool, fresh: bool) -> bool:
+    return cached(path(ev, ctx, job, device), with_compile=with_compile, fresh=fresh) is not None
+
+
+async def timings(
+    ev: Evaluator, ctx: Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
+) -> tuple[Stats, Stats | None, bool]:
+    """The reference's eager timing, its torch.compile timing (if asked for), and whether they were cached."""
+    cfg, timing = ev.config, ctx.spec.timing
+    where = path(ev, ctx, job, device)
+    found = cached(where, with_compile=with_compile, fresh=fresh)
+    if found is not None:
+        compiled = Stats.model_validate(found["compile"]) if with_compile else None
+        return Stats.model_validate(found["eager"]), compiled, True
+    await ctx.report(
+        "reference_timing", "timing the PyTorch reference" + (" and torch.compile" if with_compile else "")
+    )
+    answer = await ask_judge(
+        judge,
+        TimeReference(
+            job_id=job.job_id,
+            timing=timing,
+            budget_ms=cfg.timing_budget_ms,
+            min_reps=cfg.min_reps,
+            max_reps=cfg.max_reps,
+            with_compile=with_compile,
+        ),
+        cfg.timing_timeout_s + (cfg.load_timeout_s * 3 if with_compile else 0),
+        ctx,
+        ReferenceTimed,
+    )
+    assert isinstance(answer, ReferenceTimed)
+    stored = json.loads(where.read_text()) if where.exists() and not fresh else {}
+    stored["eager"] = answer.stats.model_dump()
+    if answer.compile_stats is not None:
+        stored["compile"] = answer.compile_stats.model_dump()
+    where.parent.mkdir(parents=True, exist_ok=True)
+    temporary = where.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(stored))
+    temporary.replace(where)
+    return answer.stats, answer.compile_stats, False

@@ -1,0 +1,96 @@
+"""Stage 5: the verdict's message and the result with its provenance."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import adaexplore
+from adaexplore.config import ExecutorConfig
+from adaexplore.executor._environment import Environment
+from adaexplore.executor._models import Backend, ErrorDetail, Evaluation, Provenance, Status
+from adaexplore.executor._sandbox import SandboxPlan
+from adaexplore.executor._task import code_hash
+from adaexplore.executor.stages.context import Run
+
+__all__ = ["build", "ok_message"]
+
+
+def ok_message(ctx: Run) -> str:
+    parts = []
+    if ctx.correctness is not None:
+        n = len(ctx.correctness.trials)
+        where = "on the GPU" if Backend.cuda in ctx.backends else "in the interpreter at small sizes"
+        parts.append(f"correct in {n}/{n} trials {where}")
+    # the interpreter compiles each launch it runs for sm_90 too, and says so in a flag
+    if Backend.compile in ctx.backends or any(f.code == "compiled_for_sm90" for f in ctx.audit.flags):
+        sizes = ctx.task.small_sizes if ctx.sizes == "small" else None
+        listed = ", ".join(f"{k}={v}" for k, v in (sizes or {}).items())
+        at = f" at the small sizes ({listed}), not the task's full ones" if listed else " at the task's sizes"
+        parts.append("compiles for sm_90" + at + (" (not executed)" if ctx.correctness is None else ""))
+    if ctx.timing is not None:
+        t = ctx.timing
+        parts.append(
+            f"{t.speedup:.2f}x the speed of eager PyTorch ({t.statistic} {t.candidate.value(t.statistic):.4g} ms "
+            f"vs {t.reference.value(t.statistic):.4g} ms)"
+        )
+        if t.speedup_vs_compile is not None:
+            parts.append(f"{t.speedup_vs_compile:.2f}x the speed of torch.compile")
+    elif Backend.cuda not in ctx.backends:
+        parts.append("no timing was taken: there is no GPU here, so speed was not measured")
+    warnings = [f.message for f in ctx.audit.flags if f.severity == "warn"]
+    if warnings:
+        parts.append("warning: " + "; ".join(warnings))
+    return "; ".join(parts)
+
+
+def build(
+    ctx: Run,
+    status: Status,
+    message: str,
+    error: ErrorDetail | None,
+    *,
+    config: ExecutorConfig,
+    environment: Environment | None,
+    sandbox: SandboxPlan | None,
+    attempts: int = 1,
+) -> Evaluation:
+    versions = ctx.versions
+    provenance = Provenance(
+        adaexplore=adaexplore.__version__,
+        python=versions.get("python") or (environment.python if environment else ""),
+        torch=versions.get("torch") or (environment.torch if environment else None),
+        triton=versions.get("triton") or (environment.triton if environment else None),
+        numpy=versions.get("numpy") or (environment.numpy if environment else None),
+        gpu=versions.get("gpu"),
+        driver=versions.get("driver"),
+        cuda=versions.get("cuda"),
+        compile_target=ctx.compile_target,
+        environment=ctx.fingerprint
+        or (environment.fingerprint(0 if environment.has_gpu else None) if environment else ""),
+        task_hash=ctx.task.hash,
+        code_hash=code_hash(ctx.code),
+        sizes=ctx.sizes,  # type: ignore[arg-type]
+        seeds=ctx.seeds,
+        timing_method=ctx.timing.method if ctx.timing else None,
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        sandbox=sandbox.kind if sandbox is not None else "none",
+        sandbox_detail=versions.get("sandbox"),
+        attempts=attempts,
+        tensor_exchange=ctx.exchange or None,
+    )
+    ctx.phases["total"] = round(time.perf_counter() - ctx.started, 4)
+    return Evaluation(
+        status=status,
+        message=message,
+        mode=ctx.mode,
+        backends=ctx.backends,
+        timed=ctx.timing is not None,
+        correctness=ctx.correctness,
+        timing=ctx.timing,
+        audit=ctx.audit,
+        error=error,
+        output="\n".join(ctx.output)[-2 * config.output_limit_bytes :],
+        phases=ctx.phases,
+        provenance=provenance,
+    )

@@ -1,0 +1,75 @@
+"""Checking a task before any candidate: its module, Model and reference outputs, in the judge."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import anyio
+
+from adaexplore.errors import EvaluatorError, TaskError
+from adaexplore.executor._models import Backend, Mode
+from adaexplore.executor._pool import JudgeLost
+from adaexplore.executor._protocol import Load, Prepare, TaskFailed
+from adaexplore.executor._task import Task
+from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.faults import signal_name
+
+if TYPE_CHECKING:
+    from adaexplore.executor._evaluator import Evaluator
+
+__all__ = ["run"]
+
+
+async def run(ev: Evaluator, task: Task) -> None:
+    """Raises:
+    TaskError: the task's own code failed, with the reason.
+    EvaluatorError: the judge could not be asked.
+    """
+    # the judge this machine's evaluations use: the GPU's, or the CPU's
+    numeric = Backend.cuda if Backend.cuda in ev._default_backends() else Backend.interpret
+    ctx = Run(task, "", Mode(ev.config.mode), None)
+    task_path = ev._task_file(task)
+    job = ev._job(ctx, numeric, task_path.parent, task_path)
+    device = ev._pick_device(numeric)
+    judge = ev._judge(numeric, device)
+    lock = ev._device_lock(device) if numeric is Backend.cuda else None
+
+    async def ask(command: object, timeout: float, what: str) -> None:
+        # Only the task's own code runs in the judge here: its hang or its death is the task's fault.
+        try:
+            event = await judge.request(command, timeout)
+        except JudgeLost as lost:
+            if lost.timed_out:
+                raise TaskError(
+                    f"task {task.name!r}: {what} took longer than {timeout:g} s; a task's code must finish "
+                    "promptly (no sleeping, downloading or waiting for input)"
+                ) from None
+            code = lost.returncode
+            how = f"was killed by {signal_name(code)}" if code is not None and code < 0 else f"exited (code {code})"
+            output = lost.output.strip()
+            raise TaskError(
+                f"task {task.name!r}: the process running {what} {how}"
+                + (f": {output}" if output else " and wrote nothing; a task's code must not exit or crash")
+            ) from None
+        except EvaluatorError as exc:
+            raise EvaluatorError(f"could not check task {task.name!r}: {exc}") from None
+        if isinstance(event, TaskFailed):
+            raise TaskError(f"task {task.name!r}: {event.message}")
+
+    try:
+        await ask(
+            Load(job=job),
+            ev.config.load_timeout_s,
+            "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
+        )
+        if lock is not None:  # the forward runs on the device; no candidate is timed beside it
+            await lock.acquire()
+        try:
+            await ask(Prepare(job_id=job.job_id), ev.config.trial_timeout_s * (job.trials + 3), "Model's forward")
+        finally:
+            if lock is not None:
+                lock.release()
+    finally:
+        with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+            await judge.release(job.job_id)

@@ -1,0 +1,119 @@
+"""Stage 4: the reference's timing (cached, `reference_cache`), then the candidate's, the outputs of a few
+timed calls checked again, and the speedup."""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+from adaexplore.executor._channel import WorkerChannel
+from adaexplore.executor._models import AuditFlag, Status, Timing
+from adaexplore.executor._pool import JudgeClient
+from adaexplore.executor._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
+from adaexplore.executor.stages import reference_cache
+from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.stages.worker import ask_judge, await_event
+
+if TYPE_CHECKING:
+    from adaexplore.executor._evaluator import Evaluator
+
+__all__ = ["run"]
+
+# Below this share of a forward's GPU time in the candidate's Triton kernels, the result carries a warning.
+LOW_TRITON_SHARE = 0.05
+
+
+async def run(
+    ev: Evaluator,
+    ctx: Run,
+    worker: WorkerChannel,
+    judge: JudgeClient,
+    job: JobSpec,
+    *,
+    with_compile: bool,
+    fresh_reference: bool,
+    device: int,
+) -> None:
+    cfg, timing = ev.config, ctx.spec.timing
+    assert ev.environment is not None and ctx.correctness is not None
+    # The reference first, while the candidate's process waits idle, rather than after the candidate's
+    # timing, when that process is exiting (and tearing its CUDA context down) beside the measurement.
+    with ctx.phase("reference_timing"):
+        reference, compiled, cached = await reference_cache.timings(
+            ev, ctx, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
+        )
+    recheck_at = (
+        [secrets.SystemRandom().uniform(0.3, 0.999) for _ in range(cfg.recheck_reps)] if timing.fresh_inputs else []
+    )
+    await worker.send(
+        TimeCandidate(
+            timing=timing,
+            budget_ms=cfg.timing_budget_ms,
+            min_reps=cfg.min_reps,
+            max_reps=cfg.max_reps,
+            recheck_at=recheck_at,
+        )
+    )
+    with ctx.phase("timing"):
+        timed = await await_event(ev, ctx, worker, timeout=cfg.timing_timeout_s, until=(Timed,), what="timing")
+    assert isinstance(timed, Timed)
+    ctx.add_flags(timed.flags)
+    ctx.audit.triton_time_share = share = timed.triton_time_share
+    if share is not None and share < LOW_TRITON_SHARE:
+        ctx.add_flags(
+            [
+                AuditFlag(
+                    code="little_triton_time",
+                    severity="warn",
+                    message=f"only {share:.1%} of a forward's GPU time is spent in the candidate's Triton "
+                    "kernels: PyTorch does nearly all of the work, and the speedup is not the kernels'",
+                )
+            ]
+        )
+    if timed.rechecks:
+        with ctx.phase("judge"):
+            rechecked = await ask_judge(
+                judge,
+                Compare(job_id=job.job_id, outputs=timed.rechecks, patterns=timed.recheck_patterns),
+                cfg.trial_timeout_s * len(timed.rechecks),
+                ctx,
+                Compared,
+            )
+        assert isinstance(rechecked, Compared)
+        ctx.correctness.rechecks = rechecked.results
+        bad = next((r for r in rechecked.results if not r.passed), None)
+        if bad is not None:
+            ctx.correctness.passed = False
+            raise Verdict(
+                Status.mismatch,
+                "the output of a timed call is wrong although the trials passed: "
+                f"{bad.message}. Results must not be cached or reused across calls; every call must "
+                "compute its output from its own inputs",
+            )
+    statistic = timing.statistic
+    ctx.fingerprint = ev.environment.fingerprint(device)
+    speedup = reference.value(statistic) / max(timed.stats.value(statistic), 1e-9)
+    ctx.timing = Timing(
+        method=timed.method,
+        statistic=statistic,
+        candidate=timed.stats,
+        reference=reference,
+        speedup=speedup,
+        reference_compile=compiled,
+        speedup_vs_compile=(compiled.value(statistic) / max(timed.stats.value(statistic), 1e-9) if compiled else None),
+        reference_cached=cached,
+        host_bound_calls=timed.host_bound_calls,
+        unseen_ms=timed.unseen_ms,
+    )
+    if timed.host_bound_calls > timed.stats.n // 2:
+        ctx.add_flags(
+            [
+                AuditFlag(
+                    code="host_time_exceeds_device_time",
+                    severity="warn",
+                    message="the device stayed busy after the CUDA events on the current stream had "
+                    "finished (work on other streams that the current one never waits for); that time, "
+                    f"{timed.unseen_ms:.3f} ms, was added to every timed call",
+                )
+            ]
+        )

@@ -1,0 +1,231 @@
+"""An in-process worker that answers the evaluator's commands from a script: a real `WorkerChannel`, with no
+process behind it, so that the evaluator's handling of every way a worker can fail is tested in milliseconds.
+
+A script maps a command's `kind` ("run", "proceed", "time", "load", "prepare", "compare", ...) to what the
+worker does when it gets that command: a list of events to send back, `Die(...)` to end there as a process
+would (killed by a signal, or exited), or `Hang()` to go silent. Commands the script leaves out get the
+answers of a healthy worker.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from adaexplore.executor._channel import SpawnRequest, WorkerChannel
+from adaexplore.executor._environment import Environment
+from adaexplore.executor._models import Stats, Tolerance, TrialResult
+from adaexplore.executor._process import WorkerDied, WorkerTimeout
+from adaexplore.executor._protocol import (
+    Compared,
+    Compiled,
+    Done,
+    Event,
+    Loaded,
+    MemoryReport,
+    Prepared,
+    Ready,
+    ReferenceTimed,
+    Timed,
+    TrialsDone,
+)
+from adaexplore.executor._sandbox import SandboxPlan
+
+__all__ = ["Die", "Hang", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
+
+TRIALS = 5
+
+
+@dataclass(frozen=True)
+class Die:
+    """End the worker: killed by `signal` (a negative return code) or exited with `code`."""
+
+    signal: int | None = None
+    code: int = 1
+    output: str = ""
+    # the evaluator had killed it (as it does past the disk quota) before it was seen to die
+    by_evaluator: bool = False
+
+    @property
+    def returncode(self) -> int:
+        return -self.signal if self.signal is not None else self.code
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Send nothing more (a worker stuck in a loop, or a judge that stopped answering)."""
+
+
+Step = Event | Die | Hang
+Script = dict[str, Sequence[Step]]
+
+
+def _stats(ms: float) -> Stats:
+    return Stats(n=30, median_ms=ms, mean_ms=ms, std_ms=0.0, min_ms=ms, max_ms=ms, p10_ms=ms, p90_ms=ms)
+
+
+def healthy(role: str, kind: str, backend: str) -> list[Step]:
+    """What a worker whose candidate (or task) is correct answers to a command of `kind`."""
+    if role == "judge":
+        answers: dict[str, list[Step]] = {
+            "load": [Loaded()],
+            "prepare": [
+                Prepared(
+                    init_seed=1,
+                    trial_seeds=list(range(TRIALS)),
+                    timing_seed=7,
+                    tolerances=[
+                        Tolerance(kind="allclose", atol=1e-5, rtol=1e-5, dtype="float32", reference_dtype="float64")
+                    ],
+                )
+            ],
+            "compare": [Compared(results=[TrialResult(index=i, seed=i, passed=True) for i in range(TRIALS)])],
+            "time_reference": [ReferenceTimed(stats=_stats(2.0))],
+            "memory": [MemoryReport(judge="cuda:0", budget_bytes=1 << 30, cached_bytes=1 << 20, entries=1)],
+        }
+        return answers.get(kind, [Done()])
+    compiled = Compiled(kernels=["k"], load_s=0.01, compile_s=0.01)
+    answers = {
+        "run": [compiled, Done()] if backend == "compile" else [compiled],
+        "proceed": [TrialsDone(outputs=[], triton_launches=1, triton_kernels=["k"], trial_s=0.01)],
+        "time": [Timed(stats=_stats(1.0), method="cuda_events", host_bound_calls=0)],
+    }
+    return answers.get(kind, [])
+
+
+class _Output:
+    def __init__(self) -> None:
+        self.written = ""
+
+    def text(self) -> str:
+        return self.written
+
+
+class ScriptedWorker:
+    """One scripted worker (see the module's docstring)."""
+
+    def __init__(self, request: SpawnRequest, script: Script, pid: int, ready_delay: float = 0.0) -> None:
+        self.role = request.role
+        self.backend = request.backend
+        self.cpus = request.cpus
+        self.exchange: Path | None = request.exchange
+        request.exchange.mkdir(mode=0o700)
+        self.output = _Output()
+        self.violation: str | None = None
+        self.side = None  # no process, so no descriptors to pass: every job uses raw files
+        self.received: list[object] = []
+        self._script = script
+        self._pid = pid
+        self._ready_at = time.monotonic() + ready_delay
+        self._queue: list[Step] = []
+        self._arrived = anyio.Event()
+        self._returncode: int | None = None
+        self._killed = False
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._returncode
+
+    @property
+    def killed(self) -> bool:
+        return self._killed
+
+    async def ready(self, timeout: float) -> Ready:
+        wait = self._ready_at - time.monotonic()
+        if wait > timeout:
+            await anyio.sleep(timeout)
+            raise WorkerTimeout
+        await anyio.sleep(max(wait, 0.0))
+        return Ready(pid=self._pid, startup_s=0.0, versions={"python": "3.11", "gpu": "Scripted GPU"})
+
+    async def send(self, message: object) -> None:
+        if self._returncode is not None:
+            raise WorkerDied(self._returncode, "the worker stopped reading commands")
+        self.received.append(message)
+        kind = getattr(message, "kind", "")
+        steps = self._script[kind] if kind in self._script else healthy(self.role, kind, self.backend)
+        self._queue.extend(steps)
+        self._arrived.set()
+
+    async def receive(self, timeout: float) -> Event:
+        with anyio.move_on_after(timeout if math.isfinite(timeout) else None):
+            while True:
+                if self._returncode is not None:
+                    raise WorkerDied(self._returncode)
+                if self._queue and not isinstance(self._queue[0], Hang):
+                    step = self._queue.pop(0)
+                    if isinstance(step, Die):
+                        self._returncode = step.returncode
+                        self._killed = step.by_evaluator
+                        self.output.written += step.output
+                        raise WorkerDied(self._returncode)
+                    return step
+                self._arrived = anyio.Event()
+                await self._arrived.wait()
+        raise WorkerTimeout
+
+    def over_quota(self) -> bool:
+        return self.violation is not None
+
+    async def aclose(self) -> None:
+        if self._returncode is None:
+            self._killed = True
+            self._returncode = -signal.SIGKILL
+        if self.exchange is not None:
+            shutil.rmtree(self.exchange, ignore_errors=True)
+
+
+@dataclass
+class ScriptedSpawner:
+    """Hands out scripted workers: the n-th candidate (judge) it starts follows `candidates[n]` (`judges[n]`),
+    and a healthy script once those run out."""
+
+    candidates: list[Script] = field(default_factory=list)
+    judges: list[Script] = field(default_factory=list)
+    # seconds each candidate worker takes to become ready (a worker starting up)
+    ready_delay: float = 0.0
+    started: list[ScriptedWorker] = field(default_factory=list)
+    pins: list[tuple[ScriptedWorker, frozenset[int]]] = field(default_factory=list)
+
+    def of(self, role: str) -> list[ScriptedWorker]:
+        return [w for w in self.started if w.role == role]
+
+    async def spawn(self, request: SpawnRequest) -> WorkerChannel:
+        scripts = self.candidates if request.role == "candidate" else self.judges
+        script = scripts[len(self.of(request.role))] if len(self.of(request.role)) < len(scripts) else {}
+        delay = self.ready_delay if request.role == "candidate" else 0.0
+        # pids past the kernel's largest (4194304), so that none is a real process
+        worker = ScriptedWorker(request, script, pid=10_000_000 + len(self.started), ready_delay=delay)
+        self.started.append(worker)
+        return worker
+
+    def pin(self, worker: WorkerChannel, cpus: frozenset[int]) -> None:
+        assert isinstance(worker, ScriptedWorker)
+        self.pins.append((worker, cpus))
+
+
+def fake_environment(gpus: int = 1) -> Environment:
+    return Environment(
+        python="3.11.9",
+        torch="2.5.0",
+        triton="3.1.0",
+        numpy="2.0.0",
+        cuda="12.4" if gpus else None,
+        driver="550.0" if gpus else None,
+        gpus=["Scripted GPU"] * gpus,
+    )
+
+
+def no_sandbox() -> SandboxPlan:
+    return SandboxPlan(kind="none", memory_bytes=1 << 30, cache_bytes=1 << 30, disk_bytes=1 << 30)
