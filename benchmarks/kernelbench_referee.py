@@ -123,7 +123,7 @@ def referee_main(argv: list[str] | None = None) -> None:
     from benchmarks.kernelbench_suite import read_rows
 
     rows = read_rows(args.results) if args.results else []
-    problems = {p.id: p for p in read_problems(args.level_dir)}
+    problems = {p.id: p for p in read_problems(Path(args.level_dir).resolve())}
     chosen = parse_ids(args.ids)
     pool = [r["problem"] for r in rows if r.get("status") == "ok"] or list(problems)
     picked = sorted(chosen) if chosen else spread_ids([i for i in pool if i in problems], args.count)

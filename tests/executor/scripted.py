@@ -10,6 +10,7 @@ answers of a healthy worker.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import signal
 import time
@@ -28,15 +29,18 @@ from adaexplore.executor._protocol import (
     Compiled,
     Done,
     Event,
+    Load,
     Loaded,
     MemoryReport,
     Prepared,
     Ready,
     ReferenceTimed,
+    SharedInputs,
     Timed,
     TrialsDone,
 )
 from adaexplore.executor._sandbox import SandboxPlan
+from adaexplore.executor._side import SideSocket, side_pair
 
 __all__ = ["Die", "Hang", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
 
@@ -111,7 +115,9 @@ class _Output:
 class ScriptedWorker:
     """One scripted worker (see the module's docstring)."""
 
-    def __init__(self, request: SpawnRequest, script: Script, pid: int, ready_delay: float = 0.0) -> None:
+    def __init__(
+        self, request: SpawnRequest, script: Script, pid: int, ready_delay: float = 0.0, sides: bool = False
+    ) -> None:
         self.role = request.role
         self.backend = request.backend
         self.cpus = request.cpus
@@ -119,7 +125,15 @@ class ScriptedWorker:
         request.exchange.mkdir(mode=0o700)
         self.output = _Output()
         self.violation: str | None = None
-        self.side = None  # no process, so no descriptors to pass: every job uses raw files
+        # With `sides`, a real socket pair: the evaluator's end, and the worker's (`peer`). A judge then shares
+        # its inputs (a descriptor of /dev/null stands for the buffer), so jobs take the device path.
+        self.side: SideSocket | None = None
+        self.peer: SideSocket | None = None
+        if sides:
+            ours, theirs = side_pair()
+            self.side, self.peer = SideSocket(ours), SideSocket(theirs)
+        # the script ended the process at the last command (its events before the end can still be read)
+        self._ended = False
         self.received: list[object] = []
         self._script = script
         self._pid = pid
@@ -152,9 +166,20 @@ class ScriptedWorker:
     async def send(self, message: object) -> None:
         if self._returncode is not None:
             raise WorkerDied(self._returncode, "the worker stopped reading commands")
+        if self._ended:
+            raise WorkerDied(None, "the worker stopped reading commands")
         self.received.append(message)
         kind = getattr(message, "kind", "")
         steps = self._script[kind] if kind in self._script else healthy(self.role, kind, self.backend)
+        if self.peer is not None and self.role == "judge" and isinstance(message, Load):
+            fd = os.open(os.devnull, os.O_RDONLY)
+            self.peer.send_fd(fd, f"{message.job.job_id}:inputs")
+            os.close(fd)
+            steps = [Loaded(inputs=SharedInputs(nbytes=256, trials=[[] for _ in range(TRIALS)], timing=[]))]
+        if any(isinstance(step, Die) for step in steps):
+            self._ended = True  # as a process that exits: it reads nothing more, and its socket closes
+            if self.peer is not None:
+                self.peer.close()
         self._queue.extend(steps)
         self._arrived.set()
 
@@ -184,6 +209,8 @@ class ScriptedWorker:
             self._returncode = -signal.SIGKILL
         if self.exchange is not None:
             shutil.rmtree(self.exchange, ignore_errors=True)
+        if self.side is not None:  # the worker's own end stays open for a test to read what reached it
+            self.side.close()
 
 
 @dataclass
@@ -197,6 +224,8 @@ class ScriptedSpawner:
     ready_delay: float = 0.0
     started: list[ScriptedWorker] = field(default_factory=list)
     pins: list[tuple[ScriptedWorker, frozenset[int]]] = field(default_factory=list)
+    # workers with side sockets: jobs on a GPU take the device path
+    sides: bool = False
 
     def of(self, role: str) -> list[ScriptedWorker]:
         return [w for w in self.started if w.role == role]
@@ -206,7 +235,9 @@ class ScriptedSpawner:
         script = scripts[len(self.of(request.role))] if len(self.of(request.role)) < len(scripts) else {}
         delay = self.ready_delay if request.role == "candidate" else 0.0
         # pids past the kernel's largest (4194304), so that none is a real process
-        worker = ScriptedWorker(request, script, pid=10_000_000 + len(self.started), ready_delay=delay)
+        worker = ScriptedWorker(
+            request, script, pid=10_000_000 + len(self.started), ready_delay=delay, sides=self.sides
+        )
         self.started.append(worker)
         return worker
 

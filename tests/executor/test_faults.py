@@ -167,7 +167,7 @@ async def test_out_of_memory_while_the_judge_holds_more_than_its_budget_is_infra
     result, _ = await evaluate(tmp_path, spawner)
     assert result.status is Status.ok, result.message
     assert result.provenance.attempts == 2
-    assert "judge held 6.00 GiB of references, past its budget of 4.00 GiB" in result.message
+    assert "judge held 6.00 GiB, past its budget of 4.00 GiB" in result.message
     assert len(spawner.of("judge")) == 2  # restarted, which frees what it held
 
 
@@ -293,3 +293,31 @@ def test_pinning_moves_every_thread_of_a_worker_and_its_children() -> None:
     finally:
         os.killpg(parent.pid, signal.SIGKILL)
         parent.wait()
+
+
+# ---- the device exchange (GPU memory shared between the judge and the candidate's worker) ----------------
+
+
+async def test_a_candidate_that_ends_before_it_takes_the_shared_inputs_keeps_its_own_verdict(tmp_path) -> None:
+    # It failed at import and exited while the evaluator passed it the judge's inputs: the handle and the
+    # command find it gone, and its own message, already sent, is the verdict.
+    refused = Failed(status=Status.rejected, message="You cannot change global settings: torch.backends")
+    spawner = ScriptedSpawner(candidates=[{"run": [refused, Die(code=0)]}], sides=True)
+    result, _ = await evaluate(tmp_path, spawner)
+    assert result.status is Status.rejected, result.message
+    assert "You cannot change global settings" in result.message
+    assert result.provenance.attempts == 1
+    assert result.provenance.tensor_exchange == "device"
+
+
+async def test_a_healthy_candidate_takes_the_device_path_and_its_handle(tmp_path) -> None:
+    spawner = ScriptedSpawner(sides=True)
+    result, _ = await evaluate(tmp_path, spawner)
+    assert result.status is Status.ok, result.message
+    assert result.provenance.tensor_exchange == "device"
+    candidate = spawner.of("candidate")[0]
+    assert candidate.peer is not None
+    # the judge's handle reached the candidate's end of its socket, under the job's tag
+    fd = candidate.peer.receive_fd(f"{candidate.received[0].job.job_id}:inputs")
+    os.close(fd)
+    assert [type(m).__name__ for m in candidate.received][:2] == ["RunCandidate", "Inputs"]

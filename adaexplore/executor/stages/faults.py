@@ -85,12 +85,14 @@ async def judge_over_budget(ctx: Run, event: Failed, what: str) -> Verdict | Non
         report = await ctx.judge.memory()
     except EvaluatorError:
         return None
-    if report is None or report.cached_bytes <= report.budget_bytes:
+    # what the judge's allocator keeps reserved counts too: that memory is not the candidate's either
+    held = max(report.cached_bytes, report.reserved_bytes) if report is not None else 0
+    if report is None or held <= report.budget_bytes:
         return None
     return Verdict(
         Status.infra_error,
         f"the candidate ran out of GPU memory during {what} while adaexplore's judge held "
-        f"{report.cached_bytes / 2**30:.2f} GiB of references, past its budget of "
+        f"{held / 2**30:.2f} GiB, past its budget of "
         f"{report.budget_bytes / 2**30:.2f} GiB: {ctx.scrub(event.message)}",
         event.error,
         phase=what,

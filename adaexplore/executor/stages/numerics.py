@@ -13,6 +13,7 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor._channel import WorkerChannel
 from adaexplore.executor._models import Backend, Correctness, Seeds, Status
 from adaexplore.executor._pool import JudgeClient
+from adaexplore.executor._process import WorkerDied
 from adaexplore.executor._protocol import (
     Compare,
     Compared,
@@ -49,6 +50,11 @@ async def run(
     async with candidate(ev, ctx, backend, device) as (worker, _):
         assert worker.exchange is not None
         job = ev._job(ctx, backend, worker.exchange)
+        if backend is Backend.cuda:
+            try:  # started now, if it is not yet, to know whether it can share memory
+                await judge.start()
+            except EvaluatorError as exc:
+                raise Verdict(Status.infra_error, str(exc), phase="starting the judge") from exc
         if backend is Backend.cuda and worker.side is not None and judge.worker is not None and judge.worker.side:
             # inputs and outputs stay on the GPU: they never cross host memory
             job = job.model_copy(update={"device_exchange": True})
@@ -122,23 +128,27 @@ async def run(
 
 
 async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
-    """Pass the handle of the judge's buffer of `what` for `job` on to the candidate's worker."""
+    """Pass the handle of the judge's buffer of `what` for `job` on to the candidate's worker. The judge's
+    failing to send it is adaexplore's fault; the candidate's worker not taking it is not (it ended already:
+    its own events, read next, say why)."""
     tag = f"{job.job_id}:{what}"
     source = judge.worker.side if judge.worker is not None else None
     try:
         if source is None or worker.side is None:
             raise ConnectionError("the judge was restarted")
         fd = await source.take_fd(tag, ev.config.load_timeout_s)
-        try:
-            await worker.side.asend_fd(fd, tag)
-        finally:
-            os.close(fd)
     except (TimeoutError, OSError) as exc:  # ConnectionError is an OSError
         raise Verdict(
             Status.infra_error,
-            f"the judge's GPU buffer of the {what} did not reach the candidate's worker: {exc or type(exc).__name__}",
+            f"the judge's GPU buffer of the {what} did not reach the evaluator: {exc or type(exc).__name__}",
             phase=f"sharing the {what}",
         ) from exc
+    try:
+        await worker.side.asend_fd(fd, tag)
+    except (TimeoutError, OSError):
+        pass
+    finally:
+        os.close(fd)
 
 
 async def _share_inputs(
@@ -151,7 +161,8 @@ async def _share_inputs(
         await _relay(ev, worker, judge, job, "inputs")
     else:
         ctx.exchange = "device outputs, inputs drawn by the candidate's worker"
-    await worker.send(Inputs(shared=shared))
+    with contextlib.suppress(WorkerDied):  # it ended already (import failed, say): its events say why
+        await worker.send(Inputs(shared=shared))
 
 
 async def _keep_starts_off_the_measurement(ev: Evaluator, ctx: Run, backend: Backend) -> None:

@@ -97,6 +97,16 @@ class Judge:
 
     def handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
         try:
+            return self._handle(command)
+        finally:
+            if self.device.type == "cuda" and not isinstance(command, MemoryQuery):
+                # what a command allocated for a while (a float64 reference's intermediates, copies compared)
+                # goes back to the device, so that the judge holds its cache and little more while the
+                # candidate runs
+                torch.cuda.empty_cache()
+
+    def _handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
+        try:
             if isinstance(command, Load):
                 return self.load(command.job)
             if isinstance(command, Prepare):
@@ -190,7 +200,8 @@ class Judge:
         outputs = None
         if spec.device_exchange and self.device.type == "cuda" and self.side is not None and ref.refs:
             sets = max(output_sets, len(ref.refs))
-            job.layout = output_layout([(list(t.shape), t.dtype) for t in ref.refs[0]], sets)
+            # the candidate's outputs have the native reference's types (the float64 one only checks them)
+            job.layout = output_layout([(list(t.shape), d) for t, d in zip(ref.refs[0], ref.dtypes, strict=True)], sets)
             job.outputs = _allocate(job.layout.nbytes, self.device)
             job.outputs.tensor.fill_(255)  # NaN in every float type: an output never written does not pass
             self._hold(job, job.outputs.nbytes)
