@@ -5,6 +5,7 @@
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 #   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
+#   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -34,6 +35,13 @@ case "${1:-tests}" in
     timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/sandbox_bench.py --task examples/tasks/gemm_epilogue.py \
       --kernel examples/kernels/gemm_epilogue/correct.py --evals "${EVALS:-4}" --json "$OUT/sandbox.json" \
       2>&1 | tee "$OUT/sandbox-bench.log"
+    ;;
+  suite)
+    # LEVEL_DIR: a KernelBench level; SUITE_HOME keeps the reference timings between calls that split it
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/kernelbench_suite.py \
+      --level-dir "${LEVEL_DIR:-../shared/data/kernelbench/level2}" --ids "${IDS:-1-100}" \
+      --out "$OUT/suite.jsonl" --home "${SUITE_HOME:-$OUT/suite-home}" 2>&1 | tail -3
+    python3 benchmarks/kernelbench_suite.py --summarize "$OUT/suite.jsonl" | tee "$OUT/suite-summary.txt"
     ;;
   compile)
     for round in 1 2 3; do

@@ -275,14 +275,28 @@ def _needed_paths(env: dict[str, str]) -> list[str]:
     """What a worker must read: the interpreter, its libraries and packages, and the adaexplore package."""
     places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     root = _package_root()
-    for entry in [*sys.path, *env.get("PYTHONPATH", "").split(os.pathsep)]:
+    script = _script_directory()
+    given = env.get("PYTHONPATH", "").split(os.pathsep)
+    for entry in [*sys.path, *given]:
         if not entry or not os.path.exists(entry):
+            continue
+        if script is not None and Path(entry).resolve() == script and entry not in given:
+            # the directory of the script that runs the evaluator (`python /some/dir/run.py` puts it first on
+            # the path): a worker imports nothing from there, and it may hold anything of the user's
             continue
         # the checkout itself stays hidden: only its package (and a virtual environment in it) is put back
         places.add(str(root / "adaexplore") if Path(entry).resolve() == root else entry)
     resolved = {str(Path(p).resolve()) for p in places if p and os.path.exists(p)}
     # a path inside another one is put back with it
     return sorted(p for p in resolved if not any(p != q and _inside(p, q) for q in resolved))
+
+
+def _script_directory() -> Path | None:
+    """The directory Python put on the path for the main script, if it did."""
+    main = sys.argv[0] if sys.argv else ""
+    if sys.flags.safe_path or not main or main in ("-c", "-m") or not os.path.isfile(main):
+        return None
+    return Path(main).resolve().parent
 
 
 def _memory_share() -> int:

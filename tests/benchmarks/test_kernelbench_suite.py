@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -123,18 +124,24 @@ def test_pending_skips_the_rows_already_written() -> None:
 
 def run_small(problems: list[Problem], out: Path, settings: Settings) -> int:
     """The suite in both modes at the small sizes, back to back (a warm pool before each costs this machine
-    about 3 s a worker), without the judge's GPU memory."""
-    return anyio.run(
-        lambda: run_suite(
-            problems,
-            ["strict", "kernelbench"],
-            out,
-            settings,
-            memory=False,
-            settle=False,
-            small_sizes=lambda p: SMALL[p.id],
+    about 3 s a worker), without the judge's GPU memory. In a thread of its own, as the script runs it: another
+    module's session-wide evaluator may hold an event loop in this one."""
+
+    def suite() -> int:
+        return anyio.run(
+            lambda: run_suite(
+                problems,
+                ["strict", "kernelbench"],
+                out,
+                settings,
+                memory=False,
+                settle=False,
+                small_sizes=lambda p: SMALL[p.id],
+            )
         )
-    )
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(suite).result()
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,21 @@
 """A ModelNew built on the CPU, KernelBench's way, may make tensors from Python numbers: torch imports its own
 modules from C then, under the candidate's restricted import (KernelBench level 2 problem 3's pattern). On a
 GPU the candidate's frame is the innermost one there; the CPU backends run the constructor under a function
-mode of ours, so there the unit test in worker/test_candidate_builtins.py is the one that bites."""
+mode of ours, so there the unit test in worker/test_candidate_builtins.py is the one that bites, and this one
+runs on a GPU only."""
 
 from __future__ import annotations
 
 import pytest
 
 from adaexplore.executor import Evaluator, Mode, Status, task_from_source
+from tests.conftest import ON_GPU
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.gpu,
+    pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the CPU backends build ModelNew under a mode of ours"),
+]
 
 TASK = """
 import torch

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,17 @@ async def test_a_worker_sees_only_python_the_package_and_its_own_directory(tmp_p
     # files are gone)
     assert "root:*" not in shown and "root:$" not in shown
     assert ".cache" not in shown and ".bashrc" not in shown
+
+
+def test_the_directory_of_the_script_that_runs_the_evaluator_is_not_put_back(tmp_path: Path) -> None:
+    # `python /some/dir/run.py` puts /some/dir first on the evaluator's path; a worker must not see it
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import os, json\nfrom adaexplore.executor._sandbox import _needed_paths\n"
+        "print(json.dumps(_needed_paths(dict(os.environ))))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True)
+    places = json.loads(done.stdout)
+    assert str(tmp_path.resolve()) not in places
+    assert any(p.endswith("adaexplore") for p in places)
