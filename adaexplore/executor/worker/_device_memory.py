@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["DeviceBuffer", "DeviceMemoryError", "export_buffer", "import_buffer", "tensor_bytes"]
+__all__ = ["DeviceBuffer", "DeviceMemoryError", "export_buffer", "import_buffer"]
 
 
 class DeviceMemoryError(RuntimeError):
@@ -147,13 +147,3 @@ def import_buffer(fd: int, nbytes: int, device: int, *, writable: bool) -> Devic
     granularity = _granularity(driver, device)
     size = max(granularity, -(-nbytes // granularity) * granularity)
     return DeviceBuffer(handle, size, nbytes, device, writable=writable)
-
-
-def tensor_bytes(tensors: list[torch.Tensor]) -> int:
-    """The device bytes `tensors` hold, each storage counted once."""
-    seen: dict[int, int] = {}
-    for t in tensors:
-        if t.device.type == "cuda":
-            storage = t.untyped_storage()
-            seen[storage.data_ptr()] = storage.nbytes()
-    return sum(seen.values())

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from adaexplore.config import ExecutorConfig
 from adaexplore.executor._models import Status, TrialResult
 from adaexplore.executor._protocol import (
     Compare,
@@ -59,9 +60,6 @@ from adaexplore.executor.worker._timing import Timer, summarize
 
 __all__ = ["Judge"]
 
-# Set aside for the candidate worker and for timing when no budget is given: the judge's share of a GPU.
-_DEFAULT_SHARE = 0.4
-
 
 @dataclass
 class _Job:
@@ -87,7 +85,7 @@ class Judge:
         self.device = device
         self.side = side
         if budget is None:
-            budget = int((share or _DEFAULT_SHARE) * _device_total(device))
+            budget = int((share or ExecutorConfig().judge_memory_share) * _device_total(device))
         self.cache = ReferenceCache(budget, device)
         self.jobs: dict[str, _Job] = {}
         self.builder = ReferenceBuilder(device)
@@ -195,8 +193,8 @@ class Judge:
             self.builder.compute(ref, spec)
             if not (spec.device_exchange and self.device.type == "cuda"):
                 ref.inputs = []  # raw-file jobs: the candidate draws its own, and the judge needs none after this
-            self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
-            self._last_size[(spec.task_path, spec.sizes)] = ref.nbytes()
+            size = self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
+            self._last_size[(spec.task_path, spec.sizes)] = size
         outputs = None
         if spec.device_exchange and self.device.type == "cuda" and self.side is not None and ref.refs:
             sets = max(output_sets, len(ref.refs))

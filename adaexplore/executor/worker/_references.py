@@ -125,8 +125,8 @@ class ReferenceCache:
     def held(self) -> int:
         return sum(self._sizes.get(k, 0) for k in self._entries) + self.extra
 
-    def measure(self, key: str, entry: Reference, task: str) -> None:
-        """Record the entry's size now that it is built, and make room for it.
+    def measure(self, key: str, entry: Reference, task: str) -> int:
+        """Record the entry's size now that it is built, make room for it, and return the size.
 
         Raises:
             TaskFault: the reference alone needs more than the budget.
@@ -142,6 +142,7 @@ class ReferenceCache:
                 f"or fewer trials for {task}, or raise the budget"
             )
         self.make_room(0)
+        return size
 
     def make_room(self, need: int) -> None:
         """Evict unused references, oldest first, until `need` more bytes fit in the budget."""
