@@ -9,16 +9,25 @@ import sys
 from pathlib import Path
 
 import anyio
-from pydantic import ValidationError
 
 from adaexplore import __version__
+from adaexplore._bench_view import add_bench_parser, run_bench_command
+from adaexplore._cli_options import (
+    PORT,
+    POSITIVE_INT,
+    SEED,
+    budget_options,
+    budgets,
+    model_options,
+    with_model_options,
+)
 from adaexplore._memory_view import run_memory_command
 from adaexplore._runs_view import render_run_tree, render_runs
-from adaexplore.config import ModelConfig, Settings
+from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, ConfigError, NotFoundError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
-from adaexplore.store import MAX_INTEGER, open_store, store_exists
+from adaexplore.store import open_store, store_exists
 from adaexplore.tools import (
     ConfirmRuleRequest,
     CreateTaskRequest,
@@ -33,30 +42,6 @@ __all__ = ["main"]
 # Exit codes: 0 the kernel is ok; 1 the kernel failed (a normal verdict); 2 the call was wrong (bad task,
 # bad option, missing file); 3 the evaluator itself failed (infra_error).
 EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
-
-
-def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]
-    """An argparse type: a number of `kind` in [low, high], refused with a message that says the range."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"{text!r} is too large: the most is {high}")
-        if value != value or value < low:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-        return value
-
-    return parse
-
-
-_POSITIVE_INT = _number(int, 1, "a whole number of at least 1", MAX_INTEGER)
-_SEED = _number(int, 0, "a seed: a whole number of at least 0", MAX_INTEGER)
-_POSITIVE = _number(float, 1e-12, "a number above 0")
-_NONNEGATIVE = _number(float, 0, "a number of at least 0")
-_PORT = _number(int, 0, "a port number (0 to 65535; 0 picks a free one)", 65535)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", help="address to listen on (with --http; default 127.0.0.1)")
-    serve.add_argument("--port", type=_PORT, help="port to listen on (with --http; default 8765)")
+    serve.add_argument("--port", type=PORT, help="port to listen on (with --http; default 8765)")
 
     explore = commands.add_parser(
         "explore",
@@ -115,9 +100,9 @@ def _parser() -> argparse.ArgumentParser:
         "compile and interpret backends and speedups are not measured.",
     )
     explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
-    explore.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per run (default: settings, 50)")
-    explore.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
-    explore.add_argument("--seed", type=_SEED, help="the runs' random seed (default: drawn)")
+    explore.add_argument("--steps", type=POSITIVE_INT, help="evaluations per run (default: settings, 50)")
+    explore.add_argument("--parallel", type=POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
+    explore.add_argument("--seed", type=SEED, help="the runs' random seed (default: drawn)")
     explore.add_argument("--preset", choices=["default", "paper"], help="'paper': the authors' search exactly")
     explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
     explore.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
@@ -129,8 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     explore.add_argument("--no-memory-updates", action="store_true", help="do not distill failures into rules")
     explore.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
-    _budget_options(explore)
-    _model_options(explore)
+    budget_options(explore)
+    model_options(explore)
 
     adapt = commands.add_parser(
         "adapt",
@@ -139,13 +124,15 @@ def _parser() -> argparse.ArgumentParser:
         "input-dependent and well above the tolerance), run the search on each with memory updates, and report "
         "the rules gained. Needs a model (an API key or --base-url).",
     )
-    adapt.add_argument("--tasks", type=_POSITIVE_INT, default=10, dest="count", help="synthetic tasks (default 10)")
-    adapt.add_argument("--steps", type=_POSITIVE_INT, help="evaluations per task (default: settings, 10)")
-    adapt.add_argument("--parallel", type=_POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
-    adapt.add_argument("--seed", type=_SEED, default=0, help="seed of the task synthesis (default 0)")
+    adapt.add_argument("--tasks", type=POSITIVE_INT, default=10, dest="count", help="synthetic tasks (default 10)")
+    adapt.add_argument("--steps", type=POSITIVE_INT, help="evaluations per task (default: settings, 10)")
+    adapt.add_argument("--parallel", type=POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
+    adapt.add_argument("--seed", type=SEED, default=0, help="seed of the task synthesis (default 0)")
     adapt.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
-    _budget_options(adapt)
-    _model_options(adapt, replay=False)
+    budget_options(adapt)
+    model_options(adapt, replay=False)
+
+    add_bench_parser(commands)
 
     runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
     run_commands = runs.add_subparsers(dest="runs_command", required=True)
@@ -193,56 +180,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _budget_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--budget-tokens", type=_POSITIVE_INT, help="stop starting steps after this many model tokens")
-    parser.add_argument("--budget-usd", type=_POSITIVE, help="stop starting steps after this cost (needs prices)")
-    parser.add_argument("--budget-time", help="stop starting steps after this long (90s, 30m, 2h)")
-
-
-def _model_options(parser: argparse.ArgumentParser, *, replay: bool = True) -> None:
-    group = parser.add_argument_group("model")
-    default = f"default {ModelConfig.DEFAULT_MODEL} when a key or --base-url is set"
-    group.add_argument(
-        "--model",
-        help=f"model name ({default}, else 'replay', the offline generator)"
-        if replay
-        else f"model name ({default}; the offline 'replay' generator cannot adapt)",
-    )
-    group.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the OpenAI API)")
-    group.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
-    group.add_argument("--temperature", type=_NONNEGATIVE, help="sampling temperature (default 1.0)")
-    group.add_argument("--reasoning-effort", choices=["minimal", "low", "medium", "high"], help="where supported")
-    group.add_argument("--max-tokens", type=_POSITIVE_INT, help="the most tokens per reply (default 16384)")
-    group.add_argument("--timeout", type=_POSITIVE, help="seconds per request (default 600)")
-    group.add_argument("--concurrency", type=_POSITIVE_INT, help="requests in flight at once (default 8)")
-    group.add_argument("--price-input", type=_NONNEGATIVE, help="USD per million input tokens, for the cost")
-    group.add_argument("--price-output", type=_NONNEGATIVE, help="USD per million output tokens, for the cost")
-
-
-def _with_model_options(settings: Settings, args: argparse.Namespace) -> Settings:
-    updates = {
-        "name": args.model,
-        "base_url": args.base_url,
-        "api_key_env": args.api_key_env,
-        "temperature": args.temperature,
-        "reasoning_effort": args.reasoning_effort,
-        "max_tokens": args.max_tokens,
-        "timeout_s": args.timeout,
-        "concurrency": args.concurrency,
-        "price_input_per_mtok": args.price_input,
-        "price_output_per_mtok": args.price_output,
-    }
-    merged = settings.model.model_dump() | {k: v for k, v in updates.items() if v is not None}
-    try:
-        model = ModelConfig.model_validate(merged)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        raise ConfigError(
-            f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg'].removeprefix('Value error, ')}"
-        ) from exc
-    return settings.model_copy(update={"model": model})
-
-
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
@@ -264,9 +201,11 @@ def main(argv: list[str] | None = None) -> None:
                 serve_stdio(settings)
             code = EXIT_OK
         elif args.command in ("explore", "adapt"):
-            settings = _with_model_options(settings, args)
-            budgets = _budgets(args, settings)  # checked before anything starts
-            code = anyio.run(_explore if args.command == "explore" else _adapt, args, settings, budgets)
+            settings = with_model_options(settings, args)
+            limits = budgets(args, settings)  # checked before anything starts
+            code = anyio.run(_explore if args.command == "explore" else _adapt, args, settings, limits)
+        elif args.command == "bench":
+            code = run_bench_command(args, settings)
         elif args.command == "runs":
             code = _runs(args, settings)
         elif args.memory_command == "confirm":
@@ -302,22 +241,6 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     for exc in group.exceptions:
         leaves.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return leaves
-
-
-def _budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | int | None]:
-    from adaexplore.agent import parse_duration
-
-    model = settings.model
-    if args.budget_usd is not None and not (model.price_input_per_mtok or model.price_output_per_mtok):
-        raise ConfigError(
-            "--budget-usd needs the model's prices, or every call costs 0 and the budget never binds: give "
-            "--price-input and --price-output (USD per million tokens), or set them under [model] in the settings file"
-        )
-    return {
-        "budget_tokens": args.budget_tokens,
-        "budget_usd": args.budget_usd,
-        "budget_seconds": parse_duration(args.budget_time) if args.budget_time else None,
-    }
 
 
 async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:

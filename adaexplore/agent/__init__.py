@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from adaexplore.agent._explore import Budget, Explorer, StepRecord, TaskSummary, rule_from_reply, run_all
 from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
-from adaexplore.agent._headless import AdaptOptions, ExploreOptions, adapt, explore, parse_duration
+from adaexplore.agent._headless import AdaptOptions, ExploreOptions, adapt, connect_model, explore, parse_duration
 from adaexplore.agent._messages import Message, Reply, Usage
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
 
@@ -27,6 +27,7 @@ __all__ = [
     "Writer",
     "adapt",
     "apply_edits",
+    "connect_model",
     "explore",
     "extract_code",
     "parse_duration",

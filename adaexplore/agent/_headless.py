@@ -6,6 +6,7 @@ import re
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -25,7 +26,7 @@ from adaexplore.store import open_store
 if TYPE_CHECKING:
     from adaexplore.agent._client import ModelClient
 
-__all__ = ["AdaptOptions", "ExploreOptions", "adapt", "explore", "parse_duration"]
+__all__ = ["AdaptOptions", "ExploreOptions", "adapt", "connect_model", "explore", "parse_duration"]
 
 
 def parse_duration(text: str) -> float:
@@ -84,13 +85,23 @@ def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
 
 
 async def _model_writer(settings: Settings, display: TerminalDisplay) -> ModelClient:
+    return await connect_model(settings, display.say)
+
+
+async def connect_model(settings: Settings, say: Callable[[str], None]) -> ModelClient:
+    """The model client for the configured endpoint, checked (it answers, knows the model, takes the key);
+    a retried request is reported through `say`.
+
+    Raises:
+        ModelError: the endpoint cannot be used.
+    """
     from adaexplore.agent._client import ModelClient  # the OpenAI SDK loads only when a model is used
 
     retries = settings.model.max_retries
 
     def retrying(purpose: str, attempt: int, reason: str, delay: float) -> None:
         # a model that fails for a while is waited for out loud, not in silence
-        display.say(f"model request ({purpose}): {reason}; retry {attempt} of {retries} in {delay:.1f} s")
+        say(f"model request ({purpose}): {reason}; retry {attempt} of {retries} in {delay:.1f} s")
 
     client = ModelClient(settings.model.model_copy(update={"name": settings.model.resolved_name()}), on_retry=retrying)
     try:

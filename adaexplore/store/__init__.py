@@ -1,6 +1,7 @@
 """Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
 
 from adaexplore.store._agent import ModelCall, UsageTotals
+from adaexplore.store._bench import BenchProblemRecord, BenchRecord, ProblemVerdict
 from adaexplore.store._claims import ClaimRecord, ClaimSpec
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
@@ -12,6 +13,8 @@ Store = SqliteStore
 __all__ = [
     "MAX_INTEGER",
     "SCHEMA_VERSION",
+    "BenchProblemRecord",
+    "BenchRecord",
     "ClaimRecord",
     "ClaimSpec",
     "EvaluationRecord",
@@ -21,6 +24,7 @@ __all__ = [
     "NewEvaluation",
     "NewRule",
     "NodeRecord",
+    "ProblemVerdict",
     "RuleRecord",
     "RunRecord",
     "SqliteStore",

@@ -47,6 +47,7 @@ class RunRecord(_Record):
     # status 'running' (open for steps), 'stopped' (open, but whoever took its steps stopped, for this
     # reason) or 'finished'
     stop_reason: str | None = None
+    with_compile: bool = False  # every evaluation also times torch.compile of the reference
 
 
 class EvaluationRecord(_Record):

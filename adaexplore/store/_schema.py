@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -172,5 +172,41 @@ UPGRADES: dict[int, list[str]] = {
             created_at TEXT NOT NULL
         )""",
         "CREATE INDEX claims_by_run ON claims (run_id)",
+    ],
+    # 9: benches (a suite's problems, each with its task, run and verdict), and runs that time torch.compile
+    # of the reference too.
+    8: [
+        """CREATE TABLE benches (
+            id TEXT PRIMARY KEY,
+            suite TEXT NOT NULL,
+            suite_hash TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            backend TEXT NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('replay', 'search')),
+            options TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'stopped', 'finished')),
+            stop_reason TEXT,
+            provenance TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE bench_problems (
+            bench_id TEXT NOT NULL REFERENCES benches(id),
+            problem_id INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            file_hash TEXT NOT NULL,
+            task_id TEXT REFERENCES tasks(id),
+            run_id TEXT REFERENCES runs(id),
+            node_id INTEGER REFERENCES nodes(id),
+            status TEXT,
+            message TEXT NOT NULL DEFAULT '',
+            speedup REAL,
+            compile_speedup REAL,
+            triton_share REAL,
+            flags TEXT NOT NULL DEFAULT '[]',
+            seconds REAL,
+            PRIMARY KEY (bench_id, problem_id)
+        )""",
+        "ALTER TABLE runs ADD COLUMN with_compile INTEGER NOT NULL DEFAULT 0",
     ],
 }

@@ -14,6 +14,7 @@ from typing import Any
 from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreError
 from adaexplore.search import Kind, NodeStats, correct
 from adaexplore.store._agent import AgentTables
+from adaexplore.store._bench import BenchTables
 from adaexplore.store._claims import ClaimTables
 from adaexplore.store._memory import MemoryTables
 from adaexplore.store._records import (
@@ -82,7 +83,7 @@ class NewEvaluation:
         self.status, self.speedup, self.result = status, speedup, result
 
 
-class SqliteStore(MemoryTables, AgentTables, ClaimTables):
+class SqliteStore(MemoryTables, AgentTables, ClaimTables, BenchTables):
     def __init__(self, path: str) -> None:
         self.path = path
         # Answers that callers derive from the store, kept per connection under a name of theirs; each entry
@@ -169,16 +170,18 @@ class SqliteStore(MemoryTables, AgentTables, ClaimTables):
         return [TaskRecord(**dict(r)) for r in self._db.execute("SELECT * FROM tasks ORDER BY created_at")]
 
     # runs ----------------------------------------------------------------------------------------
-    def create_run(self, task_id: str, *, config: str, mode: str, backend: str, model: str, seed: int) -> RunRecord:
-        """A new run on a task, with its root node."""
+    def create_run(
+        self, task_id: str, *, config: str, mode: str, backend: str, model: str, seed: int, with_compile: bool = False
+    ) -> RunRecord:
+        """A new run on a task, with its root node; `with_compile`: every evaluation also times torch.compile."""
         self.task(task_id)
         run_id = f"run-{secrets.token_hex(4)}"
         now = _now()
         with self._write() as db:
             db.execute(
                 "INSERT INTO runs (id, task_id, config, mode, backend, model, seed, status, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
-                (run_id, task_id, config, mode, backend, model, seed, now, now),
+                "updated_at, with_compile) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                (run_id, task_id, config, mode, backend, model, seed, now, now, int(with_compile)),
             )
             root = db.execute(
                 "INSERT INTO nodes (run_id, parent_id, kind, depth, segment, seq, code, code_hash, "

@@ -67,6 +67,7 @@ class StartRunRequest(_In):
     mode: Literal["strict", "kernelbench", "paper"] | None = None
     backend: Literal["auto", "cuda", "compile", "interpret"] | None = None
     model: str = Field(default="external", description="who writes the kernels, for the record")
+    with_compile: bool = Field(default=False, description="also time torch.compile of the reference, every step")
 
 
 class StartRunResult(_Out):

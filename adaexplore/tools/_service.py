@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -96,6 +96,7 @@ class EvaluatorLike(Protocol):
         backend: str | None = None,
         fresh_seeds: bool = False,
         progress: Progress | None = None,
+        with_compile: bool = False,  # passed only for runs that time torch.compile too
     ) -> Evaluation: ...
 
     async def check_task(self, task: Task) -> None: ...
@@ -205,17 +206,19 @@ def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
     return _stored_task(svc, task, origin)
 
 
-async def create_checked_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
+async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: str | None = None) -> CreateTaskResult:
     """`create_task`, once the evaluator has loaded the task as an evaluation would (in its own process:
-    import the module, build Model, draw the inputs). A task that fails there is not stored.
+    import the module, build Model, draw the inputs). A task that fails there is not stored. `origin` says
+    where the task came from, for the record (a bench's suite, problem id and file hash), where the request's
+    own (text or file name) is not enough.
 
     Raises:
         RequestError: as create_task.
         TaskError: the text is not a usable task module, or its code fails, with the reason.
     """
-    task, origin = _requested_task(req)
+    task, requested = _requested_task(req)
     await svc.evaluator.check_task(task)
-    return _stored_task(svc, task, origin)
+    return _stored_task(svc, task, origin or requested)
 
 
 def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
@@ -273,6 +276,7 @@ def start_run(svc: Services, req: StartRunRequest) -> StartRunResult:
         backend=req.backend or svc.settings.executor.backend,
         model=req.model,
         seed=seed,
+        with_compile=req.with_compile,
     )
     return StartRunResult(run_id=run.id, task_id=run.task_id, root_node_id=run.root_id, seed=seed, config=config)
 
@@ -508,17 +512,21 @@ async def _evaluate_step(
     backend = req.backend or (run.backend if run else None) or svc.settings.executor.backend
     config = _config(run) if run is not None else svc.settings.search
     digest = code_hash(req.code)
+    with_compile = run is not None and run.with_compile
     reused, earlier = None, None
     if config.reuse_identical:
         for record in svc.store.find_evaluations(task_id, digest, svc.evaluator.fingerprint(), mode):
             candidate = Evaluation.model_validate_json(record.result)
-            if _same_backends(candidate, backend):
+            if _same_backends(candidate, backend) and (not with_compile or _timed_compile(candidate)):
                 reused, earlier = record, candidate
                 break
     if earlier is not None:
         evaluation = earlier
     else:
-        evaluation = await svc.evaluator.evaluate(task, req.code, mode=mode, backend=backend, progress=progress)
+        options: dict[str, Any] = {"with_compile": True} if with_compile else {}
+        evaluation = await svc.evaluator.evaluate(
+            task, req.code, mode=mode, backend=backend, progress=progress, **options
+        )
     speedup = evaluation.speedup
     node: NodeRecord | None = None
     score = None
@@ -567,6 +575,11 @@ async def _evaluate_step(
         reused_evaluation=reused is not None,
         evaluation=evaluation,
     )
+
+
+def _timed_compile(evaluation: Evaluation) -> bool:
+    """Whether an evaluation holds torch.compile's timing, or could not have (it was not timed at all)."""
+    return evaluation.timing is None or evaluation.timing.speedup_vs_compile is not None
 
 
 def _same_backends(evaluation: Evaluation, backend: str | None) -> bool:
@@ -833,8 +846,9 @@ async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> F
             top.append(n)
     candidates: list[ReevaluatedCandidate] = []
     for n in top:
+        options: dict[str, Any] = {"with_compile": True} if run.with_compile else {}
         fresh = await svc.evaluator.evaluate(
-            task, n.code, mode=run.mode, backend=run.backend, fresh_seeds=True, progress=progress
+            task, n.code, mode=run.mode, backend=run.backend, fresh_seeds=True, progress=progress, **options
         )
         candidates.append(
             ReevaluatedCandidate(

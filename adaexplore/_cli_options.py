@@ -1,0 +1,113 @@
+"""Options that several commands share: checked numbers, the model options, and the budgets."""
+
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from adaexplore.config import ModelConfig, Settings
+from adaexplore.errors import ConfigError
+from adaexplore.store import MAX_INTEGER
+
+__all__ = [
+    "NONNEGATIVE",
+    "PORT",
+    "POSITIVE",
+    "POSITIVE_INT",
+    "SEED",
+    "budget_options",
+    "budgets",
+    "model_options",
+    "with_model_options",
+]
+
+
+def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]
+    """An argparse type: a number of `kind` in [low, high], refused with a message that says the range."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{text!r} is too large: the most is {high}")
+        if value != value or value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    return parse
+
+
+POSITIVE_INT = _number(int, 1, "a whole number of at least 1", MAX_INTEGER)
+SEED = _number(int, 0, "a seed: a whole number of at least 0", MAX_INTEGER)
+POSITIVE = _number(float, 1e-12, "a number above 0")
+NONNEGATIVE = _number(float, 0, "a number of at least 0")
+PORT = _number(int, 0, "a port number (0 to 65535; 0 picks a free one)", 65535)
+
+
+def budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--budget-tokens", type=POSITIVE_INT, help="stop starting steps after this many model tokens")
+    parser.add_argument("--budget-usd", type=POSITIVE, help="stop starting steps after this cost (needs prices)")
+    parser.add_argument("--budget-time", help="stop starting steps after this long (90s, 30m, 2h)")
+
+
+def model_options(parser: argparse.ArgumentParser, *, replay: bool = True) -> None:
+    group = parser.add_argument_group("model")
+    default = f"default {ModelConfig.DEFAULT_MODEL} when a key or --base-url is set"
+    group.add_argument(
+        "--model",
+        help=f"model name ({default}, else 'replay', the offline generator)"
+        if replay
+        else f"model name ({default}; the offline 'replay' generator cannot adapt)",
+    )
+    group.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: the OpenAI API)")
+    group.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
+    group.add_argument("--temperature", type=NONNEGATIVE, help="sampling temperature (default 1.0)")
+    group.add_argument("--reasoning-effort", choices=["minimal", "low", "medium", "high"], help="where supported")
+    group.add_argument("--max-tokens", type=POSITIVE_INT, help="the most tokens per reply (default 16384)")
+    group.add_argument("--timeout", type=POSITIVE, help="seconds per request (default 600)")
+    group.add_argument("--concurrency", type=POSITIVE_INT, help="requests in flight at once (default 8)")
+    group.add_argument("--price-input", type=NONNEGATIVE, help="USD per million input tokens, for the cost")
+    group.add_argument("--price-output", type=NONNEGATIVE, help="USD per million output tokens, for the cost")
+
+
+def with_model_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    updates = {
+        "name": args.model,
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "temperature": args.temperature,
+        "reasoning_effort": args.reasoning_effort,
+        "max_tokens": args.max_tokens,
+        "timeout_s": args.timeout,
+        "concurrency": args.concurrency,
+        "price_input_per_mtok": args.price_input,
+        "price_output_per_mtok": args.price_output,
+    }
+    merged = settings.model.model_dump() | {k: v for k, v in updates.items() if v is not None}
+    try:
+        model = ModelConfig.model_validate(merged)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise ConfigError(
+            f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg'].removeprefix('Value error, ')}"
+        ) from exc
+    return settings.model_copy(update={"model": model})
+
+
+def budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | int | None]:
+    from adaexplore.agent import parse_duration
+
+    model = settings.model
+    if args.budget_usd is not None and not (model.price_input_per_mtok or model.price_output_per_mtok):
+        raise ConfigError(
+            "--budget-usd needs the model's prices, or every call costs 0 and the budget never binds: give "
+            "--price-input and --price-output (USD per million tokens), or set them under [model] in the settings file"
+        )
+    return {
+        "budget_tokens": args.budget_tokens,
+        "budget_usd": args.budget_usd,
+        "budget_seconds": parse_duration(args.budget_time) if args.budget_time else None,
+    }

@@ -1,0 +1,290 @@
+"""`adaexplore bench`: options checked before anything starts, the bench created (or resumed), its problems
+run with a live display, and the table and summary printed (and written as JSON or CSV)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+
+from adaexplore import tools
+from adaexplore.agent import Budget, Explorer, ModelWriter, ReplayWriter, Writer, connect_model, replay_kernels
+from adaexplore.bench._display import BenchDisplay
+from adaexplore.bench._runner import BenchRunner, FileWriter, bench_provenance
+from adaexplore.bench._suite import EXAMPLES, Suite, read_suite, replay_files
+from adaexplore.bench._table import bench_document, dumps, render_bench, render_bench_list, write_csv
+from adaexplore.config import Settings
+from adaexplore.errors import RequestError
+from adaexplore.store import BenchRecord, open_store, store_exists
+
+__all__ = ["BenchOptions", "list_benches", "run_bench", "show_bench"]
+
+INTERRUPTED = "interrupted"
+
+
+@dataclass
+class BenchOptions:
+    suite: str | None = None
+    ids: str | None = None
+    replay: Path | None = None
+    steps: int | None = None
+    parallel: int = 1
+    mode: str | None = None
+    backend: str | None = None
+    with_compile: bool = False
+    seed: int | None = None
+    resume: str | None = None
+    json_path: Path | None = None
+    csv_path: Path | None = None
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    budget_seconds: float | None = None
+
+
+def _new_options(options: BenchOptions, settings: Settings) -> dict[str, object]:
+    if options.suite is None:
+        raise RequestError("name a suite (a directory of KernelBench problems, or `examples`), or --resume BENCH")
+    if (options.replay is None) == (options.steps is None):
+        raise RequestError(
+            "say where the kernels come from: --replay DIR (one kernel file per problem, evaluated once) or "
+            "--steps N (a search of N evaluations per problem), not both"
+        )
+    model = "file" if options.replay is not None else settings.model.resolved_name()
+    return {
+        "ids": options.ids,
+        "replay": str(options.replay.resolve()) if options.replay is not None else None,
+        "steps": options.steps,
+        "parallel": options.parallel,
+        "seed": options.seed,
+        "with_compile": options.with_compile,
+        "model": model,
+    }
+
+
+def _check_resume_flags(options: BenchOptions) -> None:
+    given = [
+        flag
+        for flag, value in (
+            ("SUITE", options.suite),
+            ("--ids", options.ids),
+            ("--replay", options.replay),
+            ("--steps", options.steps),
+            ("--mode", options.mode),
+            ("--backend", options.backend),
+            ("--seed", options.seed),
+            ("--compile", options.with_compile or None),
+        )
+        if value is not None
+    ]
+    if given:
+        raise RequestError(
+            f"{', '.join(given)} set up a new bench; a resumed bench keeps its own (`adaexplore bench show "
+            f"{options.resume}` shows them). Drop {'it' if len(given) == 1 else 'them'} to resume."
+        )
+
+
+def _suite_of(bench: BenchRecord) -> Suite:
+    suite = read_suite(bench.suite, bench.options_dict.get("ids"))  # type: ignore[arg-type]
+    if suite.hash != bench.suite_hash:
+        raise RequestError(
+            f"the problems of suite {bench.suite} changed since bench {bench.id} started (files added, removed or "
+            "edited); its numbers would mix two suites, so start a new bench"
+        )
+    return suite
+
+
+def _kernels(options: dict[str, object], suite: Suite) -> dict[int, str] | None:
+    if options.get("replay") is None:
+        return None
+    return {pid: path.read_text() for pid, path in replay_files(Path(str(options["replay"])), suite).items()}
+
+
+async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:
+    """Run (or resume) a bench; returns the exit code: 0 when every problem has its verdict, 130 when it was
+    interrupted, 1 when it stopped short for another reason (a budget, the model).
+
+    Raises:
+        RequestError: an option is wrong, the suite or replay directory is unusable, or the bench to resume
+            is unknown, finished, or its suite changed.
+        ModelError: the endpoint cannot be used (before any problem starts).
+    """
+    for path in (options.json_path, options.csv_path):
+        if path is not None and path.is_dir():
+            raise RequestError(f"{path} is a directory; give a file to write")
+    store = open_store(settings.database_url)
+    try:
+        if options.resume:
+            _check_resume_flags(options)
+            bench = store.bench(options.resume)
+            if bench.status == "finished":
+                raise RequestError(f"bench {bench.id} is finished; `adaexplore bench show {bench.id}` prints it")
+            suite, stored = _suite_of(bench), bench.options_dict
+            settings = settings.model_copy(
+                update={"model": settings.model.model_copy(update={"name": stored["model"]})}
+            )
+        else:
+            stored = _new_options(options, settings)
+            suite = read_suite(str(options.suite), options.ids)
+            bench = None
+        kernels = _kernels(stored, suite)
+        model = str(stored["model"])
+        if kernels is None and model == "replay":
+            if bench is None and options.suite != EXAMPLES:
+                raise RequestError(
+                    "without a model, --steps searches with `replay`, which serves only the sample kernels of the "
+                    "example tasks (suite `examples`); give --replay DIR for this suite, or a model (--model NAME "
+                    "with OPENAI_API_KEY or --base-url)"
+                )
+    finally:
+        store.close()
+    if kernels is not None:
+        # the one step of a replayed kernel is its result: no final re-evaluation
+        search = settings.search.model_copy(update={"final_reevaluation": 0})
+        settings = settings.model_copy(update={"search": search})
+    display = BenchDisplay()
+    client = None if kernels is not None or model == "replay" else await connect_model(settings, display.say)
+    try:
+        async with tools.open_services(settings) as svc:
+            writer: Writer
+            if kernels is not None:
+                writer = FileWriter(kernels={}, label=f"file:{Path(str(stored['replay'])).name}")
+            elif client is None:
+                writer = ReplayWriter(kernels={}, store=svc.store)
+                for problem in suite.problems:
+                    _add_samples(writer, svc, problem.path)
+            else:
+                writer = ModelWriter(client=client, store=svc.store, label=model)
+                svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+            if bench is None:
+                bench = svc.store.create_bench(
+                    suite=suite.name,
+                    suite_hash=suite.hash,
+                    mode=options.mode or settings.executor.mode,
+                    backend=options.backend or settings.executor.backend,
+                    source="replay" if kernels is not None else "search",
+                    options=stored,
+                    provenance=bench_provenance(svc),
+                    problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
+                )
+            budget = Budget(tokens=options.budget_tokens, usd=options.budget_usd, seconds=options.budget_seconds)
+            explorer = Explorer(
+                svc, writer, budget=budget, observer=display, memory_updates=False if kernels is not None else None
+            )
+            runner = BenchRunner(
+                svc,
+                explorer,
+                bench,
+                suite,
+                kernels=kernels,
+                observer=display,
+                parallel=int(stored.get("parallel") or 1),  # type: ignore[call-overload]
+            )
+            try:
+                await _run_interruptibly(runner, svc, bench.id)
+            finally:
+                display.close()
+            return _conclude(svc, bench.id, runner, options, out)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+def _add_samples(writer: ReplayWriter, svc: tools.Services, path: Path) -> None:
+    from adaexplore.executor import load_task
+
+    kernels = replay_kernels(path)
+    if kernels:
+        writer.kernels[load_task(path).hash] = kernels
+
+
+async def _run_interruptibly(runner: BenchRunner, svc: tools.Services, bench_id: str) -> None:
+    """The runner, where a first SIGINT or SIGTERM lets each problem finish its current step and the bench stop
+    (resumably), and a second one stops at once (the steps in flight are dropped; the bench still resumes)."""
+    if threading.current_thread() is not threading.main_thread():
+        await runner.run()
+        return
+    second = False
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal second
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                count = 0
+                async for signum in received:
+                    count += 1
+                    name = signal.Signals(signum).name
+                    if count > 1:
+                        second = True
+                        runner.stop(f"{INTERRUPTED} twice ({name})")
+                        group.cancel_scope.cancel()
+                        return
+                    runner.stop(f"{INTERRUPTED} ({name})")
+                    sys.stderr.write(f"\n{name}: stopping after the current steps; send it again to stop at once\n")
+                    sys.stderr.flush()
+
+        group.start_soon(watch)
+        try:
+            await runner.run()
+        finally:
+            group.cancel_scope.cancel()
+    if second:
+        for row in svc.store.bench_problems(bench_id):
+            if not row.done and row.run_id is not None and svc.store.run(row.run_id).status == "running":
+                svc.store.stop_run(row.run_id, "the bench was interrupted twice: the step in flight was dropped")
+
+
+def _conclude(svc: tools.Services, bench_id: str, runner: BenchRunner, options: BenchOptions, out: TextIO) -> int:
+    store = svc.store
+    rows = store.bench_problems(bench_id)
+    if all(r.done for r in rows):
+        bench = store.set_bench_status(bench_id, "finished")
+    else:
+        bench = store.set_bench_status(bench_id, "stopped", runner.stopped or "stopped before every problem was done")
+    out.write("\n" + render_bench(bench, rows))
+    _write_files(bench, rows, options)
+    if bench.status != "finished":
+        out.write(f"stopped: {bench.stop_reason}. Resume with: adaexplore bench --resume {bench.id}\n")
+        out.flush()
+        return 130 if (bench.stop_reason or "").startswith(INTERRUPTED) else 1
+    out.write(f"report: adaexplore report {bench.id} --html {bench.id}.html\n")
+    out.flush()
+    return 0
+
+
+def _write_files(bench: BenchRecord, rows: list, options: BenchOptions) -> None:  # type: ignore[type-arg]
+    if options.json_path is not None:
+        options.json_path.write_text(dumps(bench_document(bench, rows)))
+    if options.csv_path is not None:
+        options.csv_path.write_text(write_csv(bench, rows))
+
+
+def show_bench(settings: Settings, bench_id: str, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:
+    if not store_exists(settings.database_url):
+        raise RequestError(f"no bench has id {bench_id!r}: there is no store yet at {settings.database_url}")
+    store = open_store(settings.database_url)
+    try:
+        bench = store.bench(bench_id)
+        rows = store.bench_problems(bench_id)
+    finally:
+        store.close()
+    out.write(render_bench(bench, rows))
+    _write_files(bench, rows, options)
+    return 0
+
+
+def list_benches(settings: Settings, *, out: TextIO = sys.stdout) -> int:
+    if not store_exists(settings.database_url):
+        out.write(render_bench_list([], {}))
+        return 0
+    store = open_store(settings.database_url)
+    try:
+        benches = store.benches()
+        out.write(render_bench_list(benches, {b.id: store.bench_problems(b.id) for b in benches}))
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,233 @@
+"""A bench: every problem of a suite registered as a task, searched (or one kernel replayed) as a run, and
+its verdict kept as a row of the bench in the store.
+
+Problems go through the same tools API and the same loop as `explore`. A replayed kernel is a run of one
+step whose in-search verdict stands (no final re-evaluation), so it is evaluated once and stored and shown
+like any other run. A problem's task and run are written down when its work starts, so a stopped bench
+(Ctrl-C, a kill, a budget) resumes each pending problem with the same run and evaluates no finished one
+again.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio
+
+from adaexplore import __version__, tools
+from adaexplore.agent import Explorer, Reply, Usage
+from adaexplore.agent._writers import Feedback, LargeRequest, SmallRequest
+from adaexplore.bench._suite import Problem, Suite
+from adaexplore.errors import TaskError
+from adaexplore.executor import Evaluation, Status
+from adaexplore.memory import RuleCandidate
+from adaexplore.prompts import DistillContext
+from adaexplore.store import BenchProblemRecord, BenchRecord, ProblemVerdict
+
+__all__ = ["TASK_ERROR", "BenchObserver", "BenchRunner", "FileWriter", "bench_provenance", "verdict_of"]
+
+TASK_ERROR = "task_error"
+NO_KERNEL = "no_kernel"
+
+
+@dataclass
+class FileWriter:
+    """Serves a kernel file per task for a large step (the kernels of a replay directory): not a model."""
+
+    kernels: dict[str, str]  # task id -> module text
+    label: str
+    is_model: bool = False
+
+    @staticmethod
+    def _reply(text: str) -> Reply:
+        return Reply(text=text, finish_reason="stop", usage=Usage(0, 0, 0.0), seconds=0.0, attempts=1, model="file")
+
+    async def write_module(self, request: LargeRequest, feedback: list[Feedback]) -> Reply:
+        return self._reply(f"```python\n{self.kernels[request.task_id].rstrip()}\n```\n")
+
+    async def review(self, request: SmallRequest) -> Reply:
+        return self._reply("")
+
+    async def write_edits(self, request: SmallRequest, guidance: str, feedback: list[Feedback]) -> Reply:
+        return self._reply("")  # a replayed run has one step, a large one: no edits are ever asked for
+
+    async def distill(self, context: DistillContext) -> Reply:
+        return self._reply("no guidance")
+
+    async def same_rule(self, text: str, candidates: list[RuleCandidate]) -> int | None:
+        return None
+
+
+class BenchObserver:
+    """What the bench reports as it goes: the progress display implements it (and the loop's Observer)."""
+
+    def bench_started(self, bench: BenchRecord, total: int, done: int) -> None: ...
+
+    def problem_started(self, problem: Problem, run_id: str | None) -> None: ...
+
+    def problem_run(self, problem_id: int, run_id: str) -> None: ...
+
+    def problem_phase(self, problem_id: int, text: str) -> None: ...
+
+    def problem_done(self, row: BenchProblemRecord) -> None: ...
+
+
+def bench_provenance(svc: tools.Services) -> dict[str, object]:
+    """Where the bench runs: the versions, the GPU and driver, the host and the date."""
+    environment = getattr(svc.evaluator, "environment", None)
+    facts: dict[str, object] = {
+        "adaexplore": __version__,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+        "date": datetime.now(UTC).date().isoformat(),
+    }
+    if environment is not None:
+        facts.update(
+            torch=environment.torch,
+            triton=environment.triton,
+            cuda=environment.cuda,
+            driver=environment.driver,
+            gpu=environment.gpus[0] if environment.gpus else None,
+            gpus=len(environment.gpus),
+        )
+    return facts
+
+
+def verdict_of(evaluation: Evaluation | None, node_id: int | None, seconds: float, message: str) -> ProblemVerdict:
+    """A problem's row from its chosen node's evaluation."""
+    if evaluation is None:
+        return ProblemVerdict(status=NO_KERNEL, message=message, seconds=seconds)
+    timing = evaluation.timing
+    return ProblemVerdict(
+        status=evaluation.status.value,
+        message=evaluation.message,
+        node_id=node_id,
+        speedup=timing.speedup if timing is not None and evaluation.status is Status.ok else None,
+        compile_speedup=timing.speedup_vs_compile if timing is not None and evaluation.status is Status.ok else None,
+        triton_share=evaluation.audit.triton_time_share,
+        # what the audit warned of or rejected, each code once (its notes stay in the evaluation)
+        flags=list(dict.fromkeys(f.code for f in evaluation.audit.flags if f.severity != "info")),
+        seconds=seconds,
+    )
+
+
+class BenchRunner:
+    """Takes a bench's pending problems to their verdicts, `parallel` at a time."""
+
+    def __init__(
+        self,
+        svc: tools.Services,
+        explorer: Explorer,
+        bench: BenchRecord,
+        suite: Suite,
+        *,
+        kernels: dict[int, str] | None,
+        observer: BenchObserver,
+        parallel: int = 1,
+    ) -> None:
+        self.svc, self.explorer, self.bench, self.suite = svc, explorer, bench, suite
+        self.kernels = kernels  # problem id -> module text, for a replay bench; None for a search
+        self.observer = observer
+        self.parallel = max(1, parallel)
+        self.stopped: str | None = None  # why the bench stopped short, if it did
+        options = bench.options_dict
+        self.steps = 1 if kernels is not None else int(options["steps"])  # type: ignore[call-overload]
+        self.seed = options.get("seed")
+        self.with_compile = bool(options.get("with_compile"))
+
+    def stop(self, reason: str) -> None:
+        """Let every problem stop after its current step; the ones not started stay pending."""
+        self.stopped = self.stopped or reason
+        self.explorer.stop(reason)
+
+    async def run(self) -> None:
+        rows = {r.problem_id: r for r in self.svc.store.bench_problems(self.bench.id)}
+        pending = [p for p in self.suite.problems if not rows[p.id].done]
+        self.observer.bench_started(self.bench, len(self.suite.problems), len(self.suite.problems) - len(pending))
+        limiter = anyio.CapacityLimiter(self.parallel)
+
+        async def one(problem: Problem) -> None:
+            async with limiter:
+                if self.stopped is None:
+                    await self._problem(problem, rows[problem.id])
+
+        async with anyio.create_task_group() as group:
+            for problem in pending:
+                group.start_soon(one, problem)
+
+    async def _problem(self, problem: Problem, row: BenchProblemRecord) -> None:
+        store = self.svc.store
+        started = time.perf_counter()
+        if self.kernels is not None and problem.id not in self.kernels:
+            self._finish(problem, verdict_of(None, None, 0.0, "no kernel for this problem in the replay directory"))
+            return
+        run_id = row.run_id  # set when an earlier invocation started this problem's run
+        if run_id is None:
+            self.observer.problem_started(problem, None)
+            try:
+                task = await tools.create_checked_task(
+                    self.svc,
+                    tools.CreateTaskRequest(source=problem.source(), name=problem.name),
+                    origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
+                )
+            except TaskError as exc:
+                verdict = ProblemVerdict(status=TASK_ERROR, message=str(exc), seconds=time.perf_counter() - started)
+                self._finish(problem, verdict)
+                return
+            if self.kernels is not None:
+                self._writer_kernels()[task.task_id] = self.kernels[problem.id]
+            run = tools.start_run(
+                self.svc,
+                tools.StartRunRequest(
+                    task_id=task.task_id,
+                    seed=self.seed,  # type: ignore[arg-type]
+                    total_steps=self.steps,
+                    mode=self.bench.mode,  # type: ignore[arg-type]
+                    backend=self.bench.backend,  # type: ignore[arg-type]
+                    model=self.explorer.writer.label,
+                    with_compile=self.with_compile,
+                ),
+            )
+            run_id = run.run_id
+            store.start_bench_problem(self.bench.id, problem.id, task_id=task.task_id, run_id=run_id)
+        else:
+            self.observer.problem_started(problem, run_id)
+            if self.kernels is not None:
+                self._writer_kernels()[store.run(run_id).task_id] = self.kernels[problem.id]
+        self.observer.problem_run(problem.id, run_id)
+        if store.run(run_id).status != "finished":
+            summary = await self.explorer.run(run_id)
+            if summary.status != "finished":
+                self.stop(summary.reason)  # stays pending: the bench resumes it with the same run
+                return
+        self._finish(problem, self._verdict(run_id, time.perf_counter() - started))
+
+    def _writer_kernels(self) -> dict[str, str]:
+        writer = self.explorer.writer
+        assert isinstance(writer, FileWriter)
+        return writer.kernels
+
+    def _verdict(self, run_id: str, seconds: float) -> ProblemVerdict:
+        """The run's result: its final (or best correct) node, else its best attempt."""
+        store = self.svc.store
+        run = store.run(run_id)
+        chosen = run.final_node_id if run.final_node_id is not None else run.best_node_id
+        if chosen is None:
+            nodes = [n for n in store.nodes(run_id) if n.kind != "root" and n.evaluation_id is not None]
+            if not nodes:
+                return verdict_of(None, None, seconds, "no kernel was evaluated")
+            chosen = max(nodes, key=lambda n: (n.reward or 0.0, -n.id)).id
+        node = store.node(chosen)
+        evaluation = None
+        if node.evaluation_id is not None:
+            evaluation = Evaluation.model_validate_json(store.evaluation(node.evaluation_id).result)
+        return verdict_of(evaluation, node.id, seconds, "no evaluation")
+
+    def _finish(self, problem: Problem, verdict: ProblemVerdict) -> None:
+        self.svc.store.finish_bench_problem(self.bench.id, problem.id, verdict)
+        row = next(r for r in self.svc.store.bench_problems(self.bench.id) if r.problem_id == problem.id)
+        self.observer.problem_done(row)

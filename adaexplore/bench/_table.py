@@ -1,0 +1,184 @@
+"""A bench's results as text (a per-problem table, then the summary), as JSON and as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from adaexplore.bench._display import format_speedup, status_counts
+from adaexplore.bench._metrics import FAST_AT, BenchSummary, ProblemScore, SpeedupSummary, summarize
+from adaexplore.store import BenchProblemRecord, BenchRecord
+
+__all__ = ["bench_document", "bench_summary", "render_bench", "render_bench_list", "write_csv"]
+
+_COLUMNS = [
+    "problem_id",
+    "name",
+    "status",
+    "speedup",
+    "compile_speedup",
+    "triton_share",
+    "flags",
+    "seconds",
+    "task_id",
+    "run_id",
+    "node_id",
+    "message",
+]
+
+
+def bench_summary(rows: Sequence[BenchProblemRecord]) -> BenchSummary:
+    return summarize([ProblemScore(r.status, r.speedup, r.compile_speedup) for r in rows])
+
+
+def bench_document(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> dict[str, object]:
+    """Everything `--json` writes: the bench, its summary and its problems."""
+    return {
+        "bench": {
+            "id": bench.id,
+            "suite": bench.suite,
+            "suite_hash": bench.suite_hash,
+            "mode": bench.mode,
+            "backend": bench.backend,
+            "source": bench.source,
+            "status": bench.status,
+            "stop_reason": bench.stop_reason,
+            "options": bench.options_dict,
+            "provenance": bench.provenance_dict,
+            "created_at": bench.created_at,
+            "updated_at": bench.updated_at,
+        },
+        "summary": bench_summary(rows).as_dict(),
+        "problems": [r.model_dump() for r in rows],
+    }
+
+
+def write_csv(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> str:
+    """The per-problem table, then a blank line and the summary as metric,value rows."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(_COLUMNS)
+    for r in rows:
+        values = r.model_dump()
+        values["flags"] = " ".join(r.flags)
+        writer.writerow([values[c] if values[c] is not None else "" for c in _COLUMNS])
+    writer.writerow([])
+    writer.writerow(["metric", "value"])
+    summary = bench_summary(rows).as_dict()
+    writer.writerow(["bench", bench.id])
+    for key in ("problems", "done", "correct", "correct_rate"):
+        writer.writerow([key, summary[key]])
+    for side in ("vs_eager", "vs_compile"):
+        block = summary[side]
+        if isinstance(block, dict):
+            for key, value in block.items():
+                if key != "baseline":
+                    writer.writerow([f"{side}.{key}", value])
+    for key, value in bench.provenance_dict.items():
+        writer.writerow([f"provenance.{key}", value])
+    return out.getvalue()
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _table(rows: Sequence[BenchProblemRecord]) -> Table:
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name, justify in (
+        ("id", "right"),
+        ("problem", "left"),
+        ("status", "left"),
+        ("vs eager", "right"),
+        ("vs compile", "right"),
+        ("triton share", "right"),
+        ("audit", "left"),
+        ("seconds", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(
+            str(r.problem_id),
+            r.name[:44],
+            r.status or "pending",
+            format_speedup(r.speedup),
+            format_speedup(r.compile_speedup),
+            _share(r.triton_share),
+            ",".join(r.flags) or "-",
+            "-" if r.seconds is None else f"{r.seconds:.1f}",
+        )
+    return table
+
+
+def _speedup_lines(block: SpeedupSummary | None, baseline: str, timed_anything: bool) -> list[str]:
+    if block is None:
+        why = "not timed (no GPU timing)" if not timed_anything else "no correct problem was timed"
+        if baseline == "torch.compile":
+            why = "not timed (run the bench with --compile)"
+        return [f"vs {baseline}: {why}"]
+    fast = ", ".join(f"Fast@{p:g} {100 * block.fast[p]:.0f}%" for p in FAST_AT)
+    geo = "-" if block.geomean is None else f"{block.geomean:.3f}x"
+    return [
+        f"vs {baseline}: mean speedup {block.mean:.3f}x (clamped at 10, incorrect as 0), geometric mean over "
+        f"{block.timed} correct {geo}; {fast}"
+    ]
+
+
+def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, width: int = 140) -> str:
+    """The per-problem table and the summary, as `bench` prints them at its end and `bench show` again."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    console.print(_table(rows))
+    summary = bench_summary(rows)
+    prov = bench.provenance_dict
+    timed = summary.eager is not None
+    lines = [
+        "",
+        f"bench {bench.id}: {bench.suite} ({bench.source}), {summary.done} of {summary.problems} problems done, "
+        f"status {bench.status}" + (f" ({bench.stop_reason})" if bench.stop_reason else ""),
+        f"correct: {summary.correct} of {summary.problems} ({100 * summary.correct_rate:.0f}%); "
+        f"statuses: {status_counts(summary.by_status)}",
+        *_speedup_lines(summary.eager, "eager", timed),
+        *_speedup_lines(summary.compile, "torch.compile", timed),
+        *(f"note: {n}" for n in summary.notes),
+        "provenance: "
+        + ", ".join(
+            f"{k} {prov[k]}" for k in ("gpu", "driver", "torch", "triton", "cuda", "python", "date") if prov.get(k)
+        )
+        + f", mode {bench.mode}, suite hash {bench.suite_hash}",
+    ]
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    return text + "\n".join(lines) + "\n"
+
+
+def render_bench_list(benches: Sequence[BenchRecord], rows_of: dict[str, Sequence[BenchProblemRecord]]) -> str:
+    if not benches:
+        return "no benches yet; `adaexplore bench SUITE --replay DIR` or `--steps N` runs one\n"
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("bench", "suite", "mode", "source", "status", "done", "correct", "mean vs eager", "created"):
+        table.add_column(name)
+    for b in benches:
+        summary = bench_summary(rows_of[b.id])
+        mean = "not timed" if summary.eager is None else f"{summary.eager.mean:.3f}x"
+        table.add_row(
+            b.id,
+            b.suite[-40:],
+            b.mode,
+            b.source,
+            b.status,
+            f"{summary.done}/{summary.problems}",
+            str(summary.correct),
+            mean,
+            b.created_at[:19].replace("T", " "),
+        )
+    console = Console(file=io.StringIO(), width=160, color_system=None, force_terminal=False)
+    console.print(table)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def dumps(document: dict[str, object]) -> str:
+    return json.dumps(document, indent=2) + "\n"
