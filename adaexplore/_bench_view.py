@@ -51,7 +51,7 @@ def add_bench_parser(commands: Any) -> None:
 
 
 def run_bench_command(args: argparse.Namespace, settings: Settings) -> int:
-    from adaexplore.bench import BenchOptions, list_benches, run_bench, show_bench
+    from adaexplore.bench._command import BenchOptions, list_benches, run_bench, show_bench
 
     words = list(args.words)
     new_only = [

@@ -6,27 +6,19 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from adaexplore.agent import StepRecord, TaskSummary
-from adaexplore.bench._suite import Problem
+from adaexplore.bench._table import format_speedup, status_counts
 from adaexplore.store import BenchProblemRecord, BenchRecord
 
-__all__ = ["BenchDisplay", "format_speedup", "status_counts"]
+if TYPE_CHECKING:
+    from adaexplore.agent import StepRecord, TaskSummary
+    from adaexplore.bench._suite import Problem
 
-_ORDER = ["ok", "mismatch", "compile_error", "runtime_error", "syntax_error", "timeout", "crashed", "rejected"]
-
-
-def format_speedup(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def status_counts(counts: dict[str, int]) -> str:
-    keys = sorted(counts, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
-    return " ".join(f"{k} {counts[k]}" for k in keys if counts[k]) or "none yet"
+__all__ = ["BenchDisplay"]
 
 
 class BenchDisplay:

@@ -10,11 +10,18 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from adaexplore.bench._display import format_speedup, status_counts
 from adaexplore.bench._metrics import FAST_AT, BenchSummary, ProblemScore, SpeedupSummary, summarize
 from adaexplore.store import BenchProblemRecord, BenchRecord
 
-__all__ = ["bench_document", "bench_summary", "render_bench", "render_bench_list", "write_csv"]
+__all__ = [
+    "bench_document",
+    "bench_summary",
+    "format_speedup",
+    "render_bench",
+    "render_bench_list",
+    "status_counts",
+    "write_csv",
+]
 
 _COLUMNS = [
     "problem_id",
@@ -30,6 +37,18 @@ _COLUMNS = [
     "node_id",
     "message",
 ]
+
+
+_ORDER = ["ok", "mismatch", "compile_error", "runtime_error", "syntax_error", "timeout", "crashed", "rejected"]
+
+
+def format_speedup(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def status_counts(counts: dict[str, int]) -> str:
+    keys = sorted(counts, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k))
+    return " ".join(f"{k} {counts[k]}" for k in keys if counts[k]) or "none yet"
 
 
 def bench_summary(rows: Sequence[BenchProblemRecord]) -> BenchSummary:
