@@ -4,6 +4,10 @@ real output sizes, so an evaluation of one measures the evaluator rather than a 
 
     from benchmarks.kernelbench_candidates import pass_through, read_problems
     code = pass_through(problem_source)
+
+As a command, it writes them as a replay directory for `adaexplore bench` (one `ID.py` per problem):
+
+    python benchmarks/kernelbench_candidates.py --level-dir ../shared/data/kernelbench/level2 --ids 1-20 --out kernels
 """
 
 from __future__ import annotations
@@ -184,3 +188,32 @@ def output_bytes(problem_source: str) -> int | None:
     if not all(isinstance(t, torch.Tensor) for t in tensors):
         return None
     return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="write pass-through candidates, one ID.py per problem")
+    parser.add_argument("--level-dir", type=Path, required=True, help="a KernelBench level's directory")
+    parser.add_argument("--ids", help="problems by number, like 1-10,17 (default: all)")
+    parser.add_argument("--out", type=Path, required=True, help="the directory to write the kernels to")
+    args = parser.parse_args(argv)
+    wanted = parse_ids(args.ids)
+    args.out.mkdir(parents=True, exist_ok=True)
+    written = skipped = 0
+    for problem in read_problems(args.level_dir):
+        if wanted is not None and problem.id not in wanted:
+            continue
+        try:
+            code = pass_through(problem.source())
+        except ValueError as exc:
+            print(f"{problem.id}: no pass-through candidate ({exc})")
+            skipped += 1
+            continue
+        (args.out / f"{problem.id}.py").write_text(code)
+        written += 1
+    print(f"{written} kernels written to {args.out}" + (f", {skipped} problems skipped" if skipped else ""))
+
+
+if __name__ == "__main__":
+    main()

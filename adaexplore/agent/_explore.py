@@ -280,10 +280,16 @@ class Explorer:
                 if self.observer:
                     self.observer.notice(run.run_id, f"step given up: {record.problem}")
                 if failed_in_row >= agent.max_failed_steps:
-                    reason = (
-                        f"{failed_in_row} steps in a row got no usable kernel from the model (last: "
-                        f"{record.problem}); check the model and --max-tokens"
-                    )
+                    if record.status == Status.infra_error:
+                        reason = (
+                            f"{failed_in_row} steps in a row failed in adaexplore's evaluator, through no fault of "
+                            f"the kernels (last: {record.problem})"
+                        )
+                    else:
+                        reason = (
+                            f"{failed_in_row} steps in a row got no usable kernel from the model (last: "
+                            f"{record.problem}); check the model and --max-tokens"
+                        )
                     break
             else:
                 failed_in_row = 0

@@ -202,6 +202,16 @@ class BenchRunner:
         if store.run(run_id).status != "finished":
             summary = await self.explorer.run(run_id)
             if summary.status != "finished":
+                if self.stopped is None and summary.records and summary.records[-1].status == Status.infra_error:
+                    # the evaluator failed on this problem alone (its run says why): a row of its own, and the
+                    # bench goes on; a run stopped by the bench, a budget or the model stops the bench
+                    verdict = ProblemVerdict(
+                        status=Status.infra_error.value,
+                        message=summary.reason[:4000],
+                        seconds=time.perf_counter() - started,
+                    )
+                    self._finish(problem, verdict)
+                    return
                 self.stop(summary.reason)  # stays pending: the bench resumes it with the same run
                 return
         self._finish(problem, self._verdict(run_id, time.perf_counter() - started))

@@ -134,11 +134,14 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
     return table
 
 
-def _speedup_lines(block: SpeedupSummary | None, baseline: str, timed_anything: bool) -> list[str]:
+def _speedup_lines(block: SpeedupSummary | None, baseline: str, summary: BenchSummary) -> list[str]:
     if block is None:
-        why = "not timed (no GPU timing)" if not timed_anything else "no correct problem was timed"
-        if baseline == "torch.compile":
+        if summary.correct == 0:
+            why = "no correct problem to time"
+        elif baseline == "torch.compile" and summary.eager is not None:
             why = "not timed (run the bench with --compile)"
+        else:
+            why = "not timed (no GPU timing)"
         return [f"vs {baseline}: {why}"]
     fast = ", ".join(f"Fast@{p:g} {100 * block.fast[p]:.0f}%" for p in FAST_AT)
     geo = "-" if block.geomean is None else f"{block.geomean:.3f}x"
@@ -154,15 +157,14 @@ def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, widt
     console.print(_table(rows))
     summary = bench_summary(rows)
     prov = bench.provenance_dict
-    timed = summary.eager is not None
     lines = [
         "",
         f"bench {bench.id}: {bench.suite} ({bench.source}), {summary.done} of {summary.problems} problems done, "
         f"status {bench.status}" + (f" ({bench.stop_reason})" if bench.stop_reason else ""),
         f"correct: {summary.correct} of {summary.problems} ({100 * summary.correct_rate:.0f}%); "
         f"statuses: {status_counts(summary.by_status)}",
-        *_speedup_lines(summary.eager, "eager", timed),
-        *_speedup_lines(summary.compile, "torch.compile", timed),
+        *_speedup_lines(summary.eager, "eager", summary),
+        *_speedup_lines(summary.compile, "torch.compile", summary),
         *(f"note: {n}" for n in summary.notes),
         "provenance: "
         + ", ".join(

@@ -41,6 +41,7 @@ from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor
+from adaexplore.executor.worker._inductor_env import tolerate_unrunnable_nvcc
 from adaexplore.executor.worker._perturb import (
     apply_pattern,
     factor_pool,
@@ -349,6 +350,7 @@ class Judge:
         stats = self._measure(lambda args: native(*args), base, command, job)
         compile_stats = None
         if command.with_compile:
+            tolerate_unrunnable_nvcc()
             compiled = torch.compile(native)
             with torch.no_grad() if command.timing.no_grad else contextlib.nullcontext():
                 compiled(*base)

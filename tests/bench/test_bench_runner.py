@@ -1,0 +1,86 @@
+"""The bench runner where the bench, not the kernel, is under test: verdicts come from a scripted evaluator, so
+the timed paths (speedups vs eager and torch.compile) and the evaluator's own failures run without a GPU."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from adaexplore import tools
+from adaexplore.agent import Explorer
+from adaexplore.bench._display import BenchDisplay
+from adaexplore.bench._runner import BenchRunner, FileWriter
+from adaexplore.bench._table import bench_summary, render_bench
+from adaexplore.bench._suite import read_suite
+from adaexplore.config import Settings
+from adaexplore.executor import Evaluation, Status, Task, Timing
+from adaexplore.store import open_store
+from tests.fakes import FakeEvaluator, make_evaluation
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.anyio
+
+
+class CompileTimingEvaluator(FakeEvaluator):
+    """Also answers the torch.compile timing a bench with --compile asks for."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda code, _: (Status.infra_error, None) if "BROKEN" in code else (Status.ok, 2.0))
+        self.with_compile: list[bool] = []
+
+    async def evaluate(self, task: Task, code: str, *, with_compile: bool = False, **options: object) -> Evaluation:
+        self.with_compile.append(with_compile)
+        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+        if evaluation.timing is not None and with_compile:
+            timing = Timing.model_validate(evaluation.timing.model_dump() | {"speedup_vs_compile": 1.5})
+            evaluation = evaluation.model_copy(update={"timing": timing})
+        return evaluation
+
+
+def _suite(tmp_path: Path) -> Path:
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    source = (ROOT / "examples" / "tasks" / "row_softmax.py").read_text()
+    for pid in (1, 2, 3):
+        (folder / f"{pid}_softmax.py").write_text(source + f"\n# problem {pid}\n")
+    return folder
+
+
+async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_numbers_add_up(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    settings = settings.model_copy(update={"search": settings.search.model_copy(update={"final_reevaluation": 0})})
+    suite = read_suite(str(_suite(tmp_path)))
+    kernels = {1: "x = 1\n", 2: "BROKEN = 1\n", 3: "y = 2\n"}
+    evaluator = CompileTimingEvaluator()
+    store = open_store(settings.database_url)
+    svc = tools.Services(settings, store, evaluator)  # type: ignore[arg-type]
+    bench = store.create_bench(
+        suite=suite.name,
+        suite_hash=suite.hash,
+        mode="strict",
+        backend="auto",
+        source="replay",
+        options={"steps": None, "with_compile": True, "model": "file", "seed": 1},
+        provenance={"gpu": "scripted"},
+        problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
+    )
+    stream = io.StringIO()
+    display = BenchDisplay(stream, live=False)
+    explorer = Explorer(svc, FileWriter(kernels={}, label="file:k"), observer=display, memory_updates=False)
+    runner = BenchRunner(svc, explorer, bench, suite, kernels=kernels, observer=display)
+    await runner.run()
+
+    rows = store.bench_problems(bench.id)
+    assert [r.status for r in rows] == ["ok", "infra_error", "ok"]  # the bench went on past problem 2
+    assert "failed in adaexplore's evaluator, through no fault of the kernels" in rows[1].message
+    assert rows[0].speedup == 2.0 and rows[0].compile_speedup == 1.5
+    assert all(evaluator.with_compile)  # every evaluation of a --compile bench times torch.compile too
+    summary = bench_summary(rows)
+    assert summary.eager is not None and summary.eager.mean == pytest.approx(4 / 3)
+    assert summary.compile is not None and summary.compile.fast[1.2] == pytest.approx(2 / 3)
+    text = render_bench(store.bench(bench.id), rows)
+    assert "vs torch.compile: mean speedup 1.000x" in text and "Fast@2 0%" in text
+    assert "[3/3] 3 3_softmax: ok 2.00x (1.50x vs torch.compile)" in stream.getvalue()
+    store.close()
