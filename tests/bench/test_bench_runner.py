@@ -12,12 +12,12 @@ from adaexplore import tools
 from adaexplore.agent import Explorer
 from adaexplore.bench._display import BenchDisplay
 from adaexplore.bench._runner import BenchRunner, FileWriter
-from adaexplore.bench._table import bench_summary, render_bench
 from adaexplore.bench._suite import read_suite
+from adaexplore.bench._table import bench_summary, render_bench
 from adaexplore.config import Settings
 from adaexplore.executor import Evaluation, Status, Task, Timing
 from adaexplore.store import open_store
-from tests.fakes import FakeEvaluator, make_evaluation
+from tests.fakes import FakeEvaluator
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.anyio
