@@ -1,9 +1,9 @@
 """What torch.compile needs to run inside the judge's sandbox.
 
 Inductor writes a comment with `nvcc --version` into the debug repro it builds for every graph it compiles,
-and it copes only with an nvcc that is missing. In the sandbox an nvcc on PATH can be present and yet not
-executable (the sandbox allows running only what the judge needs), so `execve` fails with EACCES, inductor
-raises, and every `--compile` timing of a reference failed. The comment is debug text that nobody reads
+and it copes only with an nvcc that is missing. From the sandbox the search for nvcc can end in EACCES
+instead (a directory on PATH, or nvcc itself, is closed to the judge), inductor raises, and every
+`--compile` timing of a reference failed. The comment is debug text that nobody reads
 here: a failure to run nvcc for it becomes a line saying so.
 """
 
