@@ -2,7 +2,7 @@
 # Create (or update) the virtual environment .venv with adaexplore installed in it.
 #
 #   ./install.sh          runtime dependencies
-#   ./install.sh --dev    also the test and lint tools
+#   ./install.sh --dev    also the test and lint tools, and Debian's chromium for the browser tests
 #
 # Where python3 already has a CUDA build of torch, the environment sees and keeps it (and the Triton
 # beside it); elsewhere torch, triton and numpy are pinned by constraints/cpu.txt.
@@ -21,3 +21,24 @@ else
     .venv/bin/python -m pip install -q -c constraints/cpu.txt -e "$target"
 fi
 echo "install.sh: adaexplore installed in .venv ($(.venv/bin/python -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"
+
+# The browser tests of the report pages drive the system's Chromium through Playwright (never a browser
+# build of Playwright's own): install Debian's package where it is missing and this user may.
+if [ "$target" = ".[dev]" ] && ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        as_root=""
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        as_root="sudo"
+    else
+        as_root="no"
+    fi
+    if [ "$as_root" != "no" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "install.sh: installing Debian's chromium for the browser tests"
+        if ! { $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
+            echo "install.sh: could not install chromium with apt-get; the browser tests will be skipped" >&2
+        fi
+    else
+        echo "install.sh: chromium is missing, so the browser tests will be skipped; install it with" \
+            "'sudo apt-get install chromium' (Debian, Ubuntu), or point ADAEXPLORE_CHROMIUM at a Chromium binary" >&2
+    fi
+fi

@@ -22,6 +22,7 @@ from adaexplore._cli_options import (
     with_model_options,
 )
 from adaexplore._memory_view import run_memory_command
+from adaexplore._report_view import add_report_parser, run_report
 from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, ConfigError, NotFoundError
@@ -84,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run the MCP server (stdio for an MCP host; --http for streamable HTTP)",
         description="Run the MCP server. Without --http it speaks stdio, for an MCP host (Claude Code, Claude "
         "Desktop, Cursor, VS Code) to start. With --http it listens on 127.0.0.1 with DNS-rebinding protection; "
-        "any other address needs a bearer token: ADAEXPLORE_TOKEN, or one generated and printed at start.",
+        "any other address needs a bearer token: ADAEXPLORE_TOKEN, or one generated and printed at start. Over "
+        "HTTP it also serves the report pages, read-only, at /runs/RUN and /benches/BENCH.",
     )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", help="address to listen on (with --http; default 127.0.0.1)")
@@ -133,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     model_options(adapt, replay=False)
 
     add_bench_parser(commands)
+    add_report_parser(commands)
 
     runs = commands.add_parser("runs", help="search runs in the store: list them, or show one as a tree")
     run_commands = runs.add_subparsers(dest="runs_command", required=True)
@@ -206,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
             code = anyio.run(_explore if args.command == "explore" else _adapt, args, settings, limits)
         elif args.command == "bench":
             code = run_bench_command(args, settings)
+        elif args.command == "report":
+            code = run_report(args, settings)
         elif args.command == "runs":
             code = _runs(args, settings)
         elif args.memory_command == "confirm":

@@ -19,6 +19,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -37,6 +38,7 @@ from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, EvaluatorError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Evaluation, ProgressUpdate, Status
 from adaexplore.prompts import DistillContext, render_distill_rule
+from adaexplore.server._pages import add_report_routes
 from adaexplore.server._trim import trim
 from adaexplore.store import MAX_INTEGER
 
@@ -54,6 +56,7 @@ IDEMPOTENT_WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 _HEARTBEAT_S = 4.0
+_SCOPES = ["adaexplore"]
 _MAX_CODE = 1_000_000
 
 INSTRUCTIONS = (
@@ -244,14 +247,21 @@ def build_server(
     *,
     token: str | None = None,
     services: Callable[[Settings], contextlib.AbstractAsyncContextManager[tools.Services]] = tools.open_services,
+    transport_security: TransportSecuritySettings | None = None,
 ) -> MCPServer:
     """The adaexplore MCP server. `token`: require this bearer token on HTTP. `services`: what the lifespan
-    opens (tests pass services with a scripted evaluator)."""
+    opens (tests pass services with a scripted evaluator). `transport_security`: the Host/Origin guard that
+    HTTP is served with, which the report pages (`/runs/RUN`, `/benches/BENCH`) apply as `/mcp` does."""
+    running: list[tools.Services] = []  # the lifespan's services while it is open, for the report pages
 
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[tools.Services]:
         async with services(settings) as opened:
-            yield opened
+            running.append(opened)
+            try:
+                yield opened
+            finally:
+                running.remove(opened)
 
     auth = {}
     if token is not None:
@@ -260,13 +270,19 @@ def build_server(
             "auth": AuthSettings(
                 issuer_url="http://127.0.0.1:9/",
                 resource_server_url=None,  # type: ignore[arg-type]
-                required_scopes=["adaexplore"],
+                required_scopes=_SCOPES,
             ),
         }
     mcp = _StrictServer("adaexplore", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, **auth)
     _register_tools(mcp)
     _register_resources(mcp)
     _register_prompts(mcp)
+    add_report_routes(
+        mcp,
+        lambda: running[0].store if running else None,
+        guard=transport_security,
+        scopes=_SCOPES if token is not None else None,
+    )
     return mcp
 
 

@@ -66,7 +66,8 @@ def _check_bindable(host: str, port: int) -> None:
 def serve_http(settings: Settings, host: str, port: int) -> None:
     """Streamable HTTP. On any loopback address a DNS-rebinding guard checks Host and Origin (see
     `loopback_guard`), and a token is optional (ADAEXPLORE_TOKEN). On any other address a bearer token is
-    required: ADAEXPLORE_TOKEN, or one generated here and printed to stderr.
+    required: ADAEXPLORE_TOKEN, or one generated here and printed to stderr. The report pages of runs and
+    benches (`/runs/RUN`, `/benches/BENCH`) are served under the same guard and token as `/mcp`.
 
     Raises:
         ConfigError: the host is not an address this machine can bind.
@@ -91,5 +92,5 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
     _check_bindable(host, port)
     # Off loopback the Host a client uses can be any name of this machine, so there is no guard: the token is
     # what keeps others out (a rebinding browser cannot present it).
-    server = build_server(settings, token=token)
+    server = build_server(settings, token=token, transport_security=guard)
     anyio.run(lambda: server.run_streamable_http_async(host=host, port=port, transport_security=guard))

@@ -1,0 +1,105 @@
+"""`adaexplore report RUN|BENCH --html FILE`: a run's or a bench's report as one self-contained HTML file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from adaexplore.bench._report_data import bench_page_data, run_page_data
+from adaexplore.bench._report_html import render_bench_html, render_run_html
+from adaexplore.config import Settings
+from adaexplore.errors import NotFoundError, RequestError
+from adaexplore.store import SqliteStore, open_store, store_exists
+
+__all__ = ["add_report_parser", "run_report"]
+
+_LISTS = "`adaexplore runs list` and `adaexplore bench list` list them"
+
+
+def add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser(
+        "report",
+        help="write a run's or a bench's report as one HTML file (tree, verdicts, plots)",
+        description="Write the report of a search run (its tree, each node's code, diff and verdict, the best "
+        "speedup over the steps) or of a bench (its metrics, the problems' table, the speedup distribution and "
+        "each problem's tree) as one self-contained HTML file that opens in any browser without a network. "
+        "`adaexplore serve --http` serves the same pages at /runs/RUN and /benches/BENCH.",
+    )
+    report.add_argument("id", help="a run id (run-…, see `adaexplore runs list`) or a bench id (bench-…)")
+    report.add_argument("--html", type=Path, required=True, metavar="FILE", help="the HTML file to write")
+
+
+def run_report(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the report and print where it went.
+
+    Raises:
+        NotFoundError: the id names no run or bench (or there is no database).
+        RequestError: the id is neither a run's nor a bench's, or the file cannot be written.
+    """
+    url = settings.database_url
+    if not store_exists(url):  # a report creates no database
+        raise NotFoundError(
+            f"unknown id {args.id!r}: there is no database at {url.removeprefix('sqlite:///')}; set "
+            "ADAEXPLORE_DB or ADAEXPLORE_HOME (or --home) to the one the run or bench was made in"
+        )
+    store = open_store(url)
+    try:
+        if args.id.startswith("run-"):
+            data = run_page_data(store, args.id)
+            html = render_run_html(data)
+            run = data["run"]
+            what = f"run {run['id']} on task {run['task_name']}, {len(run['nodes'])} nodes"
+        elif args.id.startswith("bench-"):
+            data = bench_page_data(store, args.id)
+            html = render_bench_html(data)
+            what = f"bench {data['bench']['id']} on {data['bench']['suite']}, {len(data['problems'])} problems"
+        else:
+            raise RequestError(_not_an_id(store, args.id))
+    finally:
+        store.close()
+    _write(args.html, html)
+    print(f"wrote {args.html} ({_size(len(html.encode()))}): {what}; open it in a browser, no network needed")
+    return 0
+
+
+def _not_an_id(store: SqliteStore, given: str) -> str:
+    runs = [r.id for r in store.runs()]
+    benches = [b.id for b in store.benches()]
+    return (
+        f"{given!r} is neither a run id (run-…) nor a bench id (bench-…); this store has "
+        f"{_some(runs, 'run')} and {_some(benches, 'bench')}: {_LISTS}"
+    )
+
+
+def _some(ids: list[str], noun: str) -> str:
+    plural = {"run": "runs", "bench": "benches"}[noun]
+    if not ids:
+        return f"no {plural}"
+    shown = ", ".join(ids[::-1][:3]) + (", …" if len(ids) > 3 else "")
+    return f"{len(ids)} {noun if len(ids) == 1 else plural} ({shown})"
+
+
+def _size(size: int) -> str:
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / 1024 / 1024:.1f} MiB"
+
+
+def _write(path: Path, text: str) -> None:
+    """Write the file whole or not at all (a reader never sees half a page)."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except FileNotFoundError:
+        raise RequestError(f"cannot write {path}: the folder {path.parent} does not exist") from None
+    except OSError as exc:
+        raise RequestError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise RequestError(f"cannot write {path}: {exc.strerror or exc}") from None
