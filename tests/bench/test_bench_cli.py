@@ -21,9 +21,10 @@ KERNELS = ROOT / "examples" / "kernels"
 TASKS = ROOT / "examples" / "tasks"
 
 
-def bench(*args: str, home: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def bench(*args: str, home: Path, config: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    settings = ["--config", str(config)] if config is not None else []
     return subprocess.run(
-        [sys.executable, "-m", "adaexplore", "--home", str(home), "bench", *args],
+        [sys.executable, "-m", "adaexplore", *settings, "--home", str(home), "bench", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -122,10 +123,12 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_ctrl_c_leaves_a_bench_that_resumes_without_evaluating_any_problem_twice(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    config = tmp_path / "settings.toml"
+    config.write_text("[search]\nfinal_reevaluation = 0\n")  # the steps are what is under test, not the finish
     args = ["examples", "--ids", "4,7", "--steps", "2", "--seed", "3"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "adaexplore", "--home", str(home), "bench", *args],
+        [sys.executable, "-m", "adaexplore", "--config", str(config), "--home", str(home), "bench", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -154,7 +157,7 @@ def test_ctrl_c_leaves_a_bench_that_resumes_without_evaluating_any_problem_twice
         done_nodes = db.execute("SELECT count(*) FROM nodes WHERE run_id=?", (done_run,)).fetchone()[0]
         evaluations_before = db.execute("SELECT count(*) FROM evaluations").fetchone()[0]
 
-    resumed = bench("--resume", bench_id, home=home)
+    resumed = bench("--resume", bench_id, home=home, config=config)
     assert resumed.returncode == 0, resumed.stderr
     assert "2 of 2 problems done, status finished" in resumed.stdout
     assert "1 done before" in resumed.stderr

@@ -30,6 +30,7 @@ from tests.fakes import FakeEvaluator, by_hash
 
 async def main(url: str, run_id: str, steps: int, pause: float) -> None:
     svc = Services(settings=Settings(), store=open_store(url), evaluator=FakeEvaluator(by_hash))
+    print("ready", flush=True)  # imports done: a test that kills this process times its kill from here
     while svc.store.run(run_id).steps < steps:
         try:
             chosen = select_uct(svc, SelectUctRequest(run_id=run_id))

@@ -28,7 +28,10 @@ def new_run(path: Path, seed: int) -> tuple[str, str]:
 
 def drive(url: str, run_id: str, steps: int, pause: float = 0.0) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, str(DRIVER), url, run_id, str(steps), str(pause)], cwd=ROOT, stderr=subprocess.PIPE
+        [sys.executable, str(DRIVER), url, run_id, str(steps), str(pause)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -65,7 +68,10 @@ def test_killing_the_process_at_any_point_then_resuming_gives_the_same_tree(tmp_
     while True:
         # a pause between steps keeps the run going for several kill windows even on a fast machine
         process = drive(url_b, run_b, steps, pause=0.01)
-        time.sleep(rng.uniform(0.3, 0.7))
+        assert process.stdout is not None
+        process.stdout.readline()  # the driver's imports are done (or it ended): its steps start now
+        # the kill falls anywhere in the steps, however long the interpreter took to start
+        time.sleep(rng.uniform(0.02, 0.4))
         if process.poll() is not None:
             assert process.returncode == 0, process.stderr.read() if process.stderr else ""
             break
