@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from adaexplore.bench._metrics import ProblemScore, summarize
+from adaexplore.bench._table import bench_summary
 from adaexplore.errors import NotFoundError
 from adaexplore.executor import Evaluation
 from adaexplore.search import correct
@@ -42,7 +42,7 @@ def bench_page_data(store: SqliteStore, bench_id: str) -> dict[str, Any]:
     """
     bench = store.bench(bench_id)
     rows = store.bench_problems(bench.id)
-    summary = summarize([ProblemScore(r.status, r.speedup, r.compile_speedup) for r in rows])
+    summary = bench_summary(rows)
     problems: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     notes = list(summary.notes)
@@ -71,19 +71,7 @@ def bench_page_data(store: SqliteStore, bench_id: str) -> dict[str, Any]:
         problems.append(problem)
     return {
         "kind": "bench",
-        "bench": {
-            "id": bench.id,
-            "suite": bench.suite,
-            "suite_hash": bench.suite_hash,
-            "mode": bench.mode,
-            "backend": bench.backend,
-            "source": bench.source,
-            "status": bench.status,
-            "stop_reason": bench.stop_reason,
-            "options": bench.options_dict,
-            "created_at": bench.created_at,
-            "updated_at": bench.updated_at,
-        },
+        "bench": {k: v for k, v in bench.as_dict().items() if k != "provenance"},
         "provenance": {k: v for k, v in bench.provenance_dict.items() if v not in (None, "")},
         "summary": summary.as_dict(),
         "notes": notes,

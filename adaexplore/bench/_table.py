@@ -58,20 +58,7 @@ def bench_summary(rows: Sequence[BenchProblemRecord]) -> BenchSummary:
 def bench_document(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> dict[str, object]:
     """Everything `--json` writes: the bench, its summary and its problems."""
     return {
-        "bench": {
-            "id": bench.id,
-            "suite": bench.suite,
-            "suite_hash": bench.suite_hash,
-            "mode": bench.mode,
-            "backend": bench.backend,
-            "source": bench.source,
-            "status": bench.status,
-            "stop_reason": bench.stop_reason,
-            "options": bench.options_dict,
-            "provenance": bench.provenance_dict,
-            "created_at": bench.created_at,
-            "updated_at": bench.updated_at,
-        },
+        "bench": bench.as_dict(),
         "summary": bench_summary(rows).as_dict(),
         "problems": [r.model_dump() for r in rows],
     }

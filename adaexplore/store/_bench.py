@@ -44,6 +44,13 @@ class BenchRecord(BaseModel):
     def provenance_dict(self) -> dict[str, object]:
         return dict(json.loads(self.provenance))
 
+    def as_dict(self) -> dict[str, object]:
+        """The bench as plain data, its options and provenance decoded (for JSON and the report page)."""
+        return self.model_dump(exclude={"options", "provenance"}) | {
+            "options": self.options_dict,
+            "provenance": self.provenance_dict,
+        }
+
 
 class ProblemVerdict(BaseModel):
     """What a finished problem's row holds besides its identity."""
