@@ -143,9 +143,7 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
     finally:
         store.close()
     if kernels is not None:
-        # the one step of a replayed kernel is its result: no final re-evaluation
-        search = settings.search.model_copy(update={"final_reevaluation": 0})
-        settings = settings.model_copy(update={"search": search})
+        settings = replay_settings(settings)
     display = BenchDisplay()
     client = None if kernels is not None or model == "replay" else await connect_model(settings, display.say)
     try:
@@ -288,3 +286,12 @@ def list_benches(settings: Settings, *, out: TextIO = sys.stdout) -> int:
     finally:
         store.close()
     return 0
+
+
+def replay_settings(settings: Settings) -> Settings:
+    """A replay bench's settings: the one step of a replayed kernel is its result, so there is no final
+    re-evaluation, and a step the evaluator gave up on (after its own retry) is not tried again with the same
+    file."""
+    search = settings.search.model_copy(update={"final_reevaluation": 0})
+    agent = settings.agent.model_copy(update={"max_failed_steps": 1})
+    return settings.model_copy(update={"search": search, "agent": agent})

@@ -111,6 +111,12 @@ def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
             f"{untimed} correct problem(s) have no measured speedup (no GPU timing): they count for the correct "
             "rate only"
         )
+    uncompiled = sum(1 for s in scores if s.correct and s.speedup is not None and s.compile_speedup is None)
+    if compiled is not None and uncompiled:
+        notes.append(
+            f"{uncompiled} correct problem(s) have no torch.compile timing (torch.compile of the reference failed, "
+            "see their rows): they count as not faster than torch.compile"
+        )
     pending = by_status.get("pending", 0)
     if pending:
         notes.append(f"{pending} problem(s) not evaluated yet: they count as not correct")

@@ -122,6 +122,8 @@ class Timing(_Model):
     speedup: float
     reference_compile: Stats | None = None
     speedup_vs_compile: float | None = None
+    # why there is no torch.compile timing although one was asked for
+    compile_error: str | None = None
     reference_cached: bool = False
     # Timed calls charged with work their CUDA events could not see (the device still busy on other
     # streams after the current one finished): in strict timing all of them or none.

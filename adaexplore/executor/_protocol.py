@@ -360,6 +360,8 @@ class ReferenceTimed(_Msg):
     kind: Literal["reference_timed"] = "reference_timed"
     stats: Stats
     compile_stats: Stats | None = None
+    # torch.compile of the reference failed (torch's fault or the reference's, never the candidate's)
+    compile_error: str | None = None
 
 
 class TaskFailed(_Msg):

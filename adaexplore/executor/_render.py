@@ -70,6 +70,8 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
         if t.reference_compile is not None and t.speedup_vs_compile is not None:
             text.insert(3, f"compiled   {_stats(t.reference_compile, t.statistic)}")
             text.append(f"           {t.speedup_vs_compile:.3f}x vs torch.compile")
+        elif t.compile_error is not None:
+            text.append(f"compiled   none: {t.compile_error}")
         row("timing", "\n".join(text))
     elif ev.status.value == "ok":
         row("timing", "none: " + ("no GPU here, speed was not measured" if "cuda" not in ev.backends else "not timed"))

@@ -51,3 +51,11 @@ def test_pending_problems_count_as_not_correct_and_are_named() -> None:
     assert summary.done == 1 and summary.by_status == {"ok": 1, "pending": 1}
     assert summary.eager is not None and summary.eager.mean == pytest.approx(1.5)
     assert any("not evaluated yet" in note for note in summary.notes)
+
+
+def test_a_problem_whose_reference_torch_compile_failed_is_named_and_not_faster_than_compile() -> None:
+    summary = summarize([ProblemScore("ok", 2.0, 1.5), ProblemScore("ok", 3.0, None)])
+    assert summary.compile is not None and summary.compile.timed == 1
+    assert summary.compile.fast[1.0] == pytest.approx(1 / 2)
+    assert any("no torch.compile timing" in note for note in summary.notes)
+    assert not any("no torch.compile timing" in note for note in summarize([ProblemScore("ok", 2.0)]).notes)

@@ -10,6 +10,7 @@ import pytest
 
 from adaexplore import tools
 from adaexplore.agent import Explorer
+from adaexplore.bench._command import replay_settings
 from adaexplore.bench._display import BenchDisplay
 from adaexplore.bench._runner import BenchRunner, FileWriter
 from adaexplore.bench._suite import read_suite
@@ -49,8 +50,7 @@ def _suite(tmp_path: Path) -> Path:
 
 
 async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_numbers_add_up(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path / "home")
-    settings = settings.model_copy(update={"search": settings.search.model_copy(update={"final_reevaluation": 0})})
+    settings = replay_settings(Settings(home=tmp_path / "home"))
     suite = read_suite(str(_suite(tmp_path)))
     kernels = {1: "x = 1\n", 2: "BROKEN = 1\n", 3: "y = 2\n"}
     evaluator = CompileTimingEvaluator()
@@ -76,7 +76,7 @@ async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_num
     assert [r.status for r in rows] == ["ok", "infra_error", "ok"]  # the bench went on past problem 2
     assert "failed in adaexplore's evaluator, through no fault of the kernels" in rows[1].message
     assert rows[0].speedup == 2.0 and rows[0].compile_speedup == 1.5
-    assert all(evaluator.with_compile)  # every evaluation of a --compile bench times torch.compile too
+    assert evaluator.with_compile == [True] * 3  # one evaluation a problem, each timing torch.compile too
     summary = bench_summary(rows)
     assert summary.eager is not None and summary.eager.mean == pytest.approx(4 / 3)
     assert summary.compile is not None and summary.compile.fast[1.2] == pytest.approx(2 / 3)

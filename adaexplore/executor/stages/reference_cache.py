@@ -46,7 +46,8 @@ def path(ev: Evaluator, ctx: Run, job: JobSpec, device: int) -> Path:
 def cached(where: Path, *, with_compile: bool, fresh: bool) -> dict[str, Any] | None:
     """The cached reference timing if it holds what is asked for, else None."""
     found: dict[str, Any] = json.loads(where.read_text()) if where.exists() and not fresh else {}
-    return found if "eager" in found and (not with_compile or "compile" in found) else None
+    compile_known = "compile" in found or "compile_error" in found
+    return found if "eager" in found and (not with_compile or compile_known) else None
 
 
 def is_cached(ev: Evaluator, ctx: Run, job: JobSpec, device: int, with_compile: bool, fresh: bool) -> bool:
@@ -55,14 +56,16 @@ def is_cached(ev: Evaluator, ctx: Run, job: JobSpec, device: int, with_compile: 
 
 async def timings(
     ev: Evaluator, ctx: Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
-) -> tuple[Stats, Stats | None, bool]:
-    """The reference's eager timing, its torch.compile timing (if asked for), and whether they were cached."""
+) -> tuple[Stats, Stats | None, bool, str | None]:
+    """The reference's eager timing, its torch.compile timing (if asked for), whether they were cached, and
+    why torch.compile could not be timed (cached too: compiling again would fail again; `fresh` retries)."""
     cfg, timing = ev.config, ctx.spec.timing
     where = path(ev, ctx, job, device)
     found = cached(where, with_compile=with_compile, fresh=fresh)
     if found is not None:
-        compiled = Stats.model_validate(found["compile"]) if with_compile else None
-        return Stats.model_validate(found["eager"]), compiled, True
+        compiled = Stats.model_validate(found["compile"]) if with_compile and "compile" in found else None
+        failure = found.get("compile_error") if with_compile and compiled is None else None
+        return Stats.model_validate(found["eager"]), compiled, True, failure
     await ctx.report(
         "reference_timing", "timing the PyTorch reference" + (" and torch.compile" if with_compile else "")
     )
@@ -85,8 +88,12 @@ async def timings(
     stored["eager"] = answer.stats.model_dump()
     if answer.compile_stats is not None:
         stored["compile"] = answer.compile_stats.model_dump()
+        stored.pop("compile_error", None)
+    elif answer.compile_error is not None:
+        stored["compile_error"] = answer.compile_error
+        stored.pop("compile", None)
     where.parent.mkdir(parents=True, exist_ok=True)
     temporary = where.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps(stored))
     temporary.replace(where)
-    return answer.stats, answer.compile_stats, False
+    return answer.stats, answer.compile_stats, False, answer.compile_error

@@ -36,6 +36,8 @@ def ok_message(ctx: Run) -> str:
         )
         if t.speedup_vs_compile is not None:
             parts.append(f"{t.speedup_vs_compile:.2f}x the speed of torch.compile")
+        elif t.compile_error is not None:
+            parts.append(t.compile_error + " (no speedup vs torch.compile; --fresh-reference tries again)")
     elif Backend.cuda not in ctx.backends:
         parts.append("no timing was taken: there is no GPU here, so speed was not measured")
     warnings = [f.message for f in ctx.audit.flags if f.severity == "warn"]

@@ -39,7 +39,7 @@ async def run(
     # The reference first, while the candidate's process waits idle, rather than after the candidate's
     # timing, when that process is exiting (and tearing its CUDA context down) beside the measurement.
     with ctx.phase("reference_timing"):
-        reference, compiled, cached = await reference_cache.timings(
+        reference, compiled, cached, compile_error = await reference_cache.timings(
             ev, ctx, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
         )
     recheck_at = (
@@ -102,6 +102,7 @@ async def run(
         reference_compile=compiled,
         speedup_vs_compile=(compiled.value(statistic) / max(timed.stats.value(statistic), 1e-9) if compiled else None),
         reference_cached=cached,
+        compile_error=compile_error,
         host_bound_calls=timed.host_bound_calls,
         unseen_ms=timed.unseen_ms,
     )

@@ -1,17 +1,44 @@
-"""What torch.compile needs to run inside the judge's sandbox.
+"""What torch.compile needs to run inside the judge's sandbox, and how its failures are told.
 
-Inductor writes a comment with `nvcc --version` into the debug repro it builds for every graph it compiles,
-and it copes only with an nvcc that is missing. From the sandbox the search for nvcc can end in EACCES
-instead (a directory on PATH, or nvcc itself, is closed to the judge), inductor raises, and every
-`--compile` timing of a reference failed. The comment is debug text that nobody reads
-here: a failure to run nvcc for it becomes a line saying so.
+Two things inductor does on its own path fail in the sandbox, which lets a worker execute only the programs
+it was given when it was confined (Triton's ptxas among them):
+
+- It writes a comment with `nvcc --version` into the debug repro it builds for every graph, and it copes
+  only with an nvcc that is missing. From the sandbox the search for nvcc can end in EACCES instead, and
+  inductor raised. The comment is debug text nobody reads here: a failure to run nvcc becomes a line
+  saying so.
+- It points Triton at the ptxas that torch ships (`TRITON_PTXAS_PATH`), unless that variable is set
+  already, and that ptxas is not among the programs the sandbox allows. The judge sets the variable to the
+  ptxas Triton resolved when the sandbox was built, which is the one it allows.
 """
 
 from __future__ import annotations
 
-__all__ = ["tolerate_unrunnable_nvcc"]
+import os
+
+__all__ = ["compile_failure", "prepare_inductor", "tolerate_unrunnable_nvcc"]
 
 _NOTE = "# CUDA Info: nvcc could not be run here\n"
+_LIMIT = 600
+
+
+def prepare_inductor() -> None:
+    """Ready torch.compile for the sandbox (idempotent): the nvcc comment and Triton's ptxas."""
+    tolerate_unrunnable_nvcc()
+    pin_triton_ptxas()
+
+
+def pin_triton_ptxas() -> None:
+    """Keep inductor from switching Triton to another ptxas than the one it resolves now."""
+    if os.environ.get("TRITON_PTXAS_PATH"):
+        return
+    from triton import knobs
+
+    try:
+        path = knobs.nvidia.ptxas.path
+    except Exception:  # no ptxas for Triton at all: inductor's own choice is the only one left
+        return
+    os.environ["TRITON_PTXAS_PATH"] = path
 
 
 def tolerate_unrunnable_nvcc() -> None:
@@ -33,3 +60,18 @@ def tolerate_unrunnable_nvcc() -> None:
     debug_utils._cuda_system_info_comment = comment
     if getattr(after_aot, "_cuda_system_info_comment", None) is original:
         after_aot._cuda_system_info_comment = comment  # imported by name there
+
+
+def compile_failure(exc: BaseException) -> str:
+    """One short line on why torch.compile of a reference failed: the exception's own first lines, without
+    inductor's advice on debugging variables."""
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip() and "TORCHDYNAMO_VERBOSE" not in line]
+    detail = " ".join(line.strip() for line in lines[:3])
+    if len(detail) > _LIMIT:
+        detail = detail[: _LIMIT - 1] + "…"
+    return (
+        f"torch.compile of the reference failed: {type(exc).__name__}: {detail}"
+        if detail
+        else (f"torch.compile of the reference failed: {type(exc).__name__}")
+    )

@@ -41,7 +41,7 @@ from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor
-from adaexplore.executor.worker._inductor_env import tolerate_unrunnable_nvcc
+from adaexplore.executor.worker._inductor_env import compile_failure, prepare_inductor
 from adaexplore.executor.worker._perturb import (
     apply_pattern,
     factor_pool,
@@ -348,17 +348,23 @@ class Judge:
         base = self._timing_base(job)
         native = job.ref.native
         stats = self._measure(lambda args: native(*args), base, command, job)
-        compile_stats = None
+        compile_stats, compile_error = None, None
         if command.with_compile:
-            tolerate_unrunnable_nvcc()
-            compiled = torch.compile(native)
-            with torch.no_grad() if command.timing.no_grad else contextlib.nullcontext():
-                compiled(*base)
-            compile_stats = self._measure(lambda args: compiled(*args), base, command, job)
-            del compiled
-            # the compiled graph and its caches hold on to the model and its buffers
-            torch._dynamo.reset()
-        return ReferenceTimed(stats=stats, compile_stats=compile_stats)
+            prepare_inductor()
+            try:
+                compiled = torch.compile(native)
+                with torch.no_grad() if command.timing.no_grad else contextlib.nullcontext():
+                    compiled(*base)
+                compile_stats = self._measure(lambda args: compiled(*args), base, command, job)
+                del compiled
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as exc:  # inductor's own failure: the eager timing stands, the baseline is missing
+                compile_error = compile_failure(exc)
+            finally:
+                # the compiled graph and its caches hold on to the model and its buffers
+                torch._dynamo.reset()
+        return ReferenceTimed(stats=stats, compile_stats=compile_stats, compile_error=compile_error)
 
     def _measure(self, call: Any, base: list[Any], command: TimeReference, job: _Job) -> Any:
         assert self._timer is not None
