@@ -10,6 +10,10 @@ it was given when it was confined (Triton's ptxas among them):
 - It points Triton at the ptxas that torch ships (`TRITON_PTXAS_PATH`), unless that variable is set
   already, and that ptxas is not among the programs the sandbox allows. The judge sets the variable to the
   ptxas Triton resolved when the sandbox was built, which is the one it allows.
+- It compiles a graph's kernels in a pool of subprocesses, where the machine has more than one core, and
+  those children of a confined judge failed on every graph after the first one on the H200. The judge
+  compiles in its own process instead (`compile_threads = 1`): slower for a large graph, and once per
+  reference, since the timing is cached.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ _LIMIT = 600
 
 
 def prepare_inductor() -> None:
-    """Ready torch.compile for the sandbox (idempotent): the nvcc comment and Triton's ptxas."""
+    """Ready torch.compile for the sandbox (idempotent): the nvcc comment, Triton's ptxas, no compile pool."""
+    import torch._inductor.config
+
     tolerate_unrunnable_nvcc()
     pin_triton_ptxas()
+    torch._inductor.config.compile_threads = 1
 
 
 def pin_triton_ptxas() -> None:
@@ -63,11 +70,14 @@ def tolerate_unrunnable_nvcc() -> None:
 
 
 def compile_failure(exc: BaseException) -> str:
-    """One short line on why torch.compile of a reference failed: the exception's own first lines, without
+    """One short line on why torch.compile of a reference failed: the exception's first line and, where it
+    carries a traceback (a compile subprocess's), the traceback's last line, which names the error; without
     inductor's advice on debugging variables."""
     text = str(exc).strip()
-    lines = [line for line in text.splitlines() if line.strip() and "TORCHDYNAMO_VERBOSE" not in line]
-    detail = " ".join(line.strip() for line in lines[:3])
+    lines = [line.strip() for line in text.splitlines() if line.strip() and "TORCHDYNAMO_VERBOSE" not in line]
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        lines = [lines[0], lines[-1]] if len(lines) > 1 else lines
+    detail = " ".join(lines[:3])
     if len(detail) > _LIMIT:
         detail = detail[: _LIMIT - 1] + "…"
     return (

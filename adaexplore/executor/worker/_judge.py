@@ -9,6 +9,7 @@ References are kept between evaluations in a cache bounded in bytes (worker/_ref
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -362,8 +363,10 @@ class Judge:
             except Exception as exc:  # inductor's own failure: the eager timing stands, the baseline is missing
                 compile_error = compile_failure(exc)
             finally:
-                # the compiled graph and its caches hold on to the model and its buffers
+                # the compiled graph and its caches hold on to the model and its buffers, and a failed
+                # compile's frames to its inputs until they are collected
                 torch._dynamo.reset()
+                gc.collect()
         return ReferenceTimed(stats=stats, compile_stats=compile_stats, compile_error=compile_error)
 
     def _measure(self, call: Any, base: list[Any], command: TimeReference, job: _Job) -> Any:

@@ -10,7 +10,12 @@ import torch
 from torch._dynamo import debug_utils
 from torch._dynamo.repro import after_aot
 
-from adaexplore.executor.worker._inductor_env import compile_failure, pin_triton_ptxas, tolerate_unrunnable_nvcc
+from adaexplore.executor.worker._inductor_env import (
+    compile_failure,
+    pin_triton_ptxas,
+    prepare_inductor,
+    tolerate_unrunnable_nvcc,
+)
 
 
 def test_an_nvcc_that_cannot_be_run_becomes_a_note_in_inductors_comment(
@@ -65,3 +70,17 @@ def test_a_compile_failure_is_one_line_without_inductors_debugging_advice() -> N
     )
     assert len(compile_failure(RuntimeError("x" * 5000))) < 700
     assert compile_failure(RuntimeError()) == "torch.compile of the reference failed: RuntimeError"
+    nested = RuntimeError(
+        "SubprocException: An exception occurred in a subprocess:\nName=triton_poi_fused_0\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n    g()\nOSError: [Errno 1] refused\n'
+    )
+    assert compile_failure(nested).endswith(
+        "RuntimeError: SubprocException: An exception occurred in a subprocess: OSError: [Errno 1] refused"
+    )
+
+
+def test_the_judge_compiles_in_its_own_process() -> None:
+    import torch._inductor.config
+
+    prepare_inductor()
+    assert torch._inductor.config.compile_threads == 1
