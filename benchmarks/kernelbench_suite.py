@@ -164,6 +164,7 @@ async def run_suite(
     memory: bool = True,
     settle: bool = True,
     small_sizes: Callable[[Problem], dict[str, int | float] | None] | None = None,
+    with_compile: bool = False,
 ) -> int:
     """Evaluate each problem's pass-through candidate in each mode, first and repeat, appending a row to `out`
     as each finishes and skipping the rows `out` already holds. Returns the number of rows written."""
@@ -191,7 +192,7 @@ async def run_suite(
                 _, task, code, size = current
                 if (problem.id, mode, "first") in done:  # resumed between the two: the reference timed again
                     with contextlib.suppress(Exception):  # a failure shows in the repeat's own row
-                        await ev.evaluate(task, code, mode=mode)
+                        await ev.evaluate(task, code, mode=mode, with_compile=with_compile)
                 for which in WHICH:
                     if (problem.id, mode, which) in done:
                         continue
@@ -200,7 +201,7 @@ async def run_suite(
                         await ev.wait_warm()  # the pool warm, as between the steps of a search
                     started = time.perf_counter()
                     try:
-                        result = await ev.evaluate(task, code, mode=mode)
+                        result = await ev.evaluate(task, code, mode=mode, with_compile=with_compile)
                         row = evaluation_row(problem, mode, which, result, time.perf_counter() - started)
                     except TaskError as exc:
                         row = base_row(problem, mode, which, "task_error", str(exc), time.perf_counter() - started)
@@ -370,6 +371,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=("auto", "cuda", "interpret"), default="auto")
     parser.add_argument("--home", type=Path, help="the evaluator's home (caches); default: a temporary one")
     parser.add_argument("--no-memory", action="store_true", help="do not ask for the judge's GPU memory")
+    parser.add_argument("--compile", action="store_true", help="time torch.compile of each reference too")
     parser.add_argument("--back-to-back", action="store_true", help="do not wait for a warm pool before each")
     parser.add_argument("--summarize", type=Path, metavar="RESULTS", help="print the summary of a results file")
     parser.add_argument("--referee", type=int, metavar="N", help="run kernelbench_referee.py on N problems")
@@ -392,7 +394,13 @@ def main() -> None:
     try:
         written = anyio.run(
             lambda: run_suite(
-                problems, modes, args.out, settings, memory=not args.no_memory, settle=not args.back_to_back
+                problems,
+                modes,
+                args.out,
+                settings,
+                memory=not args.no_memory,
+                settle=not args.back_to_back,
+                with_compile=args.compile,
             )
         )
     finally:
