@@ -1,7 +1,7 @@
 """Closes the gaps of Triton's interpreter (`TRITON_INTERPRET=1`) so that it judges numerics like a GPU.
 
 The plain interpreter cannot autotune without a driver, has no libdevice, computes bfloat16 on raw
-bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU uses TF32,
+bit patterns, truncates where the GPU rounds, computes fp32 `tl.dot` exactly where the GPU reads TF32 operands,
 ignores `tl.device_assert`, reads or writes any address it is given, and copies its own modules (inspect,
 numpy ...) into the module that defines a kernel, and with numpy 2.4 or later cannot use a scalar argument as
 a loop bound. Each patch below fixes one of these. They rely on interpreter internals, which is why triton is
@@ -96,11 +96,30 @@ def _bf16_result(values: np.ndarray) -> _Handle:
     return _Handle(_f32_to_bf16(values), tl.bfloat16)
 
 
+# How the tensor cores take fp32 operands, as recorded on an H200 (benchmarks/tf32_probe.py; the test
+# tests/executor/worker/test_interpret_precision.py replays the recording): a `tf32` dot keeps the top 10
+# explicit mantissa bits of each operand and drops the other 13 (truncation, not rounding: every product of
+# the recording matched that bit for bit, and none matched rounding to nearest). A `tf32x3` dot is three
+# tf32 dots that Triton builds from a split of each operand: the high part rounded to tf32 by `cvt.rna`
+# (nearest, ties away from zero), the low part the rest, which the tensor cores then truncate.
+_TF32_KEEP = np.uint32(0xFFFFE000)
+
+
 def _tf32(values: np.ndarray) -> np.ndarray:
-    """Round fp32 values to TF32 (10 explicit mantissa bits), nearest-even, as the tensor cores do."""
+    """fp32 values as a tensor core reads them for a tf32 product: the low 13 mantissa bits dropped."""
     u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = (u + np.uint32(0x0FFF) + ((u >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    return np.where(np.isfinite(values), rounded.view(np.float32), values).astype(np.float32)
+    return np.where(np.isfinite(values), (u & _TF32_KEEP).view(np.float32), values).astype(np.float32)
+
+
+def _tf32_nearest(values: np.ndarray) -> np.ndarray:
+    """fp32 values rounded to tf32, to nearest with ties away from zero (`cvt.rna.tf32.f32`)."""
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = ((u + np.uint32(0x1000)) & _TF32_KEEP).view(np.float32)
+    return np.where(np.isfinite(rounded), rounded, values).astype(np.float32)
+
+
+def _precision_name(precision: Any) -> str:
+    return str(precision).rsplit(".", 1)[-1].upper()
 
 
 def _install_bf16_and_tf32() -> None:
@@ -126,12 +145,23 @@ def _install_bf16_and_tf32() -> None:
     def create_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
         if _is_bf16(a) or _is_bf16(b):
             a, b = _Handle(_as_f32(a), tl.float32), _Handle(_as_f32(b), tl.float32)
-        elif a.data.dtype == np.float32 and str(precision).upper().endswith("TF32"):
+        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32":
             a, b = _Handle(_tf32(a.data), a.dtype), _Handle(_tf32(b.data), b.dtype)
+        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32X3" and not _is_bf16(d):
+            return _tf32x3_dot(self, a, b, d, precision, max_imprecise)
         if _is_bf16(d):
             out = dot(self, a, b, _Handle(_as_f32(d), tl.float32), precision, max_imprecise)
             return _bf16_result(out.data)
         return dot(self, a, b, d, precision, max_imprecise)
+
+    def _tf32x3_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
+        # the small products first, as Triton orders them, each operand as the tensor cores read it
+        a_hi, b_hi = _tf32_nearest(a.data), _tf32_nearest(b.data)
+        a_lo, b_lo = _tf32(a.data - a_hi), _tf32(b.data - b_hi)
+        out = d
+        for x, y in ((a_hi, _tf32(b_lo)), (a_lo, _tf32(b_hi)), (_tf32(a_hi), _tf32(b_hi))):
+            out = dot(self, _Handle(x, a.dtype), _Handle(y, b.dtype), out, precision, max_imprecise)
+        return out
 
     def create_fma(self: _Builder, x: _Handle, y: _Handle, z: _Handle) -> _Handle:
         if not any(_is_bf16(h) for h in (x, y, z)):
