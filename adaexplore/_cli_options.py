@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -11,16 +14,55 @@ from adaexplore.errors import ConfigError
 from adaexplore.store import MAX_INTEGER
 
 __all__ = [
+    "EXIT_INFRA",
+    "EXIT_INTERRUPTED",
+    "EXIT_KERNEL_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "NONNEGATIVE",
     "PORT",
     "POSITIVE",
     "POSITIVE_INT",
     "SEED",
+    "OneLineErrors",
+    "add_global_options",
     "budget_options",
     "budgets",
     "model_options",
     "with_model_options",
 ]
+
+
+# The exit codes of every command (README.md, "Exit codes"): 0 ok; 1 a kernel failed (a normal verdict); 2 the
+# call was wrong (bad task, bad option, missing file, bad settings); 3 our own fault (the evaluator failed, a
+# bug); 4 interrupted (Ctrl-C, SIGTERM) or lost a race to another command (a run resumed twice at once).
+EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and a pointer to the command's --help, not its usage."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
+        sys.exit(EXIT_USAGE)
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """--config and --home, on the top parser and (recursively) on every subcommand, so that they may come
+    before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
+    them leaves the top parser's value alone."""
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--config", type=Path, default=default, help="settings file (TOML)")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=default,
+        help="state and cache directory (default: $ADAEXPLORE_HOME or ~/.adaexplore)",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases name one parser twice
+                add_global_options(sub)
 
 
 def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]
@@ -93,7 +135,11 @@ def with_model_options(settings: Settings, args: argparse.Namespace) -> Settings
         problem = exc.errors()[0]
         raise ConfigError(
             f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg'].removeprefix('Value error, ')}"
-        ) from exc
+        ) from None
+    if args.base_url is not None:
+        model.with_base_url_source("--base-url")
+    elif settings.model.base_url is not None:
+        model.with_base_url_source(settings.model.base_url_source())
     return settings.model_copy(update={"model": model})
 
 

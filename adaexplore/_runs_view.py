@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from adaexplore.store import NodeRecord, SqliteStore
+from adaexplore.tools import RunBest, run_best, speedup_text
 
 __all__ = ["render_run_tree", "render_runs"]
 
@@ -17,26 +18,32 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _best(best: NodeRecord | None) -> str:
+def _best(best: RunBest | None) -> str:
     """A run's best kernel: its speedup, `untimed` where it is correct but was not timed (no GPU), `-` for none."""
+    return "-" if best is None else speedup_text(best.speedup)
+
+
+def _about(best: RunBest | None) -> str:
+    """Which node is the best, and where its number comes from."""
     if best is None:
         return "-"
-    return _speedup(best.speedup) if best.speedup is not None else "untimed"
+    ties = f", tied with {len(best.tied)} more ({best.tie_rule})" if best.tied else ""
+    return f"node {best.node_id}, {best.measured}{ties}"
 
 
 def render_runs(store: SqliteStore) -> str:
     runs = store.runs()
     if not runs:
-        return "no runs yet (start one with `adaexplore explore TASK`, or an MCP client's start_run)"
+        return "no runs yet (start one with `adaexplore explore TASK`, or from an MCP client)"
     names = {t.id: t.name for t in store.tasks()}
-    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>9}  {'best':>9}  {'model':<16}created"]
+    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>9}  {'best':>9}  {'model':<16}{'created':<21}best node"]
     for run in runs:
-        best = store.node(run.final_node_id or run.best_node_id) if (run.final_node_id or run.best_node_id) else None
+        best = run_best(store, run)
         total = json.loads(run.config).get("total_steps")
         steps = f"{run.steps}/{total}" if total else str(run.steps)
         lines.append(
             f"{run.id:<14}{_cut(names.get(run.task_id, run.task_id), 21):<22}{run.status:<10}{steps:>9}  "
-            f"{_best(best):>9}  {_cut(run.model, 15):<16}{run.created_at[:19]}"
+            f"{_best(best):>9}  {_cut(run.model, 15):<16}{run.created_at[:19]:<21}{_about(best)}"
         )
     return "\n".join(lines)
 
@@ -50,7 +57,8 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
     for n in nodes:
         if n.parent_id is not None:
             children.setdefault(n.parent_id, []).append(n)
-    best = run.final_node_id or run.best_node_id
+    chosen = run_best(store, run)
+    best = chosen.node_id if chosen else None
     on_path: set[int] = set()
     current = best
     while current is not None:
@@ -68,8 +76,7 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
     lines = [
         f"run {run.id} on task {task.name} ({run.status}, {run.steps} step{'' if run.steps == 1 else 's'}, seed "
         f"{run.seed}, model {run.model})",
-        f"best: {'node ' + str(best) if best else 'none yet'}"
-        f"{' (chosen on fresh re-measurements)' if run.final_node_id else ''}",
+        f"best: {chosen.sentence}" if chosen else "best: none yet",
         f"  {'node':<{width}}{'step':>5}  {'status':<15}{'speedup':>9}{'visits':>8}{'value':>8}",
     ]
     for (node, _), label in zip(ordered, labels, strict=True):
@@ -83,7 +90,6 @@ def render_run_tree(store: SqliteStore, run_id: str) -> str:
         command = f"adaexplore explore --resume {run.id}" + ("" if run.model == "replay" else f" --model {run.model}")
         endpoint = "" if run.model == "replay" else ", with the --base-url it used"
         lines.append(
-            f"stopped: {run.stop_reason}; the next step continues it (`{command}`{endpoint}, or select_uct from an "
-            "MCP client)"
+            f"stopped: {run.stop_reason}; `{command}` continues it{endpoint} (so does an MCP client's next step)"
         )
     return "\n".join(lines)

@@ -13,9 +13,16 @@ import anyio
 from adaexplore import __version__
 from adaexplore._bench_view import add_bench_parser, run_bench_command
 from adaexplore._cli_options import (
+    EXIT_INFRA,
+    EXIT_INTERRUPTED,
+    EXIT_KERNEL_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     PORT,
     POSITIVE_INT,
     SEED,
+    OneLineErrors,
+    add_global_options,
     budget_options,
     budgets,
     model_options,
@@ -25,7 +32,7 @@ from adaexplore._memory_view import run_memory_command
 from adaexplore._report_view import add_report_parser, run_report
 from adaexplore._runs_view import render_run_tree, render_runs
 from adaexplore.config import Settings
-from adaexplore.errors import AdaexploreError, ConfigError, NotFoundError
+from adaexplore.errors import AdaexploreError, ConfigError, ConflictError, EvaluatorError, NotFoundError
 from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
 from adaexplore.store import open_store, store_exists
@@ -40,22 +47,14 @@ from adaexplore.tools import (
 
 __all__ = ["main"]
 
-# Exit codes: 0 the kernel is ok; 1 the kernel failed (a normal verdict); 2 the call was wrong (bad task,
-# bad option, missing file); 3 the evaluator itself failed (infra_error).
-EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
-
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="adaexplore",
         description="Optimize GPU kernels with an LLM, on an evaluator that cannot be fooled. "
         "`adaexplore explore TASK` searches for a fast kernel; `adaexplore profile TASK KERNEL` evaluates one.",
     )
     parser.add_argument("--version", action="version", version=f"adaexplore {__version__}")
-    parser.add_argument("--config", type=Path, help="settings file (TOML)")
-    parser.add_argument(
-        "--home", type=Path, help="state and cache directory (default: $ADAEXPLORE_HOME or ~/.adaexplore)"
-    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     profile = commands.add_parser(
@@ -63,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         help="evaluate one kernel against a task: correctness, timing, audit",
         description="Evaluate KERNEL (a module defining ModelNew) against TASK (a KernelBench-format module). "
         "Exit code 0: the kernel is ok; 1: it failed (the verdict says how); 2: the call was wrong; "
-        "3: the evaluator failed.",
+        "3: the evaluator failed; 4: interrupted.",
     )
     profile.add_argument("task", type=Path, help="task module (Model, get_inputs, get_init_inputs)")
     profile.add_argument("kernel", type=Path, help="candidate module defining ModelNew")
@@ -95,11 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     explore = commands.add_parser(
         "explore",
         help="search for fast kernels for tasks, unattended, with the built-in model client",
-        description="Run the AdaExplore search on each TASK: select_uct, expand_node, the model writes a kernel, "
-        "compile_and_profile, and failures distilled into the skill memory, the same tool calls an MCP client "
-        "makes. Without an API key or --base-url the model is `replay`, an offline generator that serves the "
-        "sample kernels of examples/kernels (not a language model). Without a GPU kernels are checked by the "
-        "compile and interpret backends and speedups are not measured.",
+        description="Run the AdaExplore search on each TASK: pick a node of the tree, the model writes a kernel "
+        "from it, the kernel is evaluated, and failures are distilled into the skill memory (the same steps an "
+        "MCP client takes). Without an API key or --base-url the model is `replay`, an offline generator that "
+        "serves the sample kernels of examples/kernels (not a language model). Without a GPU kernels are "
+        "checked by the compile and interpret backends and speedups are not measured.",
     )
     explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
     explore.add_argument("--steps", type=POSITIVE_INT, help="evaluations per run (default: settings, 50)")
@@ -115,6 +114,11 @@ def _parser() -> argparse.ArgumentParser:
         help="continue a stopped or killed run (repeatable; see `runs list`)",
     )
     explore.add_argument("--no-memory-updates", action="store_true", help="do not distill failures into rules")
+    explore.add_argument(
+        "--no-small-sizes",
+        action="store_true",
+        help="check kernels on the CPU at the tasks' full sizes: derive no SMALL_SIZES, ignore the tasks' own",
+    )
     explore.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
     budget_options(explore)
     model_options(explore)
@@ -180,6 +184,27 @@ def _parser() -> argparse.ArgumentParser:
     confirm.add_argument(
         "--backend", choices=["auto", "cuda", "compile", "interpret"], default=None, help="where it runs"
     )
+
+    examples = commands.add_parser(
+        "examples",
+        help="write the example tasks and sample kernels to a folder (DIR/tasks, DIR/kernels)",
+        description="Write the example tasks and their sample kernels, which ship inside the package, to DIR "
+        "(default: ./examples), so that `adaexplore explore DIR/tasks/row_softmax.py` and `adaexplore profile` "
+        "work after a plain `pip install`. Files already there are left alone unless --force.",
+    )
+    examples.add_argument("dir", nargs="?", type=Path, default=Path("examples"), help="target folder")
+    examples.add_argument("--force", action="store_true", help="overwrite files that differ")
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="what this machine gives adaexplore: GPU, torch, triton, backends, sandbox, store, endpoint",
+        description="Check, in one screen, what adaexplore can use here: the GPU and driver, torch and triton, "
+        "the usable backends, the sandbox in force, the home directory and database, the Triton cache, and the "
+        "model endpoint (with a real request) when one is set. Each line says ok or what to do. Exit code 0 "
+        "when nothing needs doing, 1 otherwise.",
+    )
+    model_options(doctor)
+    add_global_options(parser, top=True)
     return parser
 
 
@@ -213,6 +238,15 @@ def main(argv: list[str] | None = None) -> None:
             code = run_report(args, settings)
         elif args.command == "runs":
             code = _runs(args, settings)
+        elif args.command == "examples":
+            from adaexplore._examples import write_examples
+
+            print(write_examples(args.dir, force=args.force))
+            code = EXIT_OK
+        elif args.command == "doctor":
+            from adaexplore._doctor import run_doctor
+
+            code = anyio.run(run_doctor, with_model_options(settings, args))
         elif args.memory_command == "confirm":
             code = anyio.run(_confirm, args, settings)
         else:
@@ -223,22 +257,52 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 128 + signal.SIGPIPE
     except AdaexploreError as exc:
-        print(f"adaexplore: error: {exc}", file=sys.stderr)
-        code = EXIT_USAGE
-    except BaseExceptionGroup as group:  # raised through a task group: report ours plainly, re-raise the rest
+        code = _report_error(exc, args)
+    except BaseExceptionGroup as group:  # raised through a task group: report ours plainly, the rest as bugs
         interrupted, others = group.split(KeyboardInterrupt)
         if interrupted is not None and others is None:
-            code = 130
+            code = EXIT_INTERRUPTED
         else:
             ours, rest = group.split(AdaexploreError)
             if ours is None or rest is not None:
-                raise
-            for exc in _leaves(ours):
-                print(f"adaexplore: error: {exc}", file=sys.stderr)
-            code = EXIT_USAGE
+                code = _report_bug(group)
+            else:
+                code = max(_report_error(exc, args) for exc in _leaves(ours))  # type: ignore[arg-type]
     except KeyboardInterrupt:
-        code = 130
+        code = EXIT_INTERRUPTED
+    except Exception as exc:
+        code = _report_bug(exc)
     sys.exit(code)
+
+
+def _report_error(exc: AdaexploreError, args: argparse.Namespace) -> int:
+    """Print an error of ours in the command line's words; its exit code from the table in _cli_options."""
+    if isinstance(exc, ConflictError) and args.command == "explore":
+        # another command got to the run first (a second `explore --resume` of it, or an MCP client's step)
+        print(
+            f"adaexplore: error: another command is working on this run now ({exc}); let it finish, then see "
+            "`adaexplore runs show RUN`, and `adaexplore explore --resume RUN` if it stopped",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    print(f"adaexplore: error: {exc}", file=sys.stderr)
+    if isinstance(exc, EvaluatorError):
+        return EXIT_INFRA
+    if isinstance(exc, ConflictError):
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE
+
+
+def _report_bug(exc: BaseException) -> int:
+    import traceback
+
+    traceback.print_exception(exc, file=sys.stderr)
+    print(
+        f"adaexplore: internal error ({type(exc).__name__}); this is a fault of adaexplore {__version__}, not of "
+        "your call: please report it with the traceback above",
+        file=sys.stderr,
+    )
+    return EXIT_INFRA
 
 
 def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
@@ -262,6 +326,7 @@ async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[s
         resume=args.resume,
         memory_updates=False if args.no_memory_updates else None,
         out_dir=args.out,
+        small_sizes=not args.no_small_sizes,
         **budgets,  # type: ignore[arg-type]
     )
     return await explore(settings, options)
@@ -283,17 +348,19 @@ async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str
 
 def _runs(args: argparse.Namespace, settings: Settings) -> int:
     url = settings.database_url
+    where = url.removeprefix("sqlite:///")
     if not store_exists(url):  # reading runs creates no database
-        where = url.removeprefix("sqlite:///")
         if args.runs_command == "list":
             print(f"no runs yet: there is no database at {where} (`adaexplore explore TASK` creates it)")
             return EXIT_OK
         raise NotFoundError(
             f"unknown run {args.run!r}: there is no database at {where}; set ADAEXPLORE_DB or ADAEXPLORE_HOME "
-            "to the one the run was made in"
+            "(or --home) to the one the run was made in"
         )
     store = open_store(url)
     try:
+        if args.runs_command == "show" and args.run not in {run.id for run in store.runs()}:
+            raise NotFoundError(f"no run has id {args.run!r} in {where}; `adaexplore runs list` lists the runs")
         print(render_runs(store) if args.runs_command == "list" else render_run_tree(store, args.run))
     finally:
         store.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from adaexplore.errors import ConfigError
 
@@ -79,6 +79,11 @@ class ExecutorConfig(BaseModel):
     trial_timeout_s: float = Field(default=60.0, gt=0)
     # The whole timing phase of one candidate.
     timing_timeout_s: float = Field(default=180.0, gt=0)
+    # What one compile_and_profile call (an MCP client's or a headless step's) lets the candidate take over
+    # all its phases, so that the call returns before a client's request timeout (60 s in the TypeScript SDK)
+    # whatever the kernel does: a kernel that hangs is a `timeout` within it. The reference's work is not
+    # counted. None: each phase's own timeout only.
+    call_budget_s: float | None = Field(default=40.0, gt=0)
     # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
     # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready. None: from the
     # machine, one per four of a GPU's share of the cores this process may use (all of them without a GPU), at
@@ -236,6 +241,20 @@ class ModelConfig(BaseModel):
     # Prices in USD per million tokens, for the cost accounting (0: not counted).
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
+    # Where base_url was set ("--base-url", "base_url in settings file X"), for messages that name what to fix.
+    _base_url_source: str | None = PrivateAttr(default=None)
+
+    def with_base_url_source(self, source: str) -> ModelConfig:
+        self._base_url_source = source
+        return self
+
+    def base_url_source(self) -> str:
+        """What set the endpoint's address, in the words of what to change."""
+        if self.base_url is not None:
+            return self._base_url_source or "--base-url (or base_url under [model] in the settings file)"
+        if os.environ.get("OPENAI_BASE_URL"):
+            return "the environment variable OPENAI_BASE_URL"
+        return "--base-url (unset, so the OpenAI API)"
 
     @field_validator("base_url")
     @classmethod
@@ -321,6 +340,47 @@ class Settings(BaseModel):
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"settings file {path} is not valid TOML: {exc}") from exc
         try:
-            return cls.model_validate(data)
+            settings = cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(f"settings file {path}: {exc}") from exc
+            problems = [_describe_problem(problem) for problem in exc.errors()]
+            raise ConfigError(f"settings file {path}:\n  " + "\n  ".join(problems)) from None
+        if settings.model.base_url is not None:
+            settings.model.with_base_url_source(f"base_url under [model] in the settings file {path}")
+        return settings
+
+
+def _section(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The settings model a key path ends in (None where it leads into a value, not a table)."""
+    model: type[BaseModel] = Settings
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _describe_problem(problem: Any) -> str:
+    """One problem of a settings file in its own words: the key, what is wrong, what is allowed."""
+    loc = tuple(problem["loc"])
+    key = ".".join(str(part) for part in loc) or "(top level)"
+    kind = problem["type"]
+    if kind == "extra_forbidden":
+        table = _section(loc[:-1])
+        where = f"[{'.'.join(map(str, loc[:-1]))}]" if loc[:-1] else "the top level"
+        allowed = ", ".join(sorted(table.model_fields)) if table is not None else ""
+        return f"unknown key {key!r}; the keys of {where} are: {allowed}"
+    if kind == "literal_error":
+        expected = problem.get("ctx", {}).get("expected", "")
+        return f"{key} = {problem['input']!r} is not allowed; it must be one of {expected}"
+    bound = problem.get("ctx", {})
+    for name, words in (("ge", "at least"), ("gt", "above"), ("le", "at most"), ("lt", "below")):
+        if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than") and name in bound:
+            return f"{key} = {problem['input']!r} is out of range; it must be {words} {bound[name]}"
+    if kind == "model_type":
+        return f"{key} must be a table: write [{key}] on a line of its own, then its keys as `name = value` lines"
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    if isinstance(problem.get("input"), dict) and kind != "model_type":
+        return f"[{key}]: {message}" if loc else message
+    return f"{key} = {problem['input']!r}: {message}"

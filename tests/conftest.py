@@ -1,4 +1,9 @@
-"""Shared fixtures: one evaluator per test session (its workers are real processes), on anyio."""
+"""Shared fixtures: one evaluator per test session (its workers are real processes), on anyio; and the lanes.
+
+The fast lane, `pytest -m "not slow"`, is the in-process, fake-backed and unit tests. Every test of the
+end-to-end modules below (real evaluator workers, Triton compiles, the CLI as a subprocess, a browser) is
+marked `slow` here, so a test added to one of them joins the slow lane without a marker of its own; a slow
+test in another module carries `@pytest.mark.slow` itself."""
 
 from __future__ import annotations
 
@@ -19,6 +24,49 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 # With a GPU the evaluator's automatic backend is cuda; without one, compile + interpret.
 ON_GPU = torch.cuda.is_available()
+
+
+# paths relative to tests/; a folder covers every module under it
+END_TO_END = (
+    "adversarial/",
+    "sandbox/",
+    "agent/test_adapt.py",
+    "agent/test_explore.py",
+    "agent/test_one_best_replay.py",
+    "agent/test_small_step_contract.py",
+    "agent/test_synth.py",
+    "benchmarks/",
+    "executor/test_small_sizes.py",
+    "executor/worker/test_compile_only.py",
+    "executor/worker/test_interpret_precision.py",
+    "executor/worker/test_interpret_shim.py",
+    "executor/worker/test_launches.py",
+    "executor/worker/test_static_cost.py",
+    "bench/test_bench_cli.py",
+    "bench/test_report_browser.py",
+    "executor/test_evaluator.py",
+    "executor/test_candidate_budget.py",
+    "executor/test_construction.py",
+    "memory/test_confirm_rule.py",
+    "memory/test_starter.py",
+    "memory/test_memory_cli.py",
+    "server/test_end_to_end.py",
+    "server/test_report_routes.py",
+    "tools/test_resume.py",
+    "tools/test_tools_with_evaluator.py",
+    "test_examples.py",
+    "test_readme.py",
+    "test_cli.py",
+    "test_layers.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        if where.startswith(END_TO_END):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -57,6 +57,7 @@ class FakeEvaluator:
         self.script = script
         self.calls = 0
         self.fresh_seeds: list[bool] = []  # what each call asked for
+        self.budgets: list[float | None] = []  # the candidate budget each call gave
         self.checked: list[str] = []  # the tasks check_task was asked about
 
     async def evaluate(
@@ -68,8 +69,10 @@ class FakeEvaluator:
         backend: str | None = None,
         fresh_seeds: bool = False,
         progress: object = None,
+        candidate_budget_s: float | None = None,
     ) -> Evaluation:
         self.calls += 1
+        self.budgets.append(candidate_budget_s)
         self.fresh_seeds.append(fresh_seeds)
         status, speedup = self.script(code, self.calls)
         # the path a GPU machine takes, or the backend asked for

@@ -30,6 +30,9 @@ __all__ = ["Message", "ModelClient", "Reply", "RetryHook", "Usage"]
 _PLACEHOLDER_KEY = "EMPTY"
 # The most seconds `check()` waits for one answer.
 _CHECK_TIMEOUT_S = 30.0
+# Tries of the check's chat request, and the answers that earn another try (busy, not wrong).
+_CHECK_ATTEMPTS = 3
+_CHECK_AGAIN = frozenset({408, 429, 502, 503, 504})
 
 RetryHook = Callable[[str, int, str, float], None]
 """Called before each retry with (purpose, number of the attempt that failed, reason, delay in seconds)."""
@@ -70,6 +73,7 @@ class ModelClient:
             timeout=config.timeout_s,
         )
         self._url = str(self._client.base_url).rstrip("/")
+        self._source = config.base_url_source()
         self._limiter = anyio.CapacityLimiter(config.concurrency)
 
     async def __aenter__(self) -> ModelClient:
@@ -105,7 +109,11 @@ class ModelClient:
                 await anyio.sleep(delay)
 
     async def check(self) -> None:
-        """Verify the address, key and model name with one cheap request; raise `ModelError` if one is wrong."""
+        """Verify the address, key and model name with one cheap request; raise `ModelError` if one is wrong.
+
+        The endpoint must answer as an OpenAI-compatible API: GET /models/{name} with the model, GET /models
+        listing it, or else a one-token chat request answered with a chat completion. Any other answer (a web
+        server's 404, a 501, a page that is not JSON) is refused before a run is made."""
         timeout = min(self._config.timeout_s, _CHECK_TIMEOUT_S)
         for attempt in (1, 2):
             try:
@@ -119,16 +127,19 @@ class ModelClient:
                 what = "did not answer in time" if _is_timeout(err) else "refused the connection"
                 raise ModelError(
                     f"the model endpoint at {self._url} is unreachable ({what}); "
-                    f"is the server running at {self._url}? check --base-url"
+                    f"is the server running at {self._url}? check {self._source}"
                 ) from None
             except openai.APIStatusError as err:
                 if (refused := self._refusal(err)) is not None:
                     raise refused from None
                 if err.status_code == 404:
                     await self._check_listed(timeout)
-                return  # anything else (429, 5xx) is for the requests' retries to deal with
+                else:  # a 429 or 5xx to a model route: only a chat completion shows the endpoint is one
+                    await self._check_by_chat(timeout)
+                return
             except (openai.APIResponseValidationError, ValueError):
-                return  # the route exists but answers oddly; the requests will tell
+                await self._check_by_chat(timeout)  # the route answers, but not as the OpenAI API does
+                return
 
     # -- one attempt ---------------------------------------------------------------------------------
 
@@ -174,7 +185,7 @@ class ModelClient:
         if status == 404:
             return ModelError(
                 f"the endpoint at {self._url} answered 404 to POST /chat/completions ({message}; sent {sent}); "
-                f"check --base-url (OpenAI-compatible servers usually end in /v1) and --model"
+                f"check {self._source} (OpenAI-compatible servers usually end in /v1) and --model"
             )
         return ModelError(f"the endpoint at {self._url} refused the request with {status}: {message} (sent {sent})")
 
@@ -219,11 +230,11 @@ class ModelClient:
             counts[failure.reason] = counts.get(failure.reason, 0) + 1
         what = ", ".join(reason if n == 1 else f"{reason} ×{n}" for reason, n in counts.items())
         advice = {
-            "connection": f"is the server running at {self._url}? check --base-url",
+            "connection": f"is the server running at {self._url}? check {self._source}",
             "timeout": "raise --timeout if replies take longer, or check the server's load",
             "rate_limited": "lower --concurrency or wait",
             "server": "check the server's logs, or try again later",
-            "malformed": "check that --base-url points at an OpenAI-compatible API (usually ending in /v1)",
+            "malformed": f"check that {self._source} points at an OpenAI-compatible API (usually ending in /v1)",
         }
         kinds = dict.fromkeys(failure.kind for failure in reversed(failures))
         return f"no reply from the model endpoint at {self._url} after {len(failures)} attempts ({what}); " + "; ".join(
@@ -260,6 +271,7 @@ class ModelClient:
             await self._check_by_chat(timeout)  # no /models route at all: ask the chat route itself
             return
         except (openai.APIError, TimeoutError, ValueError):
+            await self._check_by_chat(timeout)
             return
         names = [name for name in (getattr(m, "id", None) for m in getattr(page, "data", None) or []) if name]
         if names and self._config.name not in names:
@@ -267,21 +279,42 @@ class ModelClient:
             raise ModelError(self._unknown_model(f"it serves: {listed}"))
 
     async def _check_by_chat(self, timeout: float) -> None:
-        """For an endpoint without model routes: a one-token chat request tells a refused key and an unknown
-        model apart from the rest (which the run's own requests will meet, with their retries)."""
-        try:
-            with anyio.fail_after(timeout):
-                await self._client.chat.completions.create(
-                    model=self._config.name,
-                    messages=[{"role": "user", "content": "Answer with one word: ready?"}],
-                    max_completion_tokens=1,
-                    timeout=timeout,
-                )
-        except openai.APIStatusError as err:
-            if (refused := self._refusal(err)) is not None:
-                raise refused from None
-        except (openai.APIError, TimeoutError, ValueError):
-            return
+        """For an endpoint without usable model routes: a one-token chat request must come back as a chat
+        completion. A refused key and an unknown model are named; so is any other answer, since a run made on
+        an endpoint that is not an OpenAI-compatible API would only spend its retries."""
+        problem = ""
+        for attempt in range(1, _CHECK_ATTEMPTS + 1):
+            try:
+                with anyio.fail_after(timeout):
+                    completion = await self._client.chat.completions.create(
+                        model=self._config.name,
+                        messages=[{"role": "user", "content": "Answer with one word: ready?"}],
+                        max_completion_tokens=1,
+                        timeout=timeout,
+                    )
+            except openai.APIStatusError as err:
+                if (refused := self._refusal(err)) is not None:
+                    raise refused from None
+                problem = f"answered {err.status_code} ({_endpoint_message(err)})"
+                if err.status_code not in _CHECK_AGAIN:
+                    break
+            except (openai.APIConnectionError, TimeoutError) as err:
+                problem = "did not answer in time" if _is_timeout(err) else "refused the connection"
+            except (openai.APIResponseValidationError, ValueError):
+                problem = "answered with something that is not JSON"
+                break
+            else:
+                if isinstance(completion, ChatCompletion) and completion.choices:
+                    return
+                problem = "answered 200 with something that is not a chat completion (no choices)"
+                break
+            if attempt < _CHECK_ATTEMPTS:
+                await anyio.sleep(min(self._config.backoff_s, 1.0) * attempt)
+        raise ModelError(
+            f"the endpoint at {self._url} is not an OpenAI-compatible chat API: GET /models did not list models and "
+            f"a one-token POST /chat/completions {problem}; check {self._source} (OpenAI-compatible servers "
+            "usually end in /v1). No run was made."
+        )
 
 
 def _is_timeout(err: BaseException) -> bool:

@@ -8,9 +8,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from adaexplore import tools
 from adaexplore.agent._explore import StepRecord, TaskSummary
 
-__all__ = ["TerminalDisplay", "format_speedup", "summary_table"]
+__all__ = ["TerminalDisplay", "best_text", "format_speedup", "summary_table"]
 
 _BAR = 20
 _ORDER = ["ok", "mismatch", "compile_error", "runtime_error", "syntax_error", "timeout", "crashed", "rejected"]
@@ -132,6 +133,16 @@ class TerminalDisplay:
         self.stream.flush()
 
 
+def best_text(s: TaskSummary) -> str:
+    """A task's best kernel as the summary names it: the number `runs` and best_kernel give, and its source."""
+    if s.best_node_id is None:
+        return "none correct"
+    ties = f", {s.tied + 1} tied" if s.tied else ""
+    if s.best_speedup is None:
+        return f"node {s.best_node_id} (untimed{ties})"
+    return f"{tools.speedup_text(s.best_speedup)} node {s.best_node_id} ({s.measured}{ties})"
+
+
 def summary_table(summaries: list[TaskSummary]) -> str:
     """The end-of-run table: one row per task."""
     header = ["task", "run", "status", "steps", "correct", "best", "tokens", "cost", "best kernel"]
@@ -139,12 +150,7 @@ def summary_table(summaries: list[TaskSummary]) -> str:
     for s in summaries:
         correct = s.counts.get("ok", 0)
         evaluated = sum(s.counts.values())
-        if s.best_node_id is None:
-            best = "none correct"
-        elif s.best_speedup is None:
-            best = f"node {s.best_node_id} (not timed)"
-        else:
-            best = f"{format_speedup(s.best_speedup)} node {s.best_node_id}"
+        best = best_text(s)
         if s.best_node_id is not None and s.verified:
             best += " ✓"
         rows.append(

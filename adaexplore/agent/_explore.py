@@ -18,7 +18,7 @@ from typing import Protocol
 import anyio
 
 from adaexplore import tools
-from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
+from adaexplore.agent._extract import extract_code, read_step_reply, syntax_problem
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.errors import ModelError, RequestError, TaskError
 from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task
@@ -109,7 +109,7 @@ class TaskSummary:
     steps_total: int
     counts: dict[str, int]
     best_node_id: int | None
-    best_speedup: float | None
+    best_speedup: float | None  # best_kernel's number: re-measured where finish_run re-measured, else search-time
     verified: bool
     timed: bool
     best_path: list[int]
@@ -118,6 +118,8 @@ class TaskSummary:
     failed_steps: int
     rules_recorded: int
     records: list[StepRecord] = field(default_factory=list)
+    measured: str = "untimed"  # where best_speedup comes from: re-measured, search-time or untimed
+    tied: int = 0  # correct kernels of the same speed that were not chosen
 
 
 class Observer(Protocol):
@@ -303,7 +305,8 @@ class Explorer:
             svc.store.stop_run(run.run_id, reason)  # kept for `runs list` and get_run until a step is added
         if finished:
             if self.observer:
-                self.observer.phase(run.run_id, "re-evaluating the best candidates")
+                timed = state.best_speedup is not None  # untimed kernels are not re-measured
+                self.observer.phase(run.run_id, "re-evaluating the best candidates" if timed else "finishing")
             await tools.finish_run(svc, tools.FinishRunRequest(run_id=run.run_id))
         return self._summary(run.run_id, finished, reason, records, failed_steps, rules)
 
@@ -434,6 +437,7 @@ class Explorer:
         request = SmallRequest(
             task_id=run.task_id,
             task_name=run.task_name,
+            instructions=expansion.instructions,
             task_source=expansion.task_source,
             memory=memory,
             current=_kernel(current),
@@ -459,26 +463,11 @@ class Explorer:
             reply = await self.writer.write_edits(request, guidance, feedback)
             model_s += time.perf_counter() - start
             self._charge(reply)
-            edits = parse_edits(reply.text)
-            if not edits:
-                problem = "the reply holds no numbered <old_str_N>/<new_str_N> edits"
-                if reply.truncated:
-                    problem += " (the reply was cut off at the token limit)"
-            else:
-                report = apply_edits(current.code, edits)
-                if report.applied == 0:
-                    problem = "no edit applied: " + report.describe_failures()
-                elif (bad := syntax_problem(report.code)) is not None:
-                    problem = f"after the edits, {bad}"
-                else:
-                    partial = None
-                    if report.failures():
-                        partial = (
-                            f"{len(report.failures())} of {len(edits)} edits of the step that made this kernel did "
-                            f"not apply ({report.describe_failures()})"
-                        )
-                    return _Attempt(report.code, partial, model_s)
-            self._notice(run.run_id, f"unusable edits ({problem}); " + _next_try(attempt, attempts))
+            reading = read_step_reply(current.code, reply.text, truncated=reply.truncated)
+            if reading.code is not None:  # numbered edits or a whole module: either is a small step's answer
+                return _Attempt(reading.code, reading.partial, model_s)
+            problem = reading.problem or "no usable kernel"
+            self._notice(run.run_id, f"unusable reply ({problem}); " + _next_try(attempt, attempts))
             feedback.append(Feedback(reply.text, problem, reply.truncated))
         return _Attempt(None, problem, model_s)
 
@@ -513,9 +502,11 @@ class Explorer:
         svc = self.svc
         run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
         best_id, speedup, verified, path, best_file, timed = None, None, False, [], None, False
+        measured, tied = "untimed", 0
         if run.final_node_id is not None or run.best_node_id is not None:
-            best = tools.best_kernel(svc, tools.BestKernelRequest(run_id=run_id))
+            best = tools.best_kernel(svc, tools.BestKernelRequest(run_id=run_id))  # the one best every view names
             best_id, speedup, verified = best.node_id, best.speedup, best.verified
+            measured, tied = best.measured, len(best.tied_node_ids)
             node = tools.get_node(svc, tools.GetNodeRequest(node_id=best_id, include_code=False))
             timed = node.evaluation is not None and node.evaluation.timed
             path = self._path(best_id)
@@ -542,6 +533,8 @@ class Explorer:
             failed_steps=failed_steps,
             rules_recorded=rules,
             records=records,
+            measured=measured,
+            tied=tied,
         )
         if self.observer:
             self.observer.task_finished(summary)

@@ -1,4 +1,5 @@
 """What a model's reply holds: a module in a fenced block, or numbered old/new edits to the current kernel.
+A small step takes either (`read_step_reply`).
 
 Nothing here is silent. Extraction says why it found no code; every edit that does not apply is reported by
 number and reason, so the next prompt can tell the model.
@@ -15,9 +16,11 @@ __all__ = [
     "EditOutcome",
     "EditReport",
     "ExtractedCode",
+    "StepReading",
     "apply_edits",
     "extract_code",
     "parse_edits",
+    "read_step_reply",
     "syntax_problem",
 ]
 
@@ -155,3 +158,51 @@ def apply_edits(code: str, edits: list[Edit]) -> EditReport:
                 EditOutcome(edit.number, False, f"the old text was not found in the kernel (it begins `{first[:80]}`)")
             )
     return report
+
+
+@dataclass(frozen=True)
+class StepReading:
+    """The kernel a small step's reply makes, or why it makes none."""
+
+    code: str | None
+    problem: str | None = None  # why there is no kernel (code is None)
+    partial: str | None = None  # what went partly wrong in a usable reply (edits that did not apply)
+    form: str = ""  # "edits" or "module": how the reply was written
+
+
+def _module_reading(text: str, truncated: bool) -> StepReading:
+    extracted = extract_code(text)
+    if extracted.code is None:
+        problem = extracted.problem or "no code"
+        if text.strip() and "no fenced" in problem:
+            problem = "the reply holds neither a fenced ```python module nor numbered <old_str_N>/<new_str_N> edits"
+        return StepReading(None, problem + (" (the reply was cut off at the token limit)" if truncated else ""))
+    if truncated and extracted.unterminated:
+        return StepReading(None, "the reply was cut off at the token limit in the middle of the module")
+    if (bad := syntax_problem(extracted.code)) is not None:
+        return StepReading(None, bad)
+    return StepReading(extracted.code, form="module")
+
+
+def read_step_reply(current: str, text: str, *, truncated: bool = False) -> StepReading:
+    """The kernel a reply to a small step makes from `current`: its numbered edits applied, or the complete
+    module it holds. Edits come first; a reply whose edits all fail but that also holds a module defining
+    `ModelNew` is taken as that module."""
+    edits = parse_edits(text)
+    if not edits:
+        return _module_reading(text, truncated)
+    report = apply_edits(current, edits)
+    if report.applied == 0:
+        module = _module_reading(text, truncated)
+        if module.code is not None and re.search(r"^class\s+ModelNew\b", module.code, re.M):
+            return module
+        return StepReading(None, "no edit applied: " + report.describe_failures())
+    if (bad := syntax_problem(report.code)) is not None:
+        return StepReading(None, f"after the edits, {bad}")
+    partial = None
+    if report.failures():
+        partial = (
+            f"{len(report.failures())} of {len(edits)} edits of the step that made this kernel did not apply "
+            f"({report.describe_failures()})"
+        )
+    return StepReading(report.code, partial=partial, form="edits")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 import anyio
 
 from adaexplore import tools
-from adaexplore.agent._display import TerminalDisplay, format_speedup, summary_table
+from adaexplore.agent._display import TerminalDisplay, best_text, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
 from adaexplore.agent._synth import synthesize_tasks
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
@@ -59,6 +59,7 @@ class ExploreOptions:
     budget_seconds: float | None = None
     memory_updates: bool | None = None
     out_dir: Path | None = None
+    small_sizes: bool = True  # False: CPU checks at full sizes (no derived SMALL_SIZES, the modules' own ignored)
 
 
 @dataclass
@@ -135,8 +136,7 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None, 
     for s in summaries:
         if s.best_file is not None:
             path = " → ".join(str(n) for n in s.best_path)
-            speed = format_speedup(s.best_speedup) if s.best_speedup is not None else "not timed"
-            out.write(f"{s.task_name}: best kernel {s.best_file} (node {s.best_node_id}, {speed}; tree path {path})\n")
+            out.write(f"{s.task_name}: best kernel {s.best_file} ({best_text(s)}; tree path {path})\n")
         else:
             out.write(f"{s.task_name}: no correct kernel in {s.steps_done} evaluations\n")
         if s.status == "stopped":
@@ -145,7 +145,7 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None, 
         found = " and each best kernel is a correct one" if any(s.best_file is not None for s in summaries) else ""
         out.write(f"note: speedups were not measured (no timing on this machine){found}.\n")
     if any(s.reason.startswith(INTERRUPTED) for s in summaries):
-        return 130
+        return 4  # interrupted, as the exit-code table of adaexplore._cli_options says
     return 0 if all(s.status == "finished" or "budget" in s.reason for s in summaries) else 1
 
 
@@ -293,7 +293,11 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
         return run_ids
     # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
     # starts: a task that fails stops the command with its reason and leaves no run behind
-    tasks = [await tools.create_checked_task(svc, tools.CreateTaskRequest(path=str(path))) for path in options.tasks]
+    sizes = None if options.small_sizes else {}  # {}: none, in place of derived or the module's own
+    tasks = [
+        await tools.create_checked_task(svc, tools.CreateTaskRequest(path=str(path), small_sizes=sizes))
+        for path in options.tasks
+    ]
     if isinstance(writer, ReplayWriter):
         for path, task in zip(options.tasks, tasks, strict=True):
             _add_replay(writer, task.task_id, path)

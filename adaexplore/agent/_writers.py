@@ -1,7 +1,9 @@
 """Who writes the kernels in headless mode: a model behind the client, or the offline replay generator.
 
-Both answer the same four requests (a module for a large step, a review and edits for a small step, a rule
-for a failure) with a `Reply`, so the loop treats them alike. Every call is recorded in the store with its
+Both answer the same four requests (a module for a large step, a review and a changed kernel for a small
+step, a rule for a failure) with a `Reply`, so the loop treats them alike. A step's request is the text
+`expand_node` gives an MCP client; only the model writer adds, after it, how a headless model writes its
+answer. Every call is recorded in the store with its
 tokens and cost, under the run and task of the step that made it.
 """
 
@@ -13,7 +15,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from adaexplore.agent._messages import Message, Reply, Usage
 from adaexplore.memory import RuleCandidate
@@ -23,12 +25,12 @@ from adaexplore.prompts import (
     KernelContext,
     RetryContext,
     ReviewContext,
-    TuneContext,
+    render_answer_format,
     render_distill_rule,
     render_judge_rule,
     render_retry,
     render_review,
-    render_tune,
+    render_step_extras,
 )
 from adaexplore.store import ModelCall, SqliteStore
 
@@ -86,6 +88,7 @@ class LargeRequest:
 class SmallRequest:
     task_id: str
     task_name: str
+    instructions: str  # from expand_node: the skill memory and the small step, as an MCP client gets them
     task_source: str
     memory: str
     current: KernelContext
@@ -103,7 +106,9 @@ class Writer(Protocol):
 
     async def review(self, request: SmallRequest) -> Reply: ...
 
-    async def write_edits(self, request: SmallRequest, guidance: str, feedback: list[Feedback]) -> Reply: ...
+    async def write_edits(self, request: SmallRequest, guidance: str, feedback: list[Feedback]) -> Reply:
+        """The small step's answer: numbered edits to the current kernel, or the complete module."""
+        ...
 
     async def distill(self, context: DistillContext) -> Reply: ...
 
@@ -117,6 +122,12 @@ def _conversation(first: str, feedback: list[Feedback], expect: str) -> list[Mes
         retry = RetryContext(problem=item.problem, expect=expect, truncated=item.truncated)  # type: ignore[arg-type]
         messages.append({"role": "user", "content": render_retry(retry)})
     return messages
+
+
+def _with_format(instructions: str, expect: Literal["module", "edits"]) -> str:
+    """A step's instructions, then how a headless model is to write its answer (an MCP client's answer is
+    its compile_and_profile call, so the instructions themselves say nothing of the format)."""
+    return f"{instructions.rstrip()}\n\n## How to answer\n{render_answer_format(expect)}\n"
 
 
 def _filed(store: SqliteStore, reply: Reply, purpose: str) -> Reply:
@@ -152,7 +163,8 @@ class ModelWriter:
         return _filed(self.store, await self.client.complete(messages, purpose=purpose), purpose)
 
     async def write_module(self, request: LargeRequest, feedback: list[Feedback]) -> Reply:
-        first = request.instructions  # expand_node put the skill memory at its head
+        # expand_node put the skill memory at its head
+        first = _with_format(request.instructions, "module")
         return await self._call(_conversation(first, feedback, "module"), "large_step")
 
     async def review(self, request: SmallRequest) -> Reply:
@@ -164,17 +176,8 @@ class ModelWriter:
         return await self._call([{"role": "user", "content": prompt}], "review")
 
     async def write_edits(self, request: SmallRequest, guidance: str, feedback: list[Feedback]) -> Reply:
-        first = render_tune(
-            TuneContext(
-                task_source=request.task_source,
-                memory=request.memory,
-                history=request.history,
-                current=request.current,
-                error=request.error,
-                notes=request.notes,
-                guidance=guidance,
-            )
-        )
+        extras = render_step_extras(error=request.error, notes=request.notes, guidance=guidance)
+        first = _with_format(request.instructions.rstrip("\n") + "\n" + extras, "edits")
         return await self._call(_conversation(first, feedback, "edits"), "tune")
 
     async def distill(self, context: DistillContext) -> Reply:

@@ -105,7 +105,7 @@ def _kernels(options: dict[str, object], suite: Suite) -> dict[int, str] | None:
 
 
 async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:
-    """Run (or resume) a bench; returns the exit code: 0 when every problem has its verdict, 130 when it was
+    """Run (or resume) a bench; returns the exit code: 0 when every problem has its verdict, 4 when it was
     interrupted, 1 when it stopped short for another reason (a budget, the model).
 
     Raises:
@@ -248,7 +248,7 @@ def _conclude(svc: tools.Services, bench_id: str, runner: BenchRunner, options: 
     if bench.status != "finished":
         out.write(f"stopped: {bench.stop_reason}. Resume with: adaexplore bench --resume {bench.id}\n")
         out.flush()
-        return 130 if (bench.stop_reason or "").startswith(INTERRUPTED) else 1
+        return 4 if (bench.stop_reason or "").startswith(INTERRUPTED) else 1  # 4: interrupted (the CLI's table)
     out.write(f"report: adaexplore report {bench.id} --html {bench.id}.html\n")
     out.flush()
     return 0

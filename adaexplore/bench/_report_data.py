@@ -19,6 +19,7 @@ from adaexplore.errors import NotFoundError
 from adaexplore.executor import Evaluation
 from adaexplore.search import correct
 from adaexplore.store import NodeRecord, SqliteStore
+from adaexplore.tools import run_best
 
 __all__ = ["bench_page_data", "run_page_data"]
 
@@ -88,7 +89,8 @@ def _run(store: SqliteStore, run_id: str) -> dict[str, Any]:
         task_name = run.task_id
     nodes = store.nodes(run.id)
     by_id = {n.id: n for n in nodes}
-    best = run.final_node_id or run.best_node_id
+    chosen = run_best(store, run)  # the best node and its number, as `runs` and best_kernel name them
+    best = chosen.node_id if chosen else None
     on_path: list[int] = []
     current = best
     while current is not None and current in by_id:
@@ -144,8 +146,11 @@ def _run(store: SqliteStore, run_id: str) -> dict[str, Any]:
         "updated_at": run.updated_at,
         "root_id": run.root_id,
         "best_node_id": best,
-        "best_speedup": by_id[best].speedup if best in by_id else None,
-        "confirmed": run.final_node_id is not None,
+        "best_speedup": chosen.speedup if chosen else None,
+        "best_measured": chosen.measured if chosen else None,  # re-measured, search-time or untimed
+        "best_why": chosen.why if chosen else None,
+        "best_tied": list(chosen.tied) if chosen else [],
+        "confirmed": chosen is not None and chosen.verified,
         "best_path": list(reversed(on_path)),
         "timed": timed,
         "counts": _counts(nodes),

@@ -19,6 +19,8 @@ from adaexplore.executor._models import (
     TrialResult,
 )
 from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
+from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
+from adaexplore.executor._small_sizes import Derivation, with_small_sizes
 from adaexplore.executor._task import Task, code_hash, load_task, read_task_file, task_from_source
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "AuditFlag",
     "Backend",
     "Correctness",
+    "Derivation",
     "Environment",
     "ErrorDetail",
     "Evaluation",
@@ -36,6 +39,7 @@ __all__ = [
     "ProgressUpdate",
     "Provenance",
     "Seeds",
+    "SizeProber",
     "Stats",
     "Status",
     "Task",
@@ -44,9 +48,11 @@ __all__ = [
     "Tolerance",
     "TrialResult",
     "code_hash",
+    "derive_small_sizes",
     "load_task",
     "mode_spec",
     "read_task_file",
     "task_from_source",
     "tolerance_for",
+    "with_small_sizes",
 ]

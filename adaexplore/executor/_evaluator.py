@@ -272,9 +272,13 @@ class Evaluator:
         fresh_reference: bool = False,
         fresh_seeds: bool = False,
         progress: Progress | None = None,
+        candidate_budget_s: float | None = None,
     ) -> Evaluation:
         """Evaluate `code` (a module defining ModelNew) against `task`. `fresh_seeds` draws new seeds for the
         weights, inputs and timing even where the mode's protocol fixes them (strict always draws them).
+        `candidate_budget_s` bounds the time spent waiting on the candidate over all its phases (loading,
+        trials, timing), besides each phase's own timeout: a kernel that hangs is a `timeout` within it,
+        whichever phase it hangs in. The reference's own work is not counted against it.
 
         A failing candidate is a result with a status, never an exception. A failure of adaexplore's own
         (`infra_error`) is retried once on a fresh worker; the result says so (`provenance.attempts`).
@@ -290,6 +294,7 @@ class Evaluator:
         for attempt in range(1, _ATTEMPTS + 1):
             run = Run(task, code, Mode(mode or self.config.mode), progress)
             run.started = started  # a retry's phases and progress count from the evaluation's start
+            run.candidate_budget_s = candidate_budget_s
             if fresh_seeds and not run.spec.fresh_seeds:
                 run.spec = run.spec.model_copy(update={"fresh_seeds": True})
             status, message, error = await self._attempt(run, backend, with_compile, fresh_reference)

@@ -14,6 +14,7 @@ __all__ = [
     "Correctness",
     "ErrorDetail",
     "Evaluation",
+    "KernelCost",
     "Mode",
     "Provenance",
     "Seeds",
@@ -138,6 +139,25 @@ class AuditFlag(_Model):
     message: str
 
 
+class KernelCost(_Model):
+    """One kernel compiled for the GPU target at one size, under one config (an autotune config or the launch's
+    own constexprs and options), as the assembler reports it. `skipped`: why this config was left out (it does
+    not compile, or needs more shared memory than the GPU has), as a GPU's autotuner would leave it out."""
+
+    kernel: str
+    sizes: Literal["full", "small"]
+    config: str
+    autotuned: bool = False
+    registers: int | None = None
+    # bytes per thread written to and read from local memory because registers ran out
+    spill_stores: int = 0
+    spill_loads: int = 0
+    shared_memory: int | None = None
+    # the assembler's warnings, in plain words
+    warnings: list[str] = Field(default_factory=list)
+    skipped: str | None = None
+
+
 class Audit(_Model):
     flags: list[AuditFlag] = Field(default_factory=list)
     # Triton launches from the candidate's own kernels in one forward call, and their names.
@@ -147,6 +167,8 @@ class Audit(_Model):
     triton_time_share: float | None = None
     # Shared memory per compiled kernel in bytes (compile backend).
     shared_memory: dict[str, int] = Field(default_factory=dict)
+    # Static cost of each kernel per config, at the small sizes and the task's full ones (compile backend).
+    static_cost: list[KernelCost] = Field(default_factory=list)
 
     @property
     def rejected(self) -> bool:

@@ -153,17 +153,26 @@ def _plain_format(text: str) -> bool:
 
 def _module_names(tree: ast.AST) -> tuple[set[str], set[str]]:
     """(bound, defined): every name the module binds anywhere (assignments, parameters, definitions, imports,
-    handlers, patterns), and the names of the classes and functions it defines. Deliberately scope-blind: it
-    only has to tell names the module defines from names it does not."""
+    handlers, patterns), and the names of the classes and functions it defines outside class bodies. Deliberately
+    scope-blind: it only has to tell names the module defines from names it does not. A method is left out of
+    `defined`: its name is an attribute of its class, never a variable the trust in defined names could pass to
+    (a property `scale` beside a parameter `scale` is plain code)."""
     bound: set[str] = set()
     defined: set[str] = set()
+    members = {
+        id(item)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            defined.add(node.name)
+            (bound if id(node) in members else defined).add(node.name)
         elif isinstance(node, ast.alias):
             bound.add(node.asname or node.name.split(".")[0])
         elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:

@@ -13,6 +13,7 @@ import types
 from adaexplore.executor._policy_ast import _import_aliases, _module_classes, _module_names
 from adaexplore.executor._policy_reach import Resolver, _banned_objects, _origin
 from adaexplore.executor._policy_rules import Violation, banned_name
+from adaexplore.executor._policy_scope import function_scope_reads
 from adaexplore.executor._policy_tables import _BANNED_NAMES, _REACHABLE_ROOTS, ALLOWED_IMPORTS
 from adaexplore.executor._policy_tables_attrs import _OWN_ROOTS
 
@@ -41,6 +42,17 @@ class _CheckerBase(ast.NodeVisitor):
         self._class_uses: set[int] = set()  # names of classes where a class may stand (isinstance, except ...)
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._kernel_depth = 0  # inside a Triton kernel, which nothing calls as a method
+        # reads of names a function binds itself (a parameter named input): never the builtin of that name
+        self._function_reads = function_scope_reads(tree)
+
+    def _builtin(self, node: ast.expr, name: str) -> bool:
+        """`node` reads the builtin `name`: not an import under that name, nor a name its function binds."""
+        return (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and name not in self.aliases
+            and id(node) not in self._function_reads
+        )
 
     def _add(self, node: ast.AST, code: str, message: str) -> None:
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))

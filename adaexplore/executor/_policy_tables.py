@@ -34,6 +34,16 @@ ALLOWED_IMPORTS = frozenset(
     }
 )
 
+# Private names of the allowed modules that honest code uses as if public: the helpers with which nn.Linear and
+# the convolutions initialize their parameters, which a candidate repeats to draw the same initial weights.
+# They only compute from a tensor's shape.
+_PRIVATE_BUT_PLAIN = frozenset(
+    {
+        "torch.nn.init._calculate_fan_in_and_fan_out",
+        "torch.nn.init._calculate_correct_fan",
+    }
+)
+
 _BANNED_CALLS = {
     "exec": "You cannot call exec; write the code directly.",
     "eval": "You cannot call eval; write the code directly.",

@@ -8,7 +8,7 @@ import builtins
 from adaexplore.executor._policy_ast import _plain_format
 from adaexplore.executor._policy_detour import _DetourChecks
 from adaexplore.executor._policy_rules import attribute_refused
-from adaexplore.executor._policy_tables import _BANNED_CALLS, ALLOWED_IMPORTS
+from adaexplore.executor._policy_tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
 from adaexplore.executor._policy_tables_attrs import (
     _ALLOWED_DUNDER_NAMES,
     _DEF_LINE,
@@ -44,7 +44,7 @@ class _ExpressionChecks(_DetourChecks):
                     "introspection",
                     "You cannot format with attribute or item fields ({0.name}, {0[key]}); use an f-string.",
                 )
-        else:
+        elif dotted not in _PRIVATE_BUT_PLAIN:
             refused = attribute_refused(node.attr, owned=self._owned(node.value))
             if refused:
                 self._add(node, *refused)
@@ -109,27 +109,17 @@ class _ExpressionChecks(_DetourChecks):
         if not isinstance(node.ctx, ast.Load):
             self._check_rebinding(node, node.id)
             self._check_own_root(node, node.id)
-        if isinstance(node.ctx, ast.Load) and node.id in _BANNED_CALLS and node.id not in self.aliases:
+        if isinstance(node.ctx, ast.Load) and node.id in _BANNED_CALLS and self._builtin(node, node.id):
             self._add(node, "banned_builtin", _BANNED_CALLS[node.id])
-        if (
-            isinstance(node.ctx, ast.Load)
-            and node.id == "getattr"
-            and "getattr" not in self.aliases
-            and id(node) not in self._called_getattr
-        ):
+        if isinstance(node.ctx, ast.Load) and self._builtin(node, "getattr") and id(node) not in self._called_getattr:
             # handed on (functools.reduce(getattr, ...)), its name is no longer in sight
             self._add(node, "banned_builtin", "You cannot pass getattr around; use the attribute directly.")
-        if (
-            isinstance(node.ctx, ast.Load)
-            and node.id == "type"
-            and "type" not in self.aliases
-            and id(node) not in self._type_calls
-        ):
+        if isinstance(node.ctx, ast.Load) and self._builtin(node, "type") and id(node) not in self._type_calls:
             # as a base (`class M(type)`), an alias or an argument, it makes classes out of strings
             self._add(node, "banned_builtin", "You cannot use type except as type(x) with one argument.")
         if isinstance(node.ctx, ast.Load):
             self._check_class_value(node)
-        if isinstance(node.ctx, ast.Load) and node.id == "super" and "super" not in self.bound:
+        if isinstance(node.ctx, ast.Load) and self._builtin(node, "super"):
             if id(node) not in self._called:
                 self._add(node, "banned_builtin", "You cannot use super except as super().method(...).")
         if (
@@ -189,7 +179,7 @@ class _ExpressionChecks(_DetourChecks):
                 "method_detour",
                 f"You cannot create instances of the autograd Function {func.id}; call {func.id}.apply(...).",
             )
-        if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.aliases:
+        if self._builtin(func, "type"):
             if len(node.args) > 1 or node.keywords:
                 self._add(
                     node, "banned_builtin", "You cannot make classes with type(name, bases, namespace); write a class."
@@ -202,18 +192,25 @@ class _ExpressionChecks(_DetourChecks):
             refused = attribute_refused(name.value, owned=self._owned(node.args[0]))
             if refused:
                 self._add(node, *refused)
-        if isinstance(func, ast.Name) and func.id == "getattr" and "getattr" not in self.aliases:
+        if self._builtin(func, "getattr"):
             self._called_getattr.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and not name.value.startswith("_")):
+            # a private name of the candidate's own object (getattr(self, "_cache", None)) is read as self._cache
+            owned = bool(node.args) and self._owned(node.args[0])
+            if not (
+                isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+                and (owned or not name.value.startswith("_"))
+            ):
                 self._add(
                     node,
                     "banned_builtin",
-                    "You cannot call getattr with a computed or private name; use the attribute directly.",
+                    "You cannot call getattr with a computed name, or a private one of an object other than self; "
+                    "use the attribute directly.",
                 )
             elif isinstance(name.value, str):
                 # getattr(torch, "sys") is torch.sys, getattr(tb, "tb_frame") is tb.tb_frame
-                refused = attribute_refused(name.value, owned=False)
+                refused = attribute_refused(name.value, owned=owned)
                 if refused:
                     self._add(node, *refused)
                 if node.args:

@@ -11,7 +11,7 @@ import ast
 from adaexplore.executor._policy_ast import _is_kernel
 from adaexplore.executor._policy_reach import _is_tensor_class
 from adaexplore.executor._policy_rules import attribute_refused
-from adaexplore.executor._policy_tables import ALLOWED_IMPORTS
+from adaexplore.executor._policy_tables import _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
 from adaexplore.executor._policy_tables_attrs import (
     _BUILTIN_NAMES,
     _DEFINABLE_DUNDERS,
@@ -73,7 +73,8 @@ class _Checker(_ExpressionChecks):
             # `from torch import nn` imports a module; `from triton import jit` an object of an allowed one.
             if full in ALLOWED_IMPORTS or module in ALLOWED_IMPORTS:
                 self._check_dotted(node, full)
-                refused = attribute_refused(alias.name, owned=False) if alias.name != "*" else None
+                plain = alias.name == "*" or full in _PRIVATE_BUT_PLAIN
+                refused = attribute_refused(alias.name, owned=False) if not plain else None
                 if refused:  # `from torch import sys` reads torch.sys
                     self._add(node, *refused)
                 self.aliases[alias.asname or alias.name] = full

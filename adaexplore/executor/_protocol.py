@@ -12,7 +12,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from adaexplore.executor._models import AuditFlag, ErrorDetail, Mode, Stats, Status, Tolerance, TrialResult
+from adaexplore.executor._models import (
+    AuditFlag,
+    ErrorDetail,
+    KernelCost,
+    Mode,
+    Stats,
+    Status,
+    Tolerance,
+    TrialResult,
+)
 from adaexplore.executor._modes import TimingSpec
 
 __all__ = [
@@ -266,6 +275,7 @@ class Failed(_Msg):
     error: ErrorDetail | None = None
     flags: list[AuditFlag] = Field(default_factory=list)
     shared_memory: dict[str, int] = Field(default_factory=dict)
+    static_cost: list[KernelCost] = Field(default_factory=list)
 
 
 class TargetCompiles(_Msg):
@@ -284,6 +294,7 @@ class Compiled(_Msg):
     kind: Literal["compiled"] = "compiled"
     kernels: list[str]
     shared_memory: dict[str, int] = Field(default_factory=dict)
+    static_cost: list[KernelCost] = Field(default_factory=list)
     flags: list[AuditFlag] = Field(default_factory=list)
     load_s: float
     compile_s: float

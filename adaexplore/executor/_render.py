@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from adaexplore.executor._models import Evaluation, Stats, Tolerance
+from adaexplore.executor._models import Evaluation, KernelCost, Stats, Tolerance
 
-__all__ = ["render_evaluation"]
+__all__ = ["render_evaluation", "static_cost_line", "static_cost_table"]
 
 
 def _tolerance(tol: Tolerance) -> str:
@@ -26,6 +26,57 @@ def _stats(stats: Stats, statistic: str) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2g}"
+
+
+def _cost(c: KernelCost) -> str:
+    if c.skipped is not None:
+        return f"skipped: {c.skipped}"
+    regs = "? registers" if c.registers is None else f"{c.registers} registers"
+    spills = "no spills" if not (c.spill_stores or c.spill_loads) else f"spills {c.spill_stores}/{c.spill_loads} B"
+    return f"{regs}, {spills}, {c.shared_memory or 0} B shared"
+
+
+def static_cost_table(costs: list[KernelCost]) -> str:
+    """Each kernel per config and size: registers per thread, spilled bytes (stores/loads), shared memory, and
+    the assembler's warnings."""
+    order = sorted(costs, key=lambda c: (c.kernel, c.sizes != "full", c.skipped is not None))
+    lines = ["sm_90 static cost, per kernel and config (compiled, not run):"]
+    for c in order:
+        lines.append(f"  {c.kernel} [{c.sizes}] {c.config}: {_cost(c)}")
+        lines.extend(f"    ptxas warning: {w}" for w in c.warnings)
+    return "\n".join(lines)
+
+
+def static_cost_line(costs: list[KernelCost]) -> str:
+    """One clause for a verdict's message: each kernel's cost at the largest size compiled, the configs skipped,
+    and the assembler's warnings."""
+    parts = []
+    for name in sorted({c.kernel for c in costs}):
+        own = [c for c in costs if c.kernel == name]
+        sizes = "full" if any(c.sizes == "full" for c in own) else "small"
+        kept = [c for c in own if c.sizes == sizes and c.skipped is None]
+        skipped = [c for c in own if c.sizes == sizes and c.skipped is not None]
+        if kept:
+            regs = sorted({c.registers for c in kept if c.registers is not None})
+            reg_text = "-".join(str(r) for r in (regs[:1] + regs[-1:] if len(regs) > 1 else regs)) or "?"
+            spills = max(c.spill_stores + c.spill_loads for c in kept)
+            shared = max(c.shared_memory or 0 for c in kept)
+            text = (
+                f"{name} at {sizes} sizes: {reg_text} registers, "
+                + ("no spills" if not spills else f"{spills} B spilled")
+                + f", {shared} B shared"
+            )
+            if len(kept) > 1:
+                text += f" over {len(kept)} configs"
+        else:
+            text = f"{name} at {sizes} sizes: no config compiled"
+        if skipped:
+            text += f" ({len(skipped)} autotune config{'s' if len(skipped) != 1 else ''} skipped)"
+        warnings = sorted({w for c in kept for w in c.warnings})
+        if warnings:
+            text += "; ptxas warns: " + "; ".join(warnings)
+        parts.append(text)
+    return "; ".join(parts)
 
 
 def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
@@ -83,6 +134,8 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
         audit.append(f"{ev.audit.triton_time_share:.0%} of the GPU time of a forward is in these kernels")
     if ev.audit.shared_memory:
         audit.append("shared memory: " + ", ".join(f"{k} {v} B" for k, v in sorted(ev.audit.shared_memory.items())))
+    if ev.audit.static_cost:
+        audit.append(static_cost_table(ev.audit.static_cost))
     audit.extend(f"[{f.severity}] {f.code}: {f.message}" for f in ev.audit.flags)
     row("audit", "\n".join(audit) or "no flags")
     p = ev.provenance

@@ -15,10 +15,11 @@ __all__ = [
     "JudgeRuleContext",
     "KernelContext",
     "LargeStepContext",
+    "PrecisionContext",
     "RetryContext",
     "ReviewContext",
     "SmallStepContext",
-    "TuneContext",
+    "render_answer_format",
     "render_distill_rule",
     "render_judge_rule",
     "render_large_step",
@@ -26,7 +27,7 @@ __all__ = [
     "render_review",
     "render_skill_memory",
     "render_small_step",
-    "render_tune",
+    "render_step_extras",
     "render_with_memory",
 ]
 
@@ -41,11 +42,34 @@ class KernelContext(BaseModel):
     code: str
 
 
+class PrecisionContext(BaseModel):
+    """The run's tolerance for float32 outputs, with what each float32 `tl.dot` precision does against it.
+
+    The numbers come from the run's mode (executor/_modes.py); the `*_error` values are measured relative
+    errors of a float32 `tl.dot` against float64 on an H200, and `*_passes` say whether that error sits
+    well inside this tolerance.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str
+    reference_dtype: str
+    kind: Literal["allclose", "scaled"]
+    atol: float
+    rtol: float
+    norm_rtol: float | None
+    tf32_error: float
+    tf32x3_error: float
+    tf32_passes: bool
+    tf32x3_passes: bool
+
+
 class LargeStepContext(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task_source: str
     pool: list[KernelContext]
+    precision: PrecisionContext
 
 
 class DistillContext(BaseModel):
@@ -63,18 +87,6 @@ class ReviewContext(BaseModel):
     memory: str
     current: KernelContext
     error: str
-
-
-class TuneContext(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    task_source: str
-    memory: str
-    history: list[KernelContext]
-    current: KernelContext
-    error: str
-    notes: str
-    guidance: str
 
 
 class JudgeRuleContext(BaseModel):
@@ -98,6 +110,7 @@ class SmallStepContext(BaseModel):
     task_source: str
     current: KernelContext
     history: list[KernelContext]
+    precision: PrecisionContext
 
 
 @cache
@@ -134,8 +147,16 @@ def render_review(context: ReviewContext) -> str:
     return _render("review.j2", context)
 
 
-def render_tune(context: TuneContext) -> str:
-    return _render("tune.j2", context)
+def render_step_extras(*, error: str, notes: str, guidance: str) -> str:
+    """What headless mode adds after a small step's instructions: the current kernel's error, what went
+    wrong in the step that made it, and a reviewer's suggestions ("" when there is none of them)."""
+    return _environment().get_template("step_extras.j2").render(error=error, notes=notes, guidance=guidance)
+
+
+def render_answer_format(expect: Literal["module", "edits"]) -> str:
+    """How a headless model is to write its answer: a whole module (a large step), or numbered edits or a
+    whole module (a small step, "edits"). MCP clients send code through compile_and_profile and never read this."""
+    return _environment().get_template("answer_format.j2").render(expect=expect)
 
 
 def render_judge_rule(context: JudgeRuleContext) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from adaexplore.config import SearchConfig
+from adaexplore.search._best import TieBreak
 from adaexplore.search._nodes import Kind, NodeStats
 from adaexplore.search._uct import expand_score, uct_score
 
@@ -35,6 +36,9 @@ class Decision:
     best_child: int | None
     best_child_score: float | None
     expanded: bool
+    # the other children whose UCT score equals the best child's (untimed correct kernels often do): the best
+    # child is the first of them, or the lowest by the tie-break key when one is given
+    tied: tuple[int, ...] = ()
 
 
 @dataclass
@@ -46,8 +50,11 @@ class Selection:
     reason: str = ""
 
 
-def select(view: TreeView, root: int, config: SearchConfig, rng: random.Random) -> Selection:
-    """The node to expand and the action to take there."""
+def select(
+    view: TreeView, root: int, config: SearchConfig, rng: random.Random, tie_break: TieBreak | None = None
+) -> Selection:
+    """The node to expand and the action to take there. Among children of equal UCT score the first wins (as
+    in the authors' code), or the one `tie_break` ranks lowest when it is given."""
     weight = config.exploration_weight
     weight_expand = weight * config.expand_exploration_ratio
     trail: list[Decision] = []
@@ -59,11 +66,14 @@ def select(view: TreeView, root: int, config: SearchConfig, rng: random.Random) 
             trail.append(Decision(current.id, expand, None, None, True))
             break
         scores = [uct_score(c, current.visits, weight, config.reward_alpha) for c in children]
-        best = max(range(len(children)), key=lambda i: scores[i])  # the first of equals, as the authors' code
+        top = max(scores)
+        equal = [i for i in range(len(children)) if scores[i] == top]
+        best = equal[0] if tie_break is None else min(equal, key=lambda i: (tie_break(children[i]), i))
+        tied = tuple(children[i].id for i in equal if i != best)
         if expand > scores[best]:
-            trail.append(Decision(current.id, expand, children[best].id, scores[best], True))
+            trail.append(Decision(current.id, expand, children[best].id, scores[best], True, tied))
             break
-        trail.append(Decision(current.id, expand, children[best].id, scores[best], False))
+        trail.append(Decision(current.id, expand, children[best].id, scores[best], False, tied))
         current = children[best]
     action, reason = choose_action(current, config, rng)
     return Selection(node=current.id, action=action, trail=trail, reason=reason)

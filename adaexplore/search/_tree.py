@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adaexplore.search._nodes import Kind, NodeStats, correct
+from adaexplore.search._best import best_correct
+from adaexplore.search._nodes import Kind, NodeStats
 
 __all__ = ["Tree"]
 
@@ -58,8 +59,9 @@ class Tree:
         return [best for head in heads if (best := self.segment_best(head)) is not None]
 
     def best(self) -> NodeStats | None:
-        """The global best: the highest score among correct nodes, the earlier on ties; never an incorrect one."""
-        return max((n for n in self._nodes.values() if correct(n.status)), key=lambda n: (n.score, -n.id), default=None)
+        """The global best: the fastest correct node, the first found on ties; never an incorrect one."""
+        best = best_correct(self._nodes.values())
+        return best.node if best else None
 
     def add(self, parent: int, kind: Kind, status: str, speedup: float | None, reward: float) -> NodeStats:
         """Insert an evaluated child of `parent` and add its reward to it and every ancestor."""

@@ -18,7 +18,7 @@ from mcp import MCPError
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import (
     INTERNAL_ERROR,
@@ -30,7 +30,7 @@ from mcp.types import (
     ToolAnnotations,
 )
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from adaexplore import __version__, tools
 from adaexplore._runs_view import render_run_tree
@@ -38,7 +38,9 @@ from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError, EvaluatorError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Evaluation, ProgressUpdate, Status
 from adaexplore.prompts import DistillContext, render_distill_rule
+from adaexplore.server._arguments import check_arguments, explain_validation, our_message, shown
 from adaexplore.server._pages import add_report_routes
+from adaexplore.server._schema import compact_input, compact_output, one_line
 from adaexplore.server._trim import trim
 from adaexplore.store import MAX_INTEGER
 
@@ -49,12 +51,12 @@ Action = Literal["small", "large"]
 ModeName = Literal["strict", "kernelbench", "paper"]
 BackendName = Literal["auto", "cuda", "compile", "interpret"]
 
+# A hint left out is the protocol's default (readOnlyHint and idempotentHint false); destructiveHint and
+# openWorldHint default to true, so they are always said.
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 # Registering the same task twice gives the same id and changes nothing.
-IDEMPOTENT_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+IDEMPOTENT_WRITE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _HEARTBEAT_S = 4.0
 _SCOPES = ["adaexplore"]
 _MAX_CODE = 1_000_000
@@ -76,74 +78,42 @@ class _StaticToken:
         return AccessToken(token=token, client_id="adaexplore", scopes=["adaexplore"]) if token == self._token else None
 
 
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-def _json_types(spec: dict[str, Any]) -> set[str]:
-    """The JSON types a parameter's schema admits (empty: not known from the schema alone)."""
-    if isinstance(spec.get("type"), str):
-        return {spec["type"]}
-    if isinstance(spec.get("type"), list):
-        return set(spec["type"])
-    if "enum" in spec:
-        return {_json_type_of(v) for v in spec["enum"]}
-    options = spec.get("anyOf") or spec.get("oneOf")
-    if options:
-        found = [_json_types(option) for option in options]
-        return set().union(*found) if all(found) else set()
-    return set()
-
-
-def _json_type_of(value: Any) -> str:
-    return next((t for t, fits in _JSON_TYPES.items() if fits(value)), type(value).__name__)
-
-
 class _StrictServer(MCPServer):
     """An MCP server whose tools and prompts refuse arguments they do not take: a misspelt name would otherwise
     be dropped without a word, and the call would do something other than what was asked."""
 
-    _taken: dict[str, set[str]] | None = None  # each tool's argument names
+    _schemas: dict[str, dict[str, Any]] | None = None  # each tool's input schema, as clients see it
 
     async def list_tools(self) -> list[MCPTool]:
         listed = await super().list_tools()
         for tool in listed:
-            tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+            tool.input_schema = {**compact_input(tool.input_schema), "additionalProperties": False}
+            tool.output_schema = compact_output(tool.output_schema)
+            tool.description = one_line(tool.description)
         return listed
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
-        taken = getattr(self, "_taken", None)
-        if taken is None:  # the tools are all registered before the first call, and never change after
-            taken = self._taken = {
-                t.name: {key: _json_types(spec) for key, spec in t.input_schema.get("properties", {}).items()}
-                for t in await super().list_tools()
-            }
-        if name in taken:
-            unknown = sorted(set(arguments) - set(taken[name]))
-            if unknown:
-                raise ToolError(
-                    f"{name} takes no argument {', '.join(map(repr, unknown))}; its arguments are "
-                    f"{', '.join(sorted(taken[name]))}"
-                )
-            # The SDK converts what it can ("2" and true to 2): a wrong type is refused here instead, so that
-            # a call does only what it says.
-            for key, value in arguments.items():
-                types = taken[name][key]
-                if types and not any(_JSON_TYPES[t](value) for t in types if t in _JSON_TYPES):
-                    raise ToolError(
-                        f"{name}: argument {key!r} must be {' or '.join(sorted(types))}, not "
-                        f"{_json_type_of(value)} ({json.dumps(value)[:40]})"
-                    )
-        return await super().call_tool(name, arguments, context)
+        schemas = self._schemas
+        if schemas is None:  # the tools are all registered before the first call, and never change after
+            schemas = self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
+        if name not in schemas:
+            raise ToolError(f"there is no tool {shown(name)}; the tools are {', '.join(sorted(schemas))}")
+        # A misspelt argument would otherwise be dropped without a word, and the SDK would convert what it
+        # can (true to 1): both are refused here, so that a call does only what it says.
+        try:
+            checked = check_arguments(name, arguments, schemas[name])
+        except ValueError as exc:
+            raise ToolError(our_message(name, str(exc), arguments)) from None
+        try:
+            return await super().call_tool(name, checked, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(explain_validation(name, exc.__cause__, arguments, schemas[name])) from exc.__cause__
+            raise ToolError(our_message(name, str(exc), arguments)) from exc
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context | None = None
@@ -299,12 +269,15 @@ def _register_tools(mcp: MCPServer) -> None:
         ] = None,
         path: Annotated[str | None, Field(description="or the path of a task file on the server's machine")] = None,
         name: Annotated[str | None, Field(description="a short name for the task", max_length=100)] = None,
+        small_sizes: Annotated[
+            dict[str, int | float] | None,
+            Field(description="sizes for CPU checks (module-level names to numbers); {}: none; default: derived"),
+        ] = None,
     ) -> Annotated[CallToolResult, tools.CreateTaskResult]:
-        """Register a reference task (a PyTorch Model in the KernelBench format) and get its task_id. The same
-        task always gets the same id. The task is loaded once in the evaluator's own process (its module
-        imported, Model built, inputs drawn), so a task whose code fails is refused here with the reason. Call
-        start_run next to search for kernels, or compile_and_profile with the task_id to evaluate one kernel."""
-        request = tools.CreateTaskRequest(source=source, path=path, name=name)
+        """Register a reference task (a PyTorch Model, KernelBench format) and get its task_id; the same task
+        always gets the same id. The task is loaded once in the evaluator, so code that fails is refused with the
+        reason. Next: start_run, or compile_and_profile with the task_id for one kernel."""
+        request = tools.CreateTaskRequest(source=source, path=path, name=name, small_sizes=small_sizes)
 
         async def check(report: Callable[[ProgressUpdate], Awaitable[None]]) -> tools.CreateTaskResult:
             await report(
@@ -314,7 +287,10 @@ def _register_tools(mcp: MCPServer) -> None:
 
         # the task's own code runs here (a slow get_inputs, a big Model): progress keeps the client waiting
         result = await _with_progress(ctx, check)
-        return _answer(result, f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)})")
+        return _answer(
+            result,
+            f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)}); {result.small_sizes_note}",
+        )
 
     @mcp.tool(title="Start a search run", annotations=WRITES)
     async def start_run(
@@ -355,8 +331,8 @@ def _register_tools(mcp: MCPServer) -> None:
         ctx: Context,
         run_id: Annotated[str, Field(description="from start_run")],
     ) -> Annotated[CallToolResult, tools.SelectUctResult]:
-        """Pick the node to grow and the step to take there (small: edit its kernel; large: write a new one),
-        by UCT with the expand option; the trail shows the scores that decided. Call expand_node next."""
+        """Pick the node to grow and the step (small: edit its kernel; large: write a new one) by UCT; the trail
+        shows the scores that decided. Call expand_node next."""
         result = _call(lambda: tools.select_uct(_services(ctx), tools.SelectUctRequest(run_id=run_id)))
         return _answer(
             result,
@@ -370,32 +346,21 @@ def _register_tools(mcp: MCPServer) -> None:
         run_id: Annotated[str, Field(description="from start_run")],
         node_id: Annotated[int, Field(description="from select_uct", ge=1, le=MAX_INTEGER)],
         action: Annotated[Action, Field(description="from select_uct: small or large")],
-    ) -> Annotated[CallToolResult, tools.ExpandNodeResult]:
-        """What you need to write the next kernel: the task, for a small step the kernel to edit and its recent
-        history, for a large step the best kernel of each earlier line of search, and the instructions. Write the
-        module, then call compile_and_profile with the returned expansion_id."""
+    ) -> Annotated[CallToolResult, tools.StepAnswer]:
+        """What you need to write the next kernel, in `instructions`: the task, the skill memory's rules, for a
+        small step the kernel to edit and its recent history, for a large step the best kernel of each earlier
+        line of search. Write the module, then call compile_and_profile with the returned expansion_id."""
         result = _call(
             lambda: tools.expand_node(
                 _services(ctx), tools.ExpandNodeRequest(run_id=run_id, node_id=node_id, action=action)
             )
         )
-        resources = {f"pool.{i}.code": f"node://{k.node_id}/code" for i, k in enumerate(result.pool)}
-        resources |= {
-            f"working_memory.{i}.code": f"node://{k.node_id}/code" for i, k in enumerate(result.working_memory)
-        }
-        if result.current is not None:
-            resources["current.code"] = f"node://{result.current.node_id}/code"
-        resources["task_source"] = f"task://{_services(ctx).store.run(run_id).task_id}"
-        # the instructions hold the kernels above too: cut those first, and the instructions only past that
-        resources["instructions"] = f"the {action}_step prompt with run_id={run_id!r}, node_id={node_id}"
+        kernels = f"{len(result.pool)} pool kernels" if action == "large" else "the kernel to edit"
         return _answer(
-            result,
-            f"expansion {result.expansion_id}: a {action} step from node {node_id}; "
-            f"{len(result.pool)} pool kernels, {len(result.working_memory)} earlier in working memory"
-            f"{', the current kernel' if result.current else ''}; the skill memory's rules at the head of the "
-            "instructions. Follow `instructions`.",
-            resources,
-            last=("instructions",),
+            tools.StepAnswer.of(result),
+            f"expansion {result.expansion_id}: a {action} step from node {node_id}; the instructions hold the task, "
+            f"{kernels} and the skill memory's rules. Follow `instructions`.",
+            {"instructions": f"the {action}_step prompt with run_id={run_id!r}, node_id={node_id}"},
         )
 
     @mcp.tool(title="Compile, check and time a kernel", annotations=WRITES)
@@ -427,11 +392,10 @@ def _register_tools(mcp: MCPServer) -> None:
             Field(description="where to run, for code evaluated with task_id alone (in a run: the run's)"),
         ] = None,
     ) -> Annotated[CallToolResult, tools.CompileAndProfileResult]:
-        """Evaluate a kernel in an isolated worker: compile, check it against the reference on fresh inputs, and
-        time it on the GPU (on a machine without a GPU: compile for the GPU and check in Triton's interpreter, no
-        timing). A kernel that fails is a normal result: `status` (compile_error, runtime_error, mismatch,
-        timeout, crashed, rejected, …) and `message` say what went wrong and where. With an expansion_id the
-        result becomes a node of the run and says if it is the new best. After a failure, call record_failure."""
+        """Evaluate a kernel in an isolated worker: compile, check against the reference on fresh inputs, time on
+        the GPU (without a GPU: check in Triton's interpreter, untimed). A failing kernel is a normal result:
+        `status` and `message` say what went wrong. With an expansion_id the result joins the run as a node.
+        After a failure, call record_failure."""
         svc = _services(ctx)
         request = tools.CompileAndProfileRequest(
             code=code,
@@ -473,9 +437,8 @@ def _register_tools(mcp: MCPServer) -> None:
         ] = None,
         code: Annotated[str | None, Field(description="and the kernel's code", max_length=_MAX_CODE)] = None,
     ) -> Annotated[CallToolResult, tools.RecordFailureResult]:
-        """Store a failure and count it toward the skill memory's rule for that kind of mistake (found by the
-        failure's signature, or by the similarity of your rule's text). Returns the rule, how often and in how
-        many tasks it was seen, and whether it is now put into prompts."""
+        """Store a failure and count it toward the skill memory's rule for that mistake (matched by signature or
+        by your rule's text). Returns the rule, its counts, and whether it is now put into prompts."""
         request = tools.RecordFailureRequest(
             task_id=task_id, node_id=node_id, rule=rule, status=status, error_text=error_text, code=code
         )
@@ -488,8 +451,7 @@ def _register_tools(mcp: MCPServer) -> None:
         rule_id: Annotated[
             int,
             Field(
-                description="the rule: from get_skill_memory with format='data' (its `unconfirmed` list holds the "
-                "imported rules this tool is for)",
+                description="from get_skill_memory(format='data'), its `unconfirmed` list",
                 ge=1,
                 le=MAX_INTEGER,
             ),
@@ -505,11 +467,9 @@ def _register_tools(mcp: MCPServer) -> None:
         ],
         backend: Annotated[BackendName | None, Field(description="where to run (default: auto)")] = None,
     ) -> Annotated[CallToolResult, tools.ConfirmRuleResult]:
-        """Give a rule evidence: evaluate a small kernel that makes the rule's mistake. If it fails with a kind
-        of failure no other rule covers, that failure joins the rule, the rule becomes curated, and its scope
-        starts at the server's Triton, so it is put into prompts from then on. This is how a rule imported
-        from another memory (scope unknown) is trusted. A reproducer that passes, or shows another rule's
-        mistake, is refused and changes nothing."""
+        """Back an imported rule (scope unknown) with evidence: evaluate a small kernel that makes its mistake.
+        If it fails in a way no other rule covers, the rule becomes curated, scoped to the server's Triton, and is
+        put into prompts. A reproducer that passes, or shows another rule's mistake, changes nothing."""
         svc = _services(ctx)
         request = tools.ConfirmRuleRequest(rule_id=rule_id, task_id=task_id, code=code, backend=backend)
         result = await _with_progress(
@@ -522,20 +482,20 @@ def _register_tools(mcp: MCPServer) -> None:
         ctx: Context,
         format: Annotated[
             Literal["prompt", "data"],
-            Field(description="prompt: a block to paste into your context; data: the rules with their counts"),
+            Field(description="prompt: one block of text; data: the rules with their counts"),
         ] = "prompt",
         triton: Annotated[str | None, Field(description="Triton version to scope to (default: the server's)")] = None,
         min_occurrences: Annotated[
             int | None,
-            Field(description="override the threshold: occurrences a rule needs (default 3)", ge=1, le=MAX_INTEGER),
+            Field(description="occurrences a rule needs (default 3)", ge=1, le=MAX_INTEGER),
         ] = None,
         min_tasks: Annotated[
             int | None,
-            Field(description="override the threshold: distinct tasks a rule needs (default 2)", ge=1, le=MAX_INTEGER),
+            Field(description="distinct tasks a rule needs (default 2)", ge=1, le=MAX_INTEGER),
         ] = None,
         backend: Annotated[
             Literal["cuda", "compile", "interpret"] | None,
-            Field(description="only rules that hold where kernels run on this backend (default: any)"),
+            Field(description="only rules that hold on this backend (default: any)"),
         ] = None,
     ) -> Annotated[CallToolResult, tools.GetSkillMemoryResult]:
         """The rules learned from earlier failures of Triton kernels ("You cannot …"), for the running Triton.
@@ -552,8 +512,11 @@ def _register_tools(mcp: MCPServer) -> None:
                 ),
             )
         )
-        text = result.prompt if format == "prompt" and result.prompt else f"{len(result.rules)} rules"
-        return _answer(result, text, {"prompt": "memory://current"})
+        count = f"{len(result.rules)} rules for Triton {result.triton}"
+        if format == "data":
+            return _answer(result, count)
+        # one copy of the text: the block, with the rules' counts left to format='data'
+        return _answer(result.model_copy(update={"rules": []}), f"{count}: `prompt`", {"prompt": "memory://current"})
 
     @mcp.tool(title="Read a node", annotations=READ_ONLY)
     async def get_node(
@@ -576,8 +539,7 @@ def _register_tools(mcp: MCPServer) -> None:
         ctx: Context,
         run_id: Annotated[str, Field(description="a run id")],
     ) -> Annotated[CallToolResult, tools.RunResult]:
-        """A run's progress: steps, counts by status, depth, and its best node. The whole tree is the resource
-        run://{run_id}/tree."""
+        """A run's progress: steps, counts by status, depth, best node. The tree is run://{run_id}/tree."""
         result = _call(lambda: tools.get_run(_services(ctx), tools.GetRunRequest(run_id=run_id)))
         best = f"best node {result.best_node_id}" if result.best_node_id is not None else "no correct kernel yet"
         stopped = f"; stopped: {result.stop_reason}" if result.status == "stopped" else ""

@@ -9,7 +9,12 @@ import socket
 import sys
 
 import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from pydantic import ValidationError
 
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
@@ -48,7 +53,53 @@ def loopback_guard(host: str, port: int) -> TransportSecuritySettings:
 
 
 def serve_stdio(settings: Settings) -> None:
-    anyio.run(build_server(settings).run_stdio_async)
+    anyio.run(_run_stdio, build_server(settings))
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """stdio as the SDK serves it, except that a line that is not a JSON-RPC message gets an answer: the SDK
+    drops it without a word, and the client waits for a reply that never comes."""
+    async with stdio_server() as (read_stream, write_stream):
+        incoming_send, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def sort_lines() -> None:
+            async with incoming_send, read_stream:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        await write_stream.send(SessionMessage(refusal_of(item)))
+                    else:
+                        await incoming_send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sort_lines)
+            lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async serves this same object
+            await lowlevel.run(incoming, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def refusal_of(problem: Exception) -> JSONRPCError:
+    """The JSON-RPC error for a line the SDK could not read: -32700 when it is not JSON, -32600 when it is JSON
+    but no JSON-RPC message. Its id cannot be trusted, so the answer's is null. The same words go to stderr."""
+    if isinstance(problem, ValidationError):
+        kinds = {error["type"] for error in problem.errors(include_url=False, include_input=False)}
+        not_json = "json_invalid" in kinds
+    else:
+        not_json = True
+    if not_json:
+        code, message = (
+            PARSE_ERROR,
+            ("Parse error: the line is not JSON; send each JSON-RPC message as one JSON object on one line"),
+        )
+    else:
+        code, message = (
+            INVALID_REQUEST,
+            (
+                'Invalid request: the line is JSON but not a JSON-RPC 2.0 message; send {"jsonrpc": "2.0", "id": …, '
+                '"method": …, "params": {…}}'
+            ),
+        )
+    print(f"adaexplore: answered a stdin line with error {code}: {message}", file=sys.stderr, flush=True)
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
 
 
 def _check_bindable(host: str, port: int) -> None:
@@ -90,6 +141,15 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
                 flush=True,
             )
     _check_bindable(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    where = f"http://{shown}:{port}/mcp" if port else f"http://{shown}:PORT/mcp (PORT: the free port picked)"
+    if token is None:
+        header = ""
+    elif os.environ.get("ADAEXPLORE_TOKEN"):
+        header = "; send the header 'Authorization: Bearer <the ADAEXPLORE_TOKEN you set>'"
+    else:
+        header = f"; send the header 'Authorization: Bearer {token}'"
+    print(f"adaexplore: MCP server: give your client the URL {where}{header}", file=sys.stderr, flush=True)
     # Off loopback the Host a client uses can be any name of this machine, so there is no guard: the token is
     # what keeps others out (a rebinding browser cannot present it).
     server = build_server(settings, token=token, transport_security=guard)

@@ -458,6 +458,15 @@ class SqliteTreeView:
         )
         return [self._stats(r) for r in rows]
 
+    def correct_nodes(self) -> list[NodeStats]:
+        """The run's correct nodes, in id order (what the choice of its best kernel reads)."""
+        return [
+            self._stats(r)
+            for r in self._db.execute(
+                f"SELECT {_STATS} FROM nodes WHERE run_id=? AND correct=1 ORDER BY id", (self.run_id,)
+            )
+        ]
+
     def shape(self) -> tuple[int, int, dict[str, int]]:
         """The tree's node count, its depth, and its nodes counted by verdict, from aggregates (no rows)."""
         nodes, depth = 0, 0

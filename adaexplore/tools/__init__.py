@@ -1,5 +1,6 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
+from adaexplore.tools._best import Measured, RunBest, run_best, speedup_text, tie_break_key
 from adaexplore.tools._memory import (
     ConfirmRuleRequest,
     ConfirmRuleResult,
@@ -40,6 +41,8 @@ from adaexplore.tools._models import (
     SelectUctResult,
     StartRunRequest,
     StartRunResult,
+    StepAnswer,
+    StepKernel,
     TrailStep,
 )
 from adaexplore.tools._service import (
@@ -80,11 +83,13 @@ __all__ = [
     "GetSkillMemoryRequest",
     "GetSkillMemoryResult",
     "ImportResult",
+    "Measured",
     "NodeResult",
     "Progress",
     "RecordFailureRequest",
     "RecordFailureResult",
     "ReevaluatedCandidate",
+    "RunBest",
     "RunResult",
     "SelectUctRequest",
     "SelectUctResult",
@@ -92,6 +97,8 @@ __all__ = [
     "SkillRule",
     "StartRunRequest",
     "StartRunResult",
+    "StepAnswer",
+    "StepKernel",
     "TrailStep",
     "best_kernel",
     "compile_and_profile",
@@ -109,9 +116,12 @@ __all__ = [
     "injected",
     "open_services",
     "record_failure",
+    "run_best",
     "running_triton",
     "seed_starter_memory",
     "select_uct",
+    "speedup_text",
     "start_run",
     "step_instructions",
+    "tie_break_key",
 ]

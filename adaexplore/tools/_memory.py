@@ -125,7 +125,7 @@ class GetSkillMemoryResult(BaseModel):
     triton: str
     min_occurrences: int
     min_tasks: int
-    rules: list[SkillRule]
+    rules: list[SkillRule] = Field(description="the rules with their counts (over MCP: format data only)")
     prompt: str | None
     unconfirmed: list[SkillRule] = Field(
         default=[],
@@ -260,6 +260,14 @@ def _described(evaluation: Evaluation, code: str) -> tuple[Signature, str, str, 
         evaluation.provenance.triton,
         backend,
     )
+
+
+def _failed_with(evaluation: Evaluation) -> str:
+    """How an evaluation failed, in one line: its status, and the error's type and first line."""
+    error = evaluation.error
+    first = (evaluation.message or "").strip().splitlines()[0] if (evaluation.message or "").strip() else ""
+    kind = f"{error.type}: " if error is not None and error.type and error.type not in first else ""
+    return f"{evaluation.status.value} ({kind}{first[:200]})" if first or kind else evaluation.status.value
 
 
 async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFailureResult:
@@ -701,10 +709,20 @@ async def confirm_rule(
             f"the reproducer failed with {evaluation.status.value}, but too generically to name one mistake "
             f"(signature {sig.key[:_DISPLAY]!r}); make it fail with an error message of its own"
         )
+    failed_with = _failed_with(evaluation)
     owner = svc.store.rule_for_signature(sig.id)
     if owner is not None and owner.id != rule.id:
         raise RequestError(
-            f"the reproducer fails with the mistake of rule {owner.id} ({owner.text!r}), not of rule {rule.id}"
+            f"the reproducer fails with the mistake of rule {owner.id} ({owner.text!r}), not of rule {rule.id}: "
+            f"it failed with {failed_with}"
+        )
+    own = [key for _, key in svc.store.rule_signature_keys(rule.id)]
+    if own and sig.id not in rule.signatures:
+        raise RequestError(
+            f"the reproducer does not fail by rule {rule.id}'s own signature, so it backs nothing: it failed with "
+            f"{failed_with}, and rule {rule.id} is about {own[0][:_DISPLAY]!r}"
+            f"{f' (and {len(own) - 1} more)' if len(own) > 1 else ''}. Check that --task is the task the reproducer "
+            "was written for and that it makes the rule's mistake"
         )
     confirmed = svc.store.confirm_rule(
         rule.id,
@@ -729,7 +747,7 @@ async def confirm_rule(
         signature_key=sig.key[:_DISPLAY],
         injected=now_injected,
         message=(
-            f"rule {confirmed.id} is backed by a reproducer that fails with {evaluation.status.value}; "
+            f"rule {confirmed.id} is backed by a reproducer that fails with {failed_with}; "
             f"scope {describe_scope(confirmed)}; {'injected into prompts' if now_injected else 'not injected'}{again}"
         ),
     )

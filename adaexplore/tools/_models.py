@@ -31,6 +31,8 @@ __all__ = [
     "SelectUctResult",
     "StartRunRequest",
     "StartRunResult",
+    "StepAnswer",
+    "StepKernel",
     "TrailStep",
 ]
 
@@ -49,6 +51,11 @@ class CreateTaskRequest(_In):
     source: str | None = Field(default=None, description="the task module's text (KernelBench format)")
     path: str | None = Field(default=None, description="or a path to the task file on the server's machine")
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
+    small_sizes: dict[str, int | float] | None = Field(
+        default=None,
+        description="module-level names to numbers for CPU checks, in place of the module's SMALL_SIZES; "
+        "{} for none (full sizes); default: the module's own, else derived and checked",
+    )
 
 
 class CreateTaskResult(_Out):
@@ -57,6 +64,7 @@ class CreateTaskResult(_Out):
     init_params: list[str]
     forward_params: list[str]
     small_sizes: bool
+    small_sizes_note: str = Field(default="", description="where the small sizes came from, or why there are none")
 
 
 class StartRunRequest(_In):
@@ -133,6 +141,48 @@ class ExpandNodeResult(_Out):
     instructions: str = Field(description="the whole prompt for this step: rules, task, kernels and what to answer")
 
 
+class StepKernel(_Out):
+    """A kernel of a step's context without its code: the instructions hold the code they use, and every
+    kernel's code is the resource node://{node_id}/code."""
+
+    node_id: int
+    kind: str
+    status: str | None
+    speedup: float | None
+    verdict: str
+
+    @classmethod
+    def of(cls, kernel: ContextKernel) -> StepKernel:
+        return cls.model_validate(kernel.model_dump(exclude={"code"}))
+
+
+class StepAnswer(_Out):
+    """expand_node's answer to an MCP client: each text once. The task, the kernel to edit, the pool's kernels
+    and the skill memory's rules are all in `instructions`; the kernels are listed beside them by id only."""
+
+    expansion_id: int
+    run_id: str
+    node_id: int
+    action: Action
+    current: StepKernel | None = Field(description="the kernel to edit (small step); its code is in the instructions")
+    working_memory: list[StepKernel] = Field(description="earlier nodes of this line, oldest first (small step)")
+    pool: list[StepKernel] = Field(description="the best kernel of each line (large step); code in the instructions")
+    instructions: str = Field(description="the whole prompt for this step: rules, task, kernels and what to answer")
+
+    @classmethod
+    def of(cls, result: ExpandNodeResult) -> StepAnswer:
+        return cls(
+            expansion_id=result.expansion_id,
+            run_id=result.run_id,
+            node_id=result.node_id,
+            action=result.action,
+            current=StepKernel.of(result.current) if result.current is not None else None,
+            working_memory=[StepKernel.of(k) for k in result.working_memory],
+            pool=[StepKernel.of(k) for k in result.pool],
+            instructions=result.instructions,
+        )
+
+
 class CompileAndProfileRequest(_In):
     code: str
     expansion_id: int | None = Field(default=None, description="from expand_node: adds the result to the tree")
@@ -190,14 +240,11 @@ class RunResult(_Out):
     run_id: str
     task_id: str
     task_name: str
-    status: str = Field(
-        description="running (open for steps), stopped (open; whoever took its steps stopped, see stop_reason; "
-        "the next step opens it again) or finished"
-    )
+    status: str = Field(description="running, stopped (see stop_reason; the next step reopens it) or finished")
     stop_reason: str | None = None
     model: str
-    mode: str = Field(description="the evaluation protocol of the run's kernels: strict, kernelbench or paper")
-    backend: str = Field(description="where its kernels run: auto, cuda, compile or interpret")
+    mode: str = Field(description="its kernels' protocol: strict, kernelbench or paper")
+    backend: str = Field(description="auto, cuda, compile or interpret")
     seed: int
     steps_done: int
     steps_total: int
@@ -221,6 +268,10 @@ class BestKernelResult(_Out):
     node_id: int
     speedup: float | None
     verified: bool = Field(description="chosen on fresh re-measurements at the end of the run (finish_run)")
+    measured: Literal["re-measured", "search-time", "untimed"] = Field(
+        description="where speedup comes from: finish_run's fresh re-measurement, the search, or nothing timed"
+    )
+    tied_node_ids: list[int] = Field(description="correct kernels of the same speed that were not chosen")
     code: str
     message: str
 

@@ -40,8 +40,9 @@ from adaexplore.prompts import (
     render_small_step,
     render_with_memory,
 )
-from adaexplore.search import Kind, NodeStats, pool, reward, select, working_memory
+from adaexplore.search import Kind, NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
+from adaexplore.tools._best import run_best, speedup_text, tie_break_key
 from adaexplore.tools._models import (
     BestKernelRequest,
     BestKernelResult,
@@ -65,6 +66,8 @@ from adaexplore.tools._models import (
     StartRunResult,
     TrailStep,
 )
+from adaexplore.tools._precision import precision_context
+from adaexplore.tools._task_sizes import given_sizes, sized_task
 
 __all__ = [
     "EvaluatorLike",
@@ -97,6 +100,7 @@ class EvaluatorLike(Protocol):
         fresh_seeds: bool = False,
         progress: Progress | None = None,
         with_compile: bool = False,  # passed only for runs that time torch.compile too
+        candidate_budget_s: float | None = None,  # passed where `executor.call_budget_s` is set
     ) -> Evaluation: ...
 
     async def check_task(self, task: Task) -> None: ...
@@ -203,7 +207,10 @@ def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
         TaskError: the text is not a usable task module.
     """
     task, origin = _requested_task(req)
-    return _stored_task(svc, task, origin)
+    task, note = given_sizes(task, req.small_sizes)
+    if req.small_sizes is None and task.small_sizes is None:
+        note += ": create_task reads the text only; create_checked_task derives small sizes"
+    return _stored_task(svc, task, origin, note)
 
 
 async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: str | None = None) -> CreateTaskResult:
@@ -217,8 +224,9 @@ async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: 
         TaskError: the text is not a usable task module, or its code fails, with the reason.
     """
     task, requested = _requested_task(req)
+    task, note = await sized_task(task, req.small_sizes)  # derived where the module has none
     await svc.evaluator.check_task(task)
-    return _stored_task(svc, task, origin or requested)
+    return _stored_task(svc, task, origin or requested, note)
 
 
 def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
@@ -241,14 +249,15 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
     return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
 
 
-def _stored_task(svc: Services, task: Task, origin: str) -> CreateTaskResult:
+def _stored_task(svc: Services, task: Task, origin: str, note: str) -> CreateTaskResult:
     stored = svc.store.put_task(task.hash, task.name, task.source, origin)
     return CreateTaskResult(
         task_id=task.hash,
         name=stored.name,  # the same task registered again keeps the name it was first given
         init_params=task.init_params,
         forward_params=task.forward_params,
-        small_sizes=task.small_sizes is not None,
+        small_sizes=bool(task.small_sizes),
+        small_sizes_note=note,
     )
 
 
@@ -291,7 +300,9 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     config = _config(run)
     under_way = _UnderWay.of(svc.store, run.id)
     _refuse_closed_run(run, config, under_way)
-    chosen = select(svc.store.view(run.id), run.root_id, config, _rng(run, "select", run.root_id))
+    tie_break, tie_name = tie_break_key(svc.store, run)
+    view = svc.store.view(run.id)
+    chosen = select(view, run.root_id, config, _rng(run, "select", run.root_id), tie_break)
     if chosen.action is Kind.small and under_way.small[chosen.node]:
         node = svc.store.node(chosen.node)
         if node.small_children + under_way.small[chosen.node] >= config.small_step_limit:
@@ -307,11 +318,26 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
         )
         for d in chosen.trail
     ]
+    reason = chosen.reason
+    ties = [d for d in chosen.trail if d.tied and d.best_child is not None]
+    if ties:
+        how = tie_phrase(tie_break, tie_name)
+        said = "; ".join(
+            f"at node {d.node} children {', '.join(str(i) for i in (d.best_child, *d.tied))} tie on UCT score, and "
+            f"node {d.best_child} is {how}"
+            for d in ties
+        )
+        untimed = (
+            ""
+            if any(n.speedup is not None for n in view.correct_nodes())
+            else " (untimed: no GPU timed this run's kernels, so every correct kernel has the same reward)"
+        )
+        reason = f"{reason}; {said}{untimed}"
     return SelectUctResult(
         run_id=run.id,
         node_id=chosen.node,
         action=chosen.action.value,  # type: ignore[arg-type]
-        reason=chosen.reason,
+        reason=reason,
         trail=trail,
         steps_done=run.steps,
         steps_total=config.total_steps,
@@ -346,13 +372,17 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
     _refuse_small_step_from_root(node, action)
+    precision = precision_context(run.mode, task_from_source(task.source, name=task.name).allowed_precision)
     if action is Kind.small:
         _refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
         current, history, representatives = memory[-1], memory[:-1], []
         instructions = render_small_step(
             SmallStepContext(
-                task_source=task.source, current=_prompt_kernel(current), history=[_prompt_kernel(k) for k in history]
+                task_source=task.source,
+                current=_prompt_kernel(current),
+                history=[_prompt_kernel(k) for k in history],
+                precision=precision,
             )
         )
         context_ids = [k.node_id for k in memory]
@@ -360,7 +390,9 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         representatives = [_context(svc, n) for n in pool(view, node.id, config, _rng(run, "pool", node.id))]
         current, memory = None, []
         instructions = render_large_step(
-            LargeStepContext(task_source=task.source, pool=[_prompt_kernel(k) for k in representatives])
+            LargeStepContext(
+                task_source=task.source, pool=[_prompt_kernel(k) for k in representatives], precision=precision
+            )
         )
         context_ids = [k.node_id for k in representatives]
     from adaexplore.tools._memory import GetSkillMemoryRequest, get_skill_memory  # it builds on this module
@@ -471,10 +503,13 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
             continue
         evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
         best_id = svc.store.run(expansion.run_id).best_node_id
+        note = untimed_note(
+            evaluation.status.value, evaluation.speedup, _config(svc.store.run(expansion.run_id)).reward_cap
+        )
         return CompileAndProfileResult(
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
-            f"of node {node.id}, no new step)",
+            f"of node {node.id}, no new step)" + (f" (reward {note})" if note else ""),
             speedup=evaluation.speedup,
             timed=evaluation.timed,
             node_id=node.id,
@@ -524,6 +559,8 @@ async def _evaluate_step(
         evaluation = earlier
     else:
         options: dict[str, Any] = {"with_compile": True} if with_compile else {}
+        if svc.settings.executor.call_budget_s is not None:
+            options["candidate_budget_s"] = svc.settings.executor.call_budget_s
         evaluation = await svc.evaluator.evaluate(
             task, req.code, mode=mode, backend=backend, progress=progress, **options
         )
@@ -563,6 +600,9 @@ async def _evaluate_step(
     message = evaluation.message
     if run is not None and node is None:
         message += " (not added to the tree: the evaluator failed, not the kernel; try again)"
+    note = untimed_note(evaluation.status.value, speedup, config.reward_cap) if score is not None else None
+    if note:
+        message += f" (reward {note})"
     return CompileAndProfileResult(
         status=evaluation.status.value,
         message=message,
@@ -750,48 +790,36 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
 
 
 def best_kernel(svc: Services, req: BestKernelRequest) -> BestKernelResult:
-    """The best correct kernel of a run: the winner of the final re-evaluation once the run is finished,
-    else the best in-search measurement.
+    """The best correct kernel of a run, as `runs`, the report and explore's summary name it (`run_best`): the
+    winner of the final re-measurement once the run is finished, else the fastest in-search measurement;
+    among kernels of the same speed (all correct ones, where nothing was timed) the first found.
 
     Raises:
         NotFoundError: the run id is unknown.
         RequestError: the run has no correct kernel yet.
     """
     run = svc.store.run(req.run_id)
-    node_id = run.final_node_id or run.best_node_id
-    if node_id is None:
+    best = run_best(svc.store, run)
+    if best is None:
         raise RequestError(f"run {run.id} has no correct kernel yet ({run.steps} evaluated); keep searching")
-    node = svc.store.node(node_id)
-    final = {c["node_id"]: c for c in json.loads(run.final_result or "[]")}
-    # verified: it passed again, in a fresh process with fresh seeds, when the run was finished
-    verified = run.final_node_id == node_id and final.get(node_id, {}).get("status") == Status.ok.value
-    speedup = final[node_id].get("speedup", node.speedup) if verified else node.speedup
-    if verified:
-        where = "re-measured in fresh processes at the end of the run"
-    elif node_id in final:
-        where = (
-            f"measured during the search; NOT confirmed: evaluated again at the end of the run it came back "
-            f"{final[node_id]['status']}"
-        )
-    else:
-        where = "measured during the search" + (
-            " (not evaluated again: the run re-evaluates no candidates)" if run.status == "finished" else ""
-        )
-    text = f"{speedup:.3f}x" if speedup is not None else "not timed"
+    node = svc.store.node(best.node_id)
     return BestKernelResult(
         run_id=run.id,
         node_id=node.id,
-        speedup=speedup,
-        verified=verified,
+        speedup=best.speedup,
+        verified=best.verified,
+        measured=best.measured,
+        tied_node_ids=list(best.tied),
         code=node.code,
-        message=f"node {node.id}: {text}, {where}",
+        message=best.sentence,
     )
 
 
 async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress | None = None) -> FinishRunResult:
     """End a run: evaluate its best candidates again in fresh processes with fresh seeds and choose the winner
     on those numbers (the best of many noisy measurements is biased up). With `final_reevaluation = 0` (the
-    paper preset) the in-search best stands.
+    paper preset) the in-search best stands; so does it where nothing was timed (no GPU): untimed kernels are
+    not measured again, since a second run gives no number to choose by.
 
     Raises:
         NotFoundError: the run id is unknown.
@@ -841,7 +869,8 @@ async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> F
     seen: set[str] = set()
     top: list[NodeRecord] = []
     for n in correct_nodes:
-        if n.code_hash not in seen and len(top) < config.final_reevaluation:
+        # an untimed kernel is not measured again: without a GPU a second run gives no number to choose by
+        if n.speedup is not None and n.code_hash not in seen and len(top) < config.final_reevaluation:
             seen.add(n.code_hash)
             top.append(n)
     candidates: list[ReevaluatedCandidate] = []
@@ -857,12 +886,22 @@ async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> F
         )
     passing = [c for c in candidates if c.status == Status.ok]
     winner = max(passing, key=lambda c: (c.speedup if c.speedup is not None else 1.0, -c.node_id), default=None)
-    final_id = winner.node_id if winner else run.best_node_id
+    in_search = run_best(svc.store, run)
+    final_id = winner.node_id if winner else (in_search.node_id if in_search else None)
     svc.store.finish_run(run.id, final_id, json.dumps([c.model_dump() for c in candidates]))
-    if final_id is None:
+    if final_id is None or in_search is None:
         message = "finished, with no correct kernel"
+    elif not candidates and in_search.speedup is None:
+        message = (
+            "finished; nothing was re-measured: no kernel of this run was timed (no GPU, or a correctness-only "
+            f"backend), so a second run could only say again that it is correct. Node {final_id} stands: "
+            f"{in_search.why}"
+        )
     elif not candidates:
-        message = "finished; the in-search best stands (no final re-evaluation)"
+        message = (
+            f"finished; the in-search best, node {final_id} at {speedup_text(in_search.speedup)}, stands (no final "
+            "re-evaluation)"
+        )
     elif winner is None:
         message = (
             f"finished; no candidate passed again in a fresh process, so the in-search best (node {final_id}) stands "

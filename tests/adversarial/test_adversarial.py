@@ -155,10 +155,15 @@ RUNTIME = [
 ]
 
 
+# At most this many warm-up and as many timed calls: rt_launch_debt's token launches (2 x 400) must outnumber
+# every call it makes, and each one costs milliseconds in the interpreter.
+MAX_REPS = 200
+
+
 @pytest.fixture(scope="module")
 async def timed_evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
     settings = fast_settings(
-        tmp_path_factory.mktemp("adversarial"), time_on_cpu=True, min_reps=12, timing_budget_ms=50.0
+        tmp_path_factory.mktemp("adversarial"), time_on_cpu=True, min_reps=12, max_reps=MAX_REPS, timing_budget_ms=50.0
     )
     async with Evaluator(settings) as evaluator:
         yield evaluator
@@ -167,7 +172,12 @@ async def timed_evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
 @pytest.fixture(scope="module")
 async def unguarded_evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
     settings = fast_settings(
-        tmp_path_factory.mktemp("unguarded"), enforce_policy=False, time_on_cpu=True, min_reps=12, timing_budget_ms=50.0
+        tmp_path_factory.mktemp("unguarded"),
+        enforce_policy=False,
+        time_on_cpu=True,
+        min_reps=12,
+        max_reps=MAX_REPS,
+        timing_budget_ms=50.0,
     )
     async with Evaluator(settings) as evaluator:
         yield evaluator

@@ -29,7 +29,7 @@ def purpose(body: dict[str, Any]) -> str:
         return "judge"
     if first.startswith("You review a Triton kernel"):
         return "review"
-    if "Answer with numbered edits" in first:
+    if "Improve the current kernel" in first:  # a small step, after the skill memory's block
         return "tune"
     return "large"
 

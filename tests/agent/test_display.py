@@ -26,7 +26,8 @@ def summary(name: str, *, speedup: float | None, verified: bool, best: int | Non
         steps_done=10, steps_total=10, counts={"ok": 4, "compile_error": 6}, best_node_id=best,
         best_speedup=speedup, verified=verified, timed=speedup is not None, best_path=[1, best or 1],
         best_file=Path(f"/runs/run-{name}/best.py") if best else None, usage=usage, failed_steps=0,
-        rules_recorded=1,
+        rules_recorded=1, measured="re-measured" if verified and speedup is not None else "untimed",
+        tied=2 if speedup is None and best else 0,
     )  # fmt: skip
 
 
@@ -69,8 +70,8 @@ def test_the_summary_table_aligns_its_columns() -> None:
     )
     header, *rows = table.splitlines()
     assert header.split() == ["task", "run", "status", "steps", "correct", "best", "tokens", "cost", "best", "kernel"]
-    assert "1.59x node 3 ✓" in rows[0] and "node 6 (not timed)" in rows[1] and "none correct" in rows[2]
-    assert "node 7 (not timed) ✓" in rows[3] and "✓" not in rows[1]
+    assert "1.590x node 3 (re-measured) ✓" in rows[0] and "none correct" in rows[2]
+    assert "node 6 (untimed, 3 tied)" in rows[1] and "node 7 (untimed, 3 tied) ✓" in rows[3] and "✓" not in rows[1]
     assert all("4/10" in row and "2,000" in row and "$0.0123" in row for row in rows)
     column = header.index("run")
     assert all(row[column:].startswith("run-") for row in rows)

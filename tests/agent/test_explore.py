@@ -427,7 +427,7 @@ def test_an_interrupt_stops_the_run_resumably(tmp_path: Path, signals: int) -> N
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert process.returncode == 130, out + err[-3000:]
+    assert process.returncode == 4, out + err[-3000:]
     assert "SIGINT: stopping after the current step" in err
     if signals == 1:
         assert "stopped: interrupted (SIGINT)" in out and "Resume with: adaexplore explore --resume run-" in out

@@ -145,7 +145,7 @@ def test_ctrl_c_leaves_a_bench_that_resumes_without_evaluating_any_problem_twice
             break
         assert time.monotonic() < deadline, "".join(seen)
     stdout, stderr = process.communicate(timeout=240)
-    assert process.returncode == 130, "".join(seen) + stderr
+    assert process.returncode == 4, "".join(seen) + stderr
     assert "Resume with: adaexplore bench --resume bench-" in stdout
     bench_id = _bench_id(stdout.split("Resume with:")[1])
     with _db(home) as db:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -380,57 +379,6 @@ async def test_a_whole_run_matches_the_in_memory_tree_and_finishes_on_fresh_meas
     final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
     assert final.verified and final.node_id == winner.node_id and final.speedup == winner.speedup
     assert get_run(svc, GetRunRequest(run_id=run.run_id)).status == "finished"
-
-
-def test_a_newer_database_is_refused_and_an_older_one_upgraded(tmp_path: Path, monkeypatch) -> None:
-    import adaexplore.store._sqlite as sqlite_store
-    from adaexplore.errors import StoreError
-
-    url = f"sqlite:///{tmp_path / 'a.db'}"
-    open_store(url).close()
-    current = sqlite_store.SCHEMA_VERSION
-    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", current + 1)
-    monkeypatch.setattr(
-        sqlite_store, "UPGRADES", {**sqlite_store.UPGRADES, current: ["ALTER TABLE runs ADD COLUMN note TEXT"]}
-    )
-    upgraded = open_store(url)
-    assert upgraded.schema_version == current + 1
-    assert "note" in [r[1] for r in upgraded._db.execute("PRAGMA table_info(runs)")]
-    upgraded.close()
-    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", current)
-    with pytest.raises(StoreError, match=f"schema version {current + 1}, newer than this adaexplore understands"):
-        open_store(url)
-
-
-def test_a_locked_database_is_reported_not_waited_on_forever(tmp_path: Path, svc: Services) -> None:
-    from adaexplore.errors import StoreError
-
-    svc.store._db.execute("PRAGMA busy_timeout=200")
-    holder = sqlite3.connect(svc.store.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        with pytest.raises(StoreError, match="is locked by another process"):
-            create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
-    finally:
-        holder.execute("ROLLBACK")
-    assert rows(svc, "tasks") == 0
-
-
-def test_only_sqlite_urls_are_accepted(tmp_path: Path) -> None:
-    from adaexplore.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="use sqlite:///"):
-        open_store("postgresql://db/adaexplore")
-
-
-def test_a_database_whose_folder_cannot_be_made_is_refused_clearly(tmp_path: Path) -> None:
-    from adaexplore.errors import StoreError
-
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    with pytest.raises(StoreError, match=r"cannot create the database's folder .*a-file"):
-        open_store(f"sqlite:///{blocker / 'x.db'}")
-    assert blocker.read_text() == "not a folder"
 
 
 async def test_a_stopped_run_says_why_until_its_next_step(svc: Services) -> None:

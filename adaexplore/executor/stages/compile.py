@@ -39,5 +39,6 @@ async def run(ev: Evaluator, ctx: Run) -> None:
             await await_event(ev, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check")
     ctx.add_flags(compiled.flags)
     ctx.audit.shared_memory.update(compiled.shared_memory)
+    ctx.audit.static_cost.extend(compiled.static_cost)
     ctx.audit.triton_kernels = sorted(set(ctx.audit.triton_kernels) | set(compiled.kernels))
     ctx.add_phase("compile", compiled.compile_s)

@@ -96,6 +96,10 @@ class Run:
         self.judge: JudgeClient | None = None
         # the infra verdict that ended this attempt, if one did
         self.fault: Verdict | None = None
+        # the time the candidate may take over all its phases (None: each phase's own timeout only), and
+        # what it took so far
+        self.candidate_budget_s: float | None = None
+        self.candidate_spent_s = 0.0
 
     async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress is not None:

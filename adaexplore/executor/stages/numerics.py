@@ -86,6 +86,7 @@ async def run(
             ctx.add_phase("load", compiled.load_s)
             ctx.add_phase("compile", compiled.compile_s)
             ctx.add_flags(compiled.flags)
+            ctx.audit.static_cost.extend(compiled.static_cost)
             if not job.device_exchange:
                 with ctx.phase("reference_load"):
                     await loading.result()

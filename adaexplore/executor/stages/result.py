@@ -9,6 +9,7 @@ import adaexplore
 from adaexplore.config import ExecutorConfig
 from adaexplore.executor._environment import Environment
 from adaexplore.executor._models import Backend, ErrorDetail, Evaluation, Provenance, Status
+from adaexplore.executor._render import static_cost_line
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._task import code_hash
 from adaexplore.executor.stages.context import Run
@@ -26,8 +27,12 @@ def ok_message(ctx: Run) -> str:
     if Backend.compile in ctx.backends or any(f.code == "compiled_for_sm90" for f in ctx.audit.flags):
         sizes = ctx.task.small_sizes if ctx.sizes == "small" else None
         listed = ", ".join(f"{k}={v}" for k, v in (sizes or {}).items())
-        at = f" at the small sizes ({listed}), not the task's full ones" if listed else " at the task's sizes"
+        full = any(c.sizes == "full" for c in ctx.audit.static_cost)
+        also = " and the task's full ones" if full else ", not the task's full ones"
+        at = f" at the small sizes ({listed}){also}" if listed else " at the task's sizes"
         parts.append("compiles for sm_90" + at + (" (not executed)" if ctx.correctness is None else ""))
+    if ctx.audit.static_cost:
+        parts.append("static cost " + static_cost_line(ctx.audit.static_cost))
     if ctx.timing is not None:
         t = ctx.timing
         parts.append(

@@ -61,14 +61,42 @@ async def await_event(
         Verdict: the candidate failed, hung or its worker died (whose fault it was is in the status).
         TaskError: the task's own code failed in the worker.
     """
+    entered = time.monotonic()
+    try:
+        return await _await_event(ev, ctx, worker, timeout=timeout, until=until, what=what, entered=entered)
+    finally:
+        ctx.candidate_spent_s += time.monotonic() - entered
+
+
+async def _await_event(
+    ev: Evaluator,
+    ctx: Run,
+    worker: WorkerChannel,
+    *,
+    timeout: float,
+    until: tuple[type, ...],
+    what: str,
+    entered: float,
+) -> Event:
     config = ev.config
+    budget = ctx.candidate_budget_s
+    # the candidate's whole budget, of which earlier phases spent some
+    budget_end = entered + budget - ctx.candidate_spent_s if budget is not None else float("inf")
     deadline = time.monotonic() + timeout
     while True:
-        remaining = deadline - time.monotonic()
+        remaining = min(deadline, budget_end) - time.monotonic()
         try:
             event = await worker.receive(min(HEARTBEAT_S, max(remaining, 0.0)))
         except WorkerTimeout:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= budget_end and budget_end < deadline:
+                raise Verdict(
+                    Status.timeout,
+                    f"{what} was still running when the kernel's budget of {budget:.0f} s (over all its phases: "
+                    f"loading, trials and timing) ran out, and was killed; look for a loop that never ends or a "
+                    "wait on another program",
+                ) from None
+            if now >= deadline:
                 raise Verdict(
                     Status.timeout,
                     f"{what} did not finish within {timeout:.0f} s and was killed; "
@@ -90,6 +118,7 @@ async def await_event(
         if isinstance(event, Failed):
             ctx.add_flags(event.flags)
             ctx.audit.shared_memory.update(event.shared_memory)
+            ctx.audit.static_cost.extend(event.static_cost)
             if event.status is Status.runtime_error:
                 ours = await faults.judge_over_budget(ctx, event, what)
                 if ours is not None:

@@ -45,10 +45,12 @@ from adaexplore.executor.worker._errors import (
     fault_message,
 )
 from adaexplore.executor.worker._exchange import write_tensor
+from adaexplore.executor.worker._full_size import full_size_pass
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._perturb import has_integer_inputs
 from adaexplore.executor.worker._shared import OutputSink, copy_inputs
+from adaexplore.executor.worker._static_cost import capture_ptxas_logs
 from adaexplore.executor.worker._taskrun import (
     ShadowedTensor,
     TaskFault,
@@ -190,6 +192,7 @@ class CandidateRunner:
                 error=error,
                 flags=self.state.flags,
                 shared_memory=self.tracker.shared_memory,
+                static_cost=self.tracker.costs,
             )
         )
         raise _Stop
@@ -329,6 +332,7 @@ class CandidateRunner:
             Compiled(
                 kernels=sorted(self.tracker.kernels),
                 shared_memory=self.tracker.shared_memory,
+                static_cost=self.tracker.costs,
                 flags=self.state.flags,
                 load_s=load_s,
                 compile_s=compile_s,
@@ -426,6 +430,9 @@ class CandidateRunner:
         self.channel.send(Phase(phase="compiling"))
         started = time.perf_counter()
         self.tracker.compile_only = True
+        capture_ptxas_logs()
+        self.tracker.shared_memory_limit = command.shared_memory_limit
+        self.tracker.sizes = self.job.sizes if self.job.small_sizes else "full"
         try:
             with self._numerics(), torch.no_grad():
                 _, launched = self.tracker.count(lambda: model(*_clone(inputs)))
@@ -454,6 +461,8 @@ class CandidateRunner:
                 )
         finally:
             self.tracker.compile_only = self.backend is Backend.compile
+        if self.backend is Backend.compile and self.tracker.sizes == "small":
+            self._compile_at_full_size(type(model))
         self._refuse_launches()
         for name, used in sorted(self.tracker.shared_memory.items()):
             if used > command.shared_memory_limit:
@@ -465,6 +474,16 @@ class CandidateRunner:
                 )
         self._check(guard, "compilation")
         return time.perf_counter() - started
+
+    def _compile_at_full_size(self, model_cls: type[torch.nn.Module]) -> None:
+        """The same kernels compiled at the task's full sizes, on shape-only tensors (see `_full_size`)."""
+        cast = getattr(torch, self.job.cast_floats_to) if self.job.cast_floats_to else None
+        try:
+            stopped = full_size_pass(self.tracker, model_cls, self.job.task_path, cast)
+        except BaseException as exc:
+            self._fail(classify(exc), "at the task's full sizes (compiled on shape-only tensors)", exc, "compile")
+        if stopped:
+            self.state.flags.append(AuditFlag(code="full_size_compile_incomplete", severity="info", message=stopped))
 
     def _trials(
         self,

@@ -106,6 +106,13 @@ class LaunchTracker:
         # compile backend: always; cuda: during the compile pass before the GPU is taken.
         self.compile_only = backend is Backend.compile
         self.shared_memory: dict[str, int] = {}
+        # compile-only: what each kernel costs per config, at the sizes named by `sizes` (see _static_cost);
+        # an autotune config whose shared memory exceeds the limit is skipped, as on a GPU
+        self.sizes = "small"
+        self.costs: list[Any] = []
+        self.shared_memory_limit: int | None = None
+        self._costed: set[tuple[str, str]] = set()
+        self._tuning = False
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] | None = None
         self._pending: torch.cuda.Event | None = None
         self._prebuilds: list[threading.Thread] = []
@@ -296,7 +303,9 @@ class LaunchTracker:
                 if id(kernel) not in tracker._compiled:
                     tracker._compiled[id(kernel)] = kernel
                     tracker.target_compiles[name] = tracker.target_compiles.get(name, 0) + 1
-                tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
+                if not tracker._tuning:  # an autotuner's configs are weighed in `_wrap_autotuner_run`
+                    tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
+                tracker._record_cost(jit, kwargs, kernel)
                 if tracker.backend is Backend.cuda:
                     # Triton loads the binary and builds its C launcher on the first launch; on a GPU that is
                     # compile work too, so it happens here, before the candidate waits for the device.
@@ -363,8 +372,7 @@ class LaunchTracker:
             tuner.nargs = dict(zip(tuner.arg_names, args, strict=False))
             counting, tracker.counting = tracker.counting, False
             try:
-                for config in tuner.prune_configs(kwargs):
-                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+                tracker._compile_configs(tuner, args, kwargs)
             finally:
                 tuner.nargs = None
                 tracker.counting = counting
@@ -374,6 +382,16 @@ class LaunchTracker:
             return None
 
         Autotuner.run = run  # type: ignore[method-assign]
+
+    def _record_cost(self, jit: Any, kwargs: dict[str, Any], kernel: Any) -> None:
+        from adaexplore.executor.worker._static_cost import record_cost
+
+        record_cost(self, jit, kwargs, kernel)
+
+    def _compile_configs(self, tuner: Autotuner, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        from adaexplore.executor.worker._static_cost import compile_configs
+
+        compile_configs(self, tuner, args, kwargs)
 
     def _install_interpreter(self) -> None:
         from triton.runtime.interpreter import InterpretedFunction

@@ -145,7 +145,10 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         # the policy's attribute rules, for names the static check cannot see (computed ones)
         refused = refuses(name, owned=False) if isinstance(name, str) else None
         if refused:
-            raise ReachRefused(refused[1])
+            # a private attribute of the candidate's own object (getattr(self, "_cache", None)), as self._cache
+            if refuses(name, owned=True):
+                raise ReachRefused(refused[1])
+            own(obj, name)
         return real_getattr(obj, name, *default)
 
     real_type = builtins_module.type

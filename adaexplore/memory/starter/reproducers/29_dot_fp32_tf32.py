@@ -1,4 +1,4 @@
-# rule: You cannot use tl.dot on fp32 inputs with its default precision when fp32 accuracy is checked: it rounds inputs to TF32; pass input_precision="ieee".
+# rule: You cannot use tl.dot on fp32 inputs with its default precision when fp32 accuracy is checked: it keeps only TF32 bits; pass input_precision="tf32x3" (tensor cores, within fp32 tolerances) or "ieee" (exact, slower).
 # task: matmul
 # backend: interpret
 # status: mismatch

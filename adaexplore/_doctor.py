@@ -1,0 +1,138 @@
+"""`adaexplore doctor`: one screen of what this machine gives adaexplore, each line ok or what to do."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from adaexplore import __version__
+from adaexplore.config import Settings
+from adaexplore.errors import AdaexploreError
+from adaexplore.store import store_exists
+
+__all__ = ["run_doctor"]
+
+
+@dataclass
+class _Line:
+    what: str
+    found: str
+    todo: str | None = None  # None: ok
+
+    def render(self) -> str:
+        verdict = "ok" if self.todo is None else f"to do: {self.todo}"
+        return f"{self.what:<10}{self.found}\n{'':<10}{verdict}"
+
+
+def _size(folder: Path) -> tuple[int, int]:
+    """(bytes, files) under `folder`; (0, 0) when it does not exist."""
+    total = files = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += (Path(root) / name).stat().st_size
+                files += 1
+            except OSError:
+                continue  # a file removed while walking is simply not counted
+    return total, files
+
+
+async def _machine(settings: Settings) -> list[_Line]:
+    from adaexplore.executor._environment import probe_environment
+
+    try:
+        env = await probe_environment(dict(os.environ))
+    except AdaexploreError as exc:
+        return [_Line("torch", "cannot import torch and triton", f"reinstall adaexplore's dependencies ({exc})")]
+    if env.gpus:
+        names = ", ".join(dict.fromkeys(env.gpus))
+        gpu = _Line("gpu", f"{len(env.gpus)} × {names}; driver {env.driver}, CUDA {env.cuda}")
+    else:
+        gpu = _Line(
+            "gpu",
+            "none visible to torch"
+            + (f" (torch built for CUDA {env.cuda})" if env.cuda else " (a CPU build of torch)")
+            + ": kernels are checked for correctness only; speedups need a CUDA GPU and a CUDA build of torch",
+        )
+    stack = _Line("torch", f"torch {env.torch}, triton {env.triton}, numpy {env.numpy}, python {env.python}")
+    backends = ["compile", "interpret"] + (["cuda"] if env.gpus else [])
+    chosen = settings.executor.backend
+    backend = _Line(
+        "backends",
+        f"{', '.join(backends)} usable; executor.backend is {chosen!r}"
+        + (" (cuda on a GPU, else compile + interpret)" if chosen == "auto" else ""),
+        None
+        if chosen in ("auto", *backends)
+        else f"executor.backend {chosen!r} needs a GPU here; set it to 'auto' or pass --backend compile",
+    )
+    return [gpu, stack, backend]
+
+
+async def _sandbox(settings: Settings) -> _Line:
+    from adaexplore.executor._sandbox import detect_sandbox
+
+    try:
+        plan = await detect_sandbox(settings)
+    except AdaexploreError as exc:
+        return _Line("sandbox", f"{settings.executor.sandbox!r} asked for, unavailable", str(exc))
+    if plan.kind == "none":
+        return _Line(
+            "sandbox",
+            plan.describe(),
+            "run untrusted kernels only in a sandbox: unset ADAEXPLORE_SANDBOX / executor.sandbox = 'none'",
+        )
+    return _Line("sandbox", plan.describe())
+
+
+def _home(settings: Settings) -> list[_Line]:
+    home = settings.home
+    if home.exists() and not os.access(home, os.W_OK):
+        place = _Line("home", f"{home} (not writable)", f"make {home} writable, or pass --home DIR")
+    else:
+        place = _Line("home", f"{home}" + ("" if home.exists() else " (made at the first command that writes)"))
+    url = settings.database_url
+    where = url.removeprefix("sqlite:///")
+    if store_exists(url):
+        database = _Line("database", f"{where} ({Path(where).stat().st_size / 2**20:.1f} MiB)")
+    else:
+        database = _Line("database", f"{where}: none yet (`adaexplore explore TASK` makes it)")
+    folder = Path(os.environ.get("TRITON_CACHE_DIR") or Path.home() / ".triton" / "cache")
+    size, files = _size(folder)
+    cache = _Line(
+        "cache",
+        f"Triton cache {folder}: {size / 2**20:.1f} MiB in {files} files; the workers' own caches are in memory",
+        None if size < 20 * 2**30 else f"it is large: remove {folder} to free the space (kernels compile again)",
+    )
+    return [place, database, cache]
+
+
+async def _endpoint(settings: Settings) -> _Line:
+    model = settings.model
+    name = model.resolved_name()
+    if name == "replay":
+        return _Line(
+            "model",
+            "replay (the offline generator, not a language model): no endpoint set",
+            None,
+        )
+    from adaexplore.agent._client import ModelClient
+
+    where = model.base_url or os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+    try:
+        async with ModelClient(model.model_copy(update={"name": name})) as client:
+            await client.check()
+    except AdaexploreError as exc:
+        return _Line("model", f"{name} at {where} ({model.base_url_source()})", str(exc))
+    return _Line("model", f"{name} at {where}: answers chat completions")
+
+
+async def run_doctor(settings: Settings) -> int:
+    """Print the checks; 0 when every line is ok, 1 when one says what to do."""
+    lines = [*await _machine(settings), await _sandbox(settings), *_home(settings), await _endpoint(settings)]
+    print(f"adaexplore {__version__} doctor")
+    for line in lines:
+        print(line.render())
+    todo = [line.what for line in lines if line.todo is not None]
+    print(f"{len(lines) - len(todo)} ok" + (f"; to do: {', '.join(todo)}" if todo else ""))
+    return 1 if todo else 0

@@ -1,0 +1,238 @@
+"""Small sizes for a task module that has none: its module-level integer sizes scaled down, then checked by
+running the reference at those sizes in a probe process (never in the caller's).
+
+Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
+A size that a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`) keeps its
+value, since SMALL_SIZES holds numbers only. Structural numbers (kernel sizes, strides, padding, dilation,
+groups, heads, dims, layer counts) and any integer of at most 8 stay as written; the batch becomes 2, and
+every other size is capped, smallest cap first, at a multiple of what it shares with the groups, heads,
+chunks and splits, so that channels stay divisible by groups and an embedding by its heads (spatial sizes
+and lengths excepted). Names derived from others (`n = 2 * m`) are recomputed from the scaled values. The
+probe tries the candidates in turn and keeps the first under which `Model(*get_init_inputs())(*get_inputs())`
+runs, returns non-empty tensors, and takes at most the budget in CPU time; a kernel larger than its input, or
+a layer whose width is fixed by a full-size input, shows up there as an error and the next, larger
+candidate is tried.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "BUDGET_S",
+    "Attempt",
+    "Candidate",
+    "Derivation",
+    "candidates",
+    "module_sizes",
+    "sequence_sizes",
+    "with_small_sizes",
+]
+
+BUDGET_S = 2.0  # the most one reference forward may take on the CPU at the chosen sizes
+# a size just above a power of two first, so that kernels meet a ragged tail; the power itself where the
+# model needs even sizes (pooling pyramids, skip connections)
+_CAPS = (17, 16, 33, 32, 65, 64, 129, 128, 257, 256)
+_BATCH_CAP = 2  # a batch of two: enough to tell rows apart, cheap in the interpreter
+_KEPT_BELOW = 8  # integers up to this stay: a batch of 2, a dim of 1, a kernel of 3
+_STRUCTURAL = re.compile(
+    r"kernel|stride|pad|dilation|group|head|^dims?$|axis|layers?$|pool|window|ksize|^k$|top_?k|order|scale|factor",
+    re.IGNORECASE,
+)
+_DIVIDES = re.compile(r"group|head|chunk|split", re.IGNORECASE)  # numbers other sizes must be multiples of
+_SPATIAL = re.compile(r"height|width|depth|^[hwdl]$|length|len$|seq", re.IGNORECASE)  # never a multiple of groups
+_BATCH = re.compile(r"batch|^n$|^bs$", re.IGNORECASE)
+
+
+class Attempt(BaseModel):
+    """One candidate as the probe ran it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    how: str
+    sizes: dict[str, int]
+    ok: bool
+    reason: str | None = None  # why it was refused: the error, empty outputs, or the time over budget
+    build_s: float | None = None  # importing the module, building Model and drawing the inputs
+    forward_s: float | None = None  # one reference forward, in CPU seconds (all threads), whatever the load
+
+
+class Derivation(BaseModel):
+    """What the derivation chose, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sizes: dict[str, int] | None  # None: no sizes were found; {}: the module's own sizes are already small
+    reason: str | None = None  # why none were found
+    attempts: list[Attempt] = []
+    seconds: float = 0.0  # wall time of the whole derivation, probe start included
+
+    @property
+    def chosen(self) -> Attempt | None:
+        return next((a for a in self.attempts if a.ok), None)
+
+    def note(self) -> str:
+        """One sentence for the caller: which sizes were derived and how, or why none were."""
+        chosen = self.chosen
+        if self.sizes is None or chosen is None:
+            return f"no small sizes derived: {self.reason}; CPU checks run at the task's full sizes"
+        if not self.sizes:
+            return (
+                f"no small sizes needed: the reference's forward takes {chosen.forward_s:.2f} CPU s at the "
+                "module's own sizes"
+            )
+        sizes = ", ".join(f"{name}={value}" for name, value in self.sizes.items())
+        return (
+            f"SMALL_SIZES derived ({chosen.how}): {sizes}; the reference ran there in {chosen.forward_s:.2f} CPU s "
+            f"(after {len(self.attempts)} attempt(s)); give small_sizes to choose others"
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    how: str
+    sizes: dict[str, int]
+
+
+def _value(node: ast.expr, env: dict[str, int]) -> int | None:
+    """The integer an expression of integer literals, known names and + - * // % ** evaluates to, else None."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _value(node.operand, env)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp):
+        left, right = _value(node.left, env), _value(node.right, env)
+        if left is None or right is None:
+            return None
+        ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__}
+        if type(node.op) in ops:
+            return ops[type(node.op)](left, right)
+        if isinstance(node.op, ast.FloorDiv | ast.Mod) and right != 0:
+            return left // right if isinstance(node.op, ast.FloorDiv) else left % right
+        if isinstance(node.op, ast.Pow) and 0 <= right <= 64:
+            return left**right
+    return None
+
+
+def _assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:
+    """Module-level `name = expr` pairs, in order, tuple assignments split element-wise."""
+    pairs: list[tuple[str, ast.expr]] = []
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            pairs.append((node.target.id, node.value))
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                pairs.append((target.id, node.value))
+            elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                if len(target.elts) == len(node.value.elts):
+                    pairs += [
+                        (t.id, v) for t, v in zip(target.elts, node.value.elts, strict=True) if isinstance(t, ast.Name)
+                    ]
+    return pairs
+
+
+def module_sizes(source: str) -> tuple[dict[str, int], dict[str, ast.expr]]:
+    """(sizes, derived): the module's integer names with their values, and the expressions of those computed
+    from other names. Raises SyntaxError on a module that does not parse."""
+    env: dict[str, int] = {}
+    derived: dict[str, ast.expr] = {}
+    for name, expr in _assignments(ast.parse(source)):
+        value = _value(expr, env)
+        if value is None:
+            env.pop(name, None)
+            derived.pop(name, None)
+            continue
+        env[name] = value
+        if any(isinstance(n, ast.Name) for n in ast.walk(expr)):
+            derived[name] = expr
+        else:
+            derived.pop(name, None)
+    return env, derived
+
+
+def sequence_sizes(source: str) -> list[str]:
+    """Module-level names bound to a tuple or list of integers (`input_shape = (32768,)`): SMALL_SIZES holds
+    numbers only, so these keep their full values."""
+    found = []
+    for name, expr in _assignments(ast.parse(source)):
+        if isinstance(expr, ast.Tuple | ast.List) and expr.elts:
+            if all(_value(e, {}) is not None for e in expr.elts):
+                found.append(name)
+    return found
+
+
+def _in_sequences(source: str) -> set[str]:
+    """Names a module-level tuple or list is built from: they keep their values, or the tuple would no longer
+    match them."""
+    names: set[str] = set()
+    for _, expr in _assignments(ast.parse(source)):
+        if isinstance(expr, ast.Tuple | ast.List):
+            names |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    return names
+
+
+def _capped(value: int, cap: int, keep: int) -> int:
+    """`value` lowered to at most `cap`, a multiple of what it shares with `keep` (that step itself where the
+    step exceeds the cap)."""
+    if value <= cap:
+        return value
+    step = math.gcd(value, keep) or 1
+    return max(step, cap // step * step)
+
+
+def candidates(source: str) -> tuple[list[Candidate], str | None]:
+    """The size sets to try, smallest first, or a reason there are none (SyntaxError on unparsable text)."""
+    sizes, derived = module_sizes(source)
+    leaves = {n: v for n, v in sizes.items() if n not in derived and n.isidentifier() and not n.startswith("_")}
+    divisors = [v for n, v in leaves.items() if 0 < v and _DIVIDES.search(n)]
+    keep = math.lcm(*divisors) if divisors else 1
+    keep = keep if keep <= 4096 else 1
+    frozen = _in_sequences(source)  # SMALL_SIZES cannot rebuild `bias_shape = (out_channels, 1, 1)`
+    leaves = {n: v for n, v in leaves.items() if n not in frozen}
+    scalable = {n: v for n, v in leaves.items() if v > _KEPT_BELOW and not _STRUCTURAL.search(n)}
+    if not scalable and not any(_BATCH.search(n) and v > _BATCH_CAP for n, v in leaves.items()):
+        if sizes:
+            return [Candidate("the module's own sizes: none is larger than 8 or all are structural", {})], None
+        return [Candidate("the module's own sizes: it defines no module-level integer", {})], None
+    found: list[Candidate] = []
+
+    def add(how: str, chosen: dict[str, int]) -> None:
+        env = dict(sizes) | chosen
+        for name, expr in derived.items():  # in module order, so a chain recomputes in turn
+            value = _value(expr, env)
+            if value is not None:
+                env[name] = value
+        changed = {n: v for n, v in env.items() if v != sizes.get(n) and n in sizes}
+        if changed and all(c.sizes != changed for c in found):
+            found.append(Candidate(how, changed))
+
+    batch = {n: _capped(v, _BATCH_CAP, 1) for n, v in leaves.items() if _BATCH.search(n) and v > _BATCH_CAP}
+    lowered = f", the batch at {_BATCH_CAP}" if batch else ""
+    for cap in _CAPS:
+        # at a power of two a size also keeps the factors of two it shares with the cap: a channel count
+        # split in four and then in groups stays divisible by both
+        even = cap if cap & (cap - 1) == 0 else 1
+        scaled = {n: _capped(v, cap, math.lcm(even, 1 if _SPATIAL.search(n) else keep)) for n, v in scalable.items()}
+        add(f"sizes capped at {cap}{lowered}", scaled | batch)
+    if batch:
+        add(f"only the batch lowered, to {_BATCH_CAP}", batch)
+    if not found:
+        return [], "scaling changes none of its sizes"
+    return found, None
+
+
+def with_small_sizes(source: str, sizes: dict[str, int | float], how: str) -> str:
+    """The module's text with a `SMALL_SIZES` assignment appended (a later assignment overrides an earlier one)."""
+    body = ", ".join(f"{name!r}: {value!r}" for name, value in sizes.items())
+    return f"{source.rstrip()}\n\n# Small sizes for CPU checks ({how}).\nSMALL_SIZES = {{{body}}}\n"

@@ -1,0 +1,136 @@
+"""The task at its full sizes as shapes only: the model and inputs on PyTorch's `meta` device, which holds
+shapes, strides and dtypes and allocates nothing, so a compile-only pass can specialize every kernel as the GPU
+will at sizes that would take gigabytes.
+
+Triton reads a launch's argument types, a pointer's 16-byte alignment (a meta tensor's address is 0, aligned
+as every CUDA allocation is), integers' values and constexprs; it never reads the data, which the compile-only
+driver never writes either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from adaexplore.executor.worker._taskrun import TaskFault, import_file
+
+__all__ = ["FULL_TASK_MODULE", "META", "full_size_args", "shape_only"]
+
+FULL_TASK_MODULE = "adaexplore_task_full_sizes"
+META = torch.device("meta")
+
+
+def _to_meta(device: Any) -> Any:
+    if isinstance(device, torch.device | str) or (isinstance(device, int) and not isinstance(device, bool)):
+        return META
+    return device
+
+
+class _OnMeta(TorchFunctionMode):
+    """Every tensor made or moved lands on `meta`: `device="cuda"`, `.cuda()`, `.cpu()` and `.to(device)`."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.cuda, torch.Tensor.cpu):
+            return args[0].to(META) if args[0].device != META else args[0]
+        if "device" in kwargs and kwargs["device"] is not None:
+            kwargs["device"] = _to_meta(kwargs["device"])
+        if func is torch.Tensor.to and len(args) > 1 and isinstance(args[1], str | torch.device | int):
+            args = (args[0], META, *args[2:])
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def shape_only() -> Iterator[None]:
+    """Inside, the default device is `meta` and every device named means it; `torch.cuda.synchronize()` returns
+    and `x.is_cuda` is true for meta tensors, so code written for the GPU runs its host side unchanged."""
+    saved_sync, saved_is_cuda = torch.cuda.synchronize, torch.Tensor.is_cuda
+    saved_cuda = torch.nn.Module.cuda
+    torch.cuda.synchronize = lambda *args, **kwargs: None  # type: ignore[assignment]
+    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign,assignment]
+    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda", "meta"))  # type: ignore[assignment,method-assign]
+    try:
+        with META, _OnMeta():
+            yield
+    finally:
+        torch.cuda.synchronize = saved_sync  # type: ignore[assignment]
+        torch.nn.Module.cuda = saved_cuda  # type: ignore[method-assign]
+        torch.Tensor.is_cuda = saved_is_cuda  # type: ignore[method-assign]
+
+
+def _cast(value: Any, cast: torch.dtype | None) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype=cast) if cast is not None and value.is_floating_point() else value
+    if isinstance(value, list | tuple):
+        return type(value)(_cast(v, cast) for v in value)
+    return value
+
+
+def full_size_args(task_path: str, cast: torch.dtype | None) -> tuple[list[Any], list[Any]]:
+    """`get_init_inputs()` and `get_inputs()` of the task at its own (full) sizes, tensors on `meta`. Call inside
+    `shape_only()`.
+
+    Raises:
+        TaskFault: the task module raised on import, or its functions raised or returned no list.
+    """
+    try:
+        task = import_file(FULL_TASK_MODULE, task_path)
+    except Exception as exc:
+        raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
+    made = []
+    for name in ("get_init_inputs", "get_inputs"):
+        try:
+            values = getattr(task, name)()
+        except Exception as exc:
+            raise TaskFault(f"{name}() raised {type(exc).__name__} at the full sizes: {exc}") from exc
+        if not isinstance(values, list | tuple):
+            raise TaskFault(f"{name}() must return a list or tuple, not {type(values).__name__}")
+        made.append(list(_cast(list(values), cast)))
+    return made[0], made[1]
+
+
+def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: str, cast: torch.dtype | None) -> str:
+    """Compile every kernel one forward launches at the task's full sizes, on shape-only tensors, through
+    `tracker` (compile-only). Returns "" when the pass went through the whole forward, else why it stopped
+    early (host code that needs real data, such as `.item()`; kernels launched after that were not compiled).
+
+    Raises:
+        what the compiler raised for a kernel at the full sizes (the candidate's compile error).
+    """
+    from adaexplore.executor._models import Status
+    from adaexplore.executor.worker._errors import classify
+
+    small_shared, small_compiles = dict(tracker.shared_memory), dict(tracker.target_compiles)
+    tracker.sizes, tracker.shared_memory = "full", {}
+    compile_only, tracker.compile_only = tracker.compile_only, True
+    reason = ""
+    try:
+        with shape_only(), torch.no_grad():
+            try:
+                init_args, inputs = full_size_args(task_path, cast)
+                model = model_cls(*init_args)
+                if cast is not None:
+                    model = model.to(dtype=cast)
+            except TaskFault as exc:
+                reason = f"the task's inputs could not be made as shapes only: {exc}"
+            except Exception as exc:
+                reason = f"ModelNew(*get_init_inputs()) raised {type(exc).__name__} on shape-only tensors: {exc}"
+            if not reason:
+                try:
+                    tracker.count(lambda: model(*inputs))
+                except Exception as exc:
+                    if classify(exc) in (Status.compile_error, Status.infra_error):
+                        raise
+                    reason = f"forward raised {type(exc).__name__} on shape-only tensors: {str(exc)[:300]}"
+    finally:
+        tracker.compile_only = compile_only
+        tracker.target_compiles = small_compiles  # these count the small sizes, as their flag says
+        # the GPU runs the full sizes: their shared memory is the kernel's; a kernel the pass did not reach
+        # keeps its small-size number
+        for name, used in small_shared.items():
+            tracker.shared_memory.setdefault(name, used)
+    return reason

@@ -1,0 +1,110 @@
+"""One best: the best node of a run and its number, as every view shows it (the explore summary, `runs list`,
+`runs show`, the best_kernel tool and the report page all call `run_best`).
+
+The number is the re-measured speedup where finish_run re-measured the winner in fresh processes, else the
+speedup measured during the search, else none (untimed). `measured` says which.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from adaexplore.search import SearchBest, TieBreak, best_correct, tie_phrase
+from adaexplore.store import RunRecord, SqliteStore
+
+__all__ = ["Measured", "RunBest", "run_best", "speedup_text", "tie_break_key"]
+
+Measured = Literal["re-measured", "search-time", "untimed"]
+
+
+def tie_break_key(store: SqliteStore, run: RunRecord) -> tuple[TieBreak | None, str]:
+    """The hook that breaks ties between correct kernels of the same speed (all of them, where nothing was
+    timed), with its name for messages: (None, "") today, so the first found wins. Return a key on a node,
+    lower is better (the static compile cost of its kernel, say), to rank tied kernels by it in select_uct,
+    best_kernel, `runs` and the report alike."""
+    return None, ""
+
+
+def speedup_text(speedup: float | None) -> str:
+    """A best speedup as every view writes it: three decimals, or `untimed`."""
+    return f"{speedup:.3f}x" if speedup is not None else "untimed"
+
+
+@dataclass(frozen=True)
+class RunBest:
+    node_id: int
+    speedup: float | None  # the number to show: re-measured where there is one, else the search's
+    measured: Measured
+    search_speedup: float | None  # the number measured during the search
+    verified: bool  # it passed again in fresh processes with fresh seeds when the run was finished
+    tied: tuple[int, ...]  # correct nodes of the same search-time speed, not chosen
+    why: str  # why this node, in words
+    tie_rule: str = "the first found"  # how a tie among `tied` was broken
+
+    @property
+    def text(self) -> str:
+        """For example `2.250x (re-measured)`, `1.800x (search-time)` or `untimed`."""
+        if self.speedup is None:
+            return "untimed"
+        return f"{speedup_text(self.speedup)} ({self.measured})"
+
+    @property
+    def sentence(self) -> str:
+        """The node, its number and why, for a message: `node 4, 2.250x (re-measured): it won …`."""
+        if self.speedup is None and self.why.startswith("untimed"):
+            return f"node {self.node_id}, {self.why}"
+        return f"node {self.node_id}, {self.text}: {self.why}"
+
+
+def run_best(store: SqliteStore, run: RunRecord) -> RunBest | None:
+    """The best node of a run and its number; None while it has no correct kernel."""
+    tie_break, name = tie_break_key(store, run)
+    found = best_correct(store.view(run.id).correct_nodes(), tie_break, name)
+    if found is None:
+        return None
+    final = {c["node_id"]: c for c in json.loads(run.final_result or "[]")}
+    node_id = run.final_node_id if run.final_node_id is not None else found.node.id
+    search_speedup = store.node(node_id).speedup if node_id != found.node.id else found.node.speedup
+    again = final.get(node_id)
+    if again is not None and again.get("status") == "ok":
+        speedup = again.get("speedup")
+        if speedup is None:  # an untimed re-check (earlier versions re-ran untimed kernels): it only passed
+            why = f"{found.why}; it passed again in a fresh process at the end of the run, untimed"
+        else:
+            why = f"it won the re-measurement of {len(final)} candidate(s) in fresh processes at the end of the run"
+        return RunBest(
+            node_id=node_id,
+            speedup=speedup,
+            measured="re-measured" if speedup is not None else "untimed",
+            search_speedup=search_speedup,
+            verified=True,
+            tied=found.tied if speedup is None and node_id == found.node.id else (),
+            why=why,
+            tie_rule=tie_phrase(tie_break, name),
+        )
+    why = _search_why(found, node_id, run, final)
+    return RunBest(
+        node_id=node_id,
+        speedup=search_speedup,
+        measured="search-time" if search_speedup is not None else "untimed",
+        search_speedup=search_speedup,
+        verified=False,
+        tied=found.tied if node_id == found.node.id else (),
+        why=why,
+        tie_rule=tie_phrase(tie_break, name),
+    )
+
+
+def _search_why(found: SearchBest, node_id: int, run: RunRecord, final: dict[int, dict]) -> str:
+    if node_id != found.node.id:
+        return "chosen when the run was finished"
+    if node_id in final:
+        return (
+            f"{found.why}; NOT confirmed: measured again in a fresh process at the end of the run it came back "
+            f"{final[node_id].get('status')}"
+        )
+    if run.status == "finished" and found.timed:
+        return f"{found.why} (not evaluated again: the run re-measures no candidates)"
+    return found.why

@@ -1,0 +1,42 @@
+"""The small sizes a new task gets: the caller's, the module's own, or derived and checked in a probe process."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+
+from adaexplore.executor import Task, derive_small_sizes, task_from_source, with_small_sizes
+
+__all__ = ["given_sizes", "sized_task"]
+
+
+def given_sizes(task: Task, given: dict[str, int | float] | None) -> tuple[Task, str]:
+    """`task` with the caller's small sizes (`{}`: none, so CPU checks run at full sizes) in place of the
+    module's SMALL_SIZES, or as it is when none are given; and a sentence saying where its sizes came from.
+
+    Raises:
+        TaskError: the given sizes are not names to numbers.
+    """
+    if given is None:
+        note = "SMALL_SIZES from the task module" if task.small_sizes is not None else "no SMALL_SIZES"
+        return task, note
+    how = "given with the request" if given else "none given with the request: CPU checks run at full sizes"
+    sized = task_from_source(with_small_sizes(task.source, given, how), name=task.name)
+    listed = ", ".join(f"{name}={value}" for name, value in given.items())
+    return sized, f"SMALL_SIZES given with the request: {listed}" if given else f"SMALL_SIZES {how}"
+
+
+async def sized_task(task: Task, given: dict[str, int | float] | None) -> tuple[Task, str]:
+    """As `given_sizes`; but a module with no SMALL_SIZES, given none, gets sizes derived from its
+    module-level integers, each candidate run in a probe process (never this one) until the reference runs.
+
+    Raises:
+        TaskError: the given sizes are not names to numbers.
+    """
+    if given is not None or task.small_sizes is not None:
+        return given_sizes(task, given)
+    derivation = await anyio.to_thread.run_sync(derive_small_sizes, task.source)
+    if not derivation.sizes:
+        return task, derivation.note()
+    chosen = derivation.chosen
+    how = f"derived by adaexplore: {chosen.how if chosen else 'scaled down'}"
+    return task_from_source(with_small_sizes(task.source, derivation.sizes, how), name=task.name), derivation.note()

@@ -1,0 +1,29 @@
+"""A budget for the candidate over all its phases: a kernel that hangs is a `timeout` within the budget, before
+the phase's own timeout, so that one call returns in time whatever the kernel does."""
+
+from __future__ import annotations
+
+import pytest
+
+from adaexplore.executor import Evaluator, Status
+from tests.executor.test_evaluator import KERNEL, TASK, variant
+
+pytestmark = pytest.mark.anyio
+
+HANGS = variant("    x = tl.load", "    while tl.load(x_ptr, volatile=True) < 1e30:\n        pass\n    x = tl.load")
+
+
+async def test_a_hanging_kernel_is_a_timeout_within_its_budget_not_the_phase_timeout(evaluator: Evaluator) -> None:
+    trial_timeout = evaluator.config.trial_timeout_s
+    budget = trial_timeout * 0.6
+    result = await evaluator.evaluate(TASK, HANGS, candidate_budget_s=budget)
+    assert result.status is Status.timeout, result.message
+    # the budget ran out first (in whichever phase: on a loaded machine loading may already take it), not
+    # the trial's own timeout, which is longer than the whole budget
+    assert f"budget of {budget:.0f} s" in result.message, result.message
+    assert "did not finish within" not in result.message
+
+
+async def test_an_honest_kernel_within_its_budget_is_judged_as_without_one(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(TASK, KERNEL, candidate_budget_s=120)
+    assert result.status is Status.ok, result.message

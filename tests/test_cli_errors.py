@@ -1,0 +1,95 @@
+"""The command line's errors: one line and a pointer to --help, settings errors in the settings' words,
+global options after the subcommand, and the exit-code table."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def cli(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ADAEXPLORE_HOME": str(home / "env-home")}
+    return subprocess.run(
+        [sys.executable, "-m", "adaexplore", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def test_home_and_config_work_after_the_subcommand(tmp_path: Path) -> None:
+    home = tmp_path / "mine"
+    after = cli("runs", "list", "--home", str(home), home=tmp_path)
+    before = cli("--home", str(home), "runs", "list", home=tmp_path)
+    assert after.returncode == before.returncode == 0, after.stderr
+    assert str(home / "adaexplore.db") in after.stdout and after.stdout == before.stdout
+    settings = tmp_path / "s.toml"
+    settings.write_text('[executor]\nbackend = "gpu"\n')
+    bad = cli("memory", "list", "--config", str(settings), home=tmp_path)
+    assert bad.returncode == 2 and str(settings) in bad.stderr
+
+
+def test_an_argument_error_is_one_line_and_a_pointer_to_help(tmp_path: Path) -> None:
+    run = cli("explore", "--steps", "0", home=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [
+        "adaexplore explore: error: argument --steps: '0' is not a whole number of at least 1",
+        "see `adaexplore explore --help`",
+    ]
+    nested = cli("runs", "show", home=tmp_path)
+    assert nested.returncode == 2 and nested.stderr.splitlines()[-1] == "see `adaexplore runs show --help`"
+    assert "usage:" not in nested.stderr
+
+
+def test_settings_errors_name_the_key_the_file_and_what_is_allowed(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.toml"
+    settings.write_text('[executor]\nbackend = "gpu"\nmodee = "strict"\n[search]\ntotal_steps = 0\n')
+    run = cli("--config", str(settings), "runs", "list", home=tmp_path)
+    assert run.returncode == 2
+    text = run.stderr
+    assert f"settings file {settings}" in text
+    assert "executor.backend = 'gpu' is not allowed; it must be one of 'auto', 'cuda', 'compile' or 'interpret'" in text
+    assert "unknown key 'executor.modee'; the keys of [executor] are:" in text and "mode," in text
+    assert "search.total_steps = 0 is out of range; it must be at least 1" in text
+    assert "pydantic" not in text and "Input should" not in text
+
+
+def test_runs_show_of_an_unknown_run_speaks_the_cli(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir()
+    import sqlite3  # an empty store: the database exists, the run does not
+
+    from adaexplore.store import open_store
+
+    open_store(f"sqlite:///{home / 'adaexplore.db'}").close()
+    assert sqlite3.connect(home / "adaexplore.db").execute("SELECT 1").fetchone() == (1,)
+    run = cli("runs", "show", "run-nope", "--home", str(home), home=tmp_path)
+    assert run.returncode == 2
+    assert "`adaexplore runs list`" in run.stderr and "start_run" not in run.stderr
+
+
+def test_serve_http_prints_the_url_to_give_the_client(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "ADAEXPLORE_HOME": str(tmp_path)}
+    env.pop("ADAEXPLORE_TOKEN", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "adaexplore", "serve", "--http", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        line = ""
+        while time.monotonic() < deadline and "MCP server" not in line:
+            line = server.stderr.readline() if server.stderr else ""
+            if not line and server.poll() is not None:
+                break
+        assert f"give your client the URL http://127.0.0.1:{port}/mcp" in line, line
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

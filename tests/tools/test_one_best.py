@@ -1,0 +1,153 @@
+"""One best, said honestly: untimed kernels tie and are not re-measured, and best_kernel, `runs list`, `runs show`
+and the report page name the same node with the same number and its source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adaexplore._runs_view import render_run_tree, render_runs
+from adaexplore.bench._report_data import run_page_data
+from adaexplore.config import Settings
+from adaexplore.executor import Status
+from adaexplore.store import open_store
+from adaexplore.tools import (
+    BestKernelRequest,
+    CompileAndProfileRequest,
+    CreateTaskRequest,
+    ExpandNodeRequest,
+    FinishRunRequest,
+    SelectUctRequest,
+    Services,
+    StartRunRequest,
+    best_kernel,
+    compile_and_profile,
+    create_task,
+    expand_node,
+    finish_run,
+    select_uct,
+    start_run,
+)
+from tests.fakes import FakeEvaluator
+
+TASK_FILE = Path(__file__).parents[1] / "executor" / "data" / "scale_relu_task.py"
+
+pytestmark = pytest.mark.anyio
+
+
+def untimed(code: str, _: int) -> tuple[Status, float | None]:
+    """Correct and untimed, as on a machine without a GPU; "wrong" kernels mismatch."""
+    return (Status.mismatch, None) if "wrong" in code else (Status.ok, None)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Services:
+    settings = Settings(home=tmp_path)
+    return Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(untimed))
+
+
+async def grow(svc: Services, run_id: str, codes: list[str]) -> tuple[list[int], list[str], list[str]]:
+    """Take one step per code; the new node ids, select_uct's reasons and compile_and_profile's messages."""
+    ids, reasons, messages = [], [], []
+    for code in codes:
+        chosen = select_uct(svc, SelectUctRequest(run_id=run_id))
+        reasons.append(chosen.reason)
+        context = expand_node(svc, ExpandNodeRequest(run_id=run_id, node_id=chosen.node_id, action=chosen.action))
+        result = await compile_and_profile(svc, CompileAndProfileRequest(code=code, expansion_id=context.expansion_id))
+        assert result.node_id is not None
+        ids.append(result.node_id)
+        messages.append(result.message)
+    return ids, reasons, messages
+
+
+def the_views_agree(svc: Services, run_id: str, node_id: int, shown: str, measured: str | None) -> None:
+    """best_kernel, `runs list`, `runs show` and the report page name `node_id` with the number `shown`."""
+    best = best_kernel(svc, BestKernelRequest(run_id=run_id))
+    assert best.node_id == node_id and best.measured == (measured or "untimed")
+    (row,) = [line for line in render_runs(svc.store).splitlines() if line.startswith(run_id)]
+    assert f"  {shown}  " in row and f"node {node_id}, {measured or 'untimed'}" in row, row
+    tree = render_run_tree(svc.store, run_id).splitlines()
+    assert tree[1].startswith(f"best: node {node_id}, {shown}" if measured else f"best: node {node_id}, untimed")
+    star = [line for line in tree if line.startswith("*") and f"#{node_id} " in line]
+    assert star, tree  # the path marked in the tree ends at the same node
+    page = run_page_data(svc.store, run_id)["run"]
+    assert (page["best_node_id"], page["best_speedup"], page["best_measured"]) == (
+        node_id,
+        best.speedup,
+        measured or "untimed",
+    )
+    assert page["best_path"][-1] == node_id and page["confirmed"] == best.verified
+
+
+async def test_an_untimed_run_says_its_correct_kernels_tie_and_finishes_without_re_measuring(svc: Services) -> None:
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=5, total_steps=6))
+    # two large steps from the root, so that its two children have the same visits and the same reward
+    first = [
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=run.root_node_id, action="large")
+        )
+        for code in ("k1", "k2")
+    ]
+    codes = ["wrong k3", "k4", "k5", "k6"]
+    ids, reasons, messages = await grow(svc, run.run_id, codes)
+    ids = [r.node_id for r in first] + ids
+    codes = ["k1", "k2", *codes]
+    messages = [r.message for r in first] + messages
+    correct = [i for i, code in zip(ids, codes, strict=True) if "wrong" not in code]
+    # every correct result says its reward is the untimed one, shared by all
+    for code, message in zip(codes, messages, strict=True):
+        assert ("untimed:" in message and "0.509" in message) == ("wrong" not in code), message
+    # select_uct says when it chose among children of equal score, and why that one
+    tied = [r for r in reasons if "tie on UCT score" in r]
+    assert tied and all("is the first found" in r and "untimed" in r for r in tied), reasons
+
+    before = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert before.node_id == correct[0] and before.speedup is None and before.measured == "untimed"
+    assert before.tied_node_ids == correct[1:] and not before.verified
+    assert f"no GPU timed the {len(correct)} correct kernels, so they tie" in before.message
+    assert "first found" in before.message
+
+    calls = svc.evaluator.calls
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert svc.evaluator.calls == calls  # nothing re-measured: there is no number to measure
+    assert finished.candidates == [] and finished.final_node_id == correct[0]
+    assert "nothing was re-measured" in finished.message and "no GPU" in finished.message
+    assert "won" not in finished.message
+
+    after = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert (after.node_id, after.speedup, after.verified) == (correct[0], None, False)
+    the_views_agree(svc, run.run_id, correct[0], "untimed", None)
+    (row,) = [line for line in render_runs(svc.store).splitlines() if line.startswith(run.run_id)]
+    assert f"tied with {len(correct) - 1} more (the first found)" in row
+
+
+async def test_a_re_measured_best_is_the_one_number_every_view_shows(svc: Services) -> None:
+    # as on the H200: the search measured 2.044x for the winner, its fresh re-measurement 2.25x
+    search = {"a": 1.2, "b": 2.044, "c": 1.9, "wrong d": None}
+    again = {"a": 1.1, "b": 2.25, "c": 1.8}
+    phase = {"finishing": False}
+
+    def script(code: str, _: int) -> tuple[Status, float | None]:
+        if "wrong" in code:
+            return Status.mismatch, None
+        return Status.ok, (again if phase["finishing"] else search)[code]
+
+    svc.evaluator = FakeEvaluator(script)
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=2, total_steps=4))
+    ids, _, messages = await grow(svc, run.run_id, list(search))
+    assert not any("untimed" in m for m in messages)
+    winner = ids[1]
+    during = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert (during.node_id, during.speedup, during.measured) == (winner, 2.044, "search-time")
+    the_views_agree(svc, run.run_id, winner, "2.044x", "search-time")
+
+    phase["finishing"] = True
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert finished.final_node_id == winner and len(finished.candidates) == 3
+    final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert (final.node_id, final.speedup, final.measured, final.verified) == (winner, 2.25, "re-measured", True)
+    the_views_agree(svc, run.run_id, winner, "2.250x", "re-measured")
+    assert "2.044x" not in render_runs(svc.store)  # the search-time number is not shown as the best beside it

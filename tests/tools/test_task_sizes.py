@@ -1,0 +1,82 @@
+"""create_checked_task gives a task without SMALL_SIZES derived ones, checked in the judge; a caller's dict,
+or `{}` for none, overrides them."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from adaexplore.config import Settings
+from adaexplore.errors import TaskError
+from adaexplore.executor import Evaluator, task_from_source
+from adaexplore.store import open_store
+from adaexplore.tools import CreateTaskRequest, Services, create_checked_task, create_task
+
+pytestmark = pytest.mark.anyio
+
+UNSIZED = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, features, groups):
+            super().__init__()
+            self.norm = nn.GroupNorm(groups, features)
+
+        def forward(self, x):
+            return torch.relu(self.norm(x))
+
+    batch_size = 256
+    features = 480
+    groups = 6
+    length = 4000
+
+    def get_inputs():
+        return [torch.rand(batch_size, features, length)]
+
+    def get_init_inputs():
+        return [features, groups]
+""")
+
+
+def services(evaluator: Evaluator, home: Path) -> Services:
+    settings = Settings(home=home)
+    return Services(settings=settings, store=open_store(settings.database_url), evaluator=evaluator)
+
+
+async def test_a_task_without_small_sizes_gets_derived_ones_that_the_judge_accepts(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    svc = services(evaluator, tmp_path)
+    result = await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, name="norm"))
+    assert result.small_sizes, result.small_sizes_note
+    assert "SMALL_SIZES derived" in result.small_sizes_note and "features=" in result.small_sizes_note
+    stored = task_from_source(svc.store.task(result.task_id).source)
+    assert stored.small_sizes is not None
+    assert stored.small_sizes["batch_size"] == 2 and stored.small_sizes["features"] % 6 == 0
+    assert stored.small_sizes["length"] < 4000
+    again = await create_checked_task(svc, CreateTaskRequest(source=UNSIZED))
+    assert again.task_id == result.task_id  # the same module derives the same sizes, so keeps its id
+
+
+async def test_a_given_dict_or_none_overrides_the_derivation(evaluator: Evaluator, tmp_path: Path) -> None:
+    svc = services(evaluator, tmp_path)
+    given = {"batch_size": 3, "features": 12, "length": 50}
+    chosen = await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes=given))
+    assert chosen.small_sizes and chosen.small_sizes_note == (
+        "SMALL_SIZES given with the request: batch_size=3, features=12, length=50"
+    )
+    assert task_from_source(svc.store.task(chosen.task_id).source).small_sizes == given
+    unsized = create_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes={}))
+    assert not unsized.small_sizes and "full sizes" in unsized.small_sizes_note
+    assert unsized.task_id != chosen.task_id
+
+
+async def test_given_sizes_the_task_does_not_define_are_refused_by_the_judge(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    svc = services(evaluator, tmp_path)
+    with pytest.raises(TaskError, match="'channels'"):
+        await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes={"channels": 4}))
