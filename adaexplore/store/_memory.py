@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.errors import ConflictError, NotFoundError, RequestError
+from adaexplore.errors import NotFoundError, RequestError
 from adaexplore.store._records import fits
 
 __all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
@@ -488,12 +488,12 @@ class MemoryTables:
     def set_rule_text(self, rule_id: int, text: str, words: set[str]) -> RuleRecord:
         """Raises:
         NotFoundError: the rule id is unknown.
-        ConflictError: another rule has this text already.
+        RequestError: another rule has this text already (the request's fault, not a race).
         """
         self.rule(rule_id)
         twin = self.rule_with_text(text)
         if twin is not None and twin.id != rule_id:
-            raise ConflictError(
+            raise RequestError(
                 f"rule {twin.id} has this text already; retire one of the two rules rather than giving them one "
                 "sentence"
             )

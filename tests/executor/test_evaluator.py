@@ -187,7 +187,9 @@ async def test_printing_to_stdout_is_captured_and_harmless(evaluator: Evaluator)
     result = await evaluator.evaluate(TASK, code)
     assert result.status is Status.ok, result.message
     printed = result.output.count("hello from forward")
-    assert printed > 6 if ON_GPU else printed == 6  # once compiling, once per trial (and per timed call)
+    # on the GPU once per trial and per timed call; on the CPU once compiling at the small sizes, once compiling at
+    # the full sizes (on shape-only tensors) and once per trial
+    assert printed > 6 if ON_GPU else printed == 7
 
 
 async def test_after_a_timeout_no_worker_is_left_running(evaluator: Evaluator) -> None:

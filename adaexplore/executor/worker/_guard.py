@@ -45,6 +45,20 @@ def _flags() -> dict[str, Any]:
     return flags
 
 
+# PyTorch's own lazy wrapper (torch._disable_dynamo): importing torch._dynamo, which PyTorch's reference ops do at
+# their first call on `meta` tensors (the full-size compile pass), wraps torch.manual_seed in it.
+_DYNAMO_WRAPPER_CODE = torch._disable_dynamo(lambda: None).__code__
+
+
+def _unwrapped(fn: Any) -> Any:
+    """`fn` itself, or the function that PyTorch's lazy dynamo wrapper around it calls: the one its closure holds,
+    not what its `__wrapped__` says, which anyone can set."""
+    if getattr(fn, "__code__", None) is not _DYNAMO_WRAPPER_CODE or fn.__closure__ is None:
+        return fn
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__, strict=True))
+    return cells["fn"].cell_contents if "fn" in cells else fn
+
+
 # What the evaluator calls after the candidate is imported; replacing any of them could forge a result.
 _WATCHED: dict[str, Callable[[], Any]] = {
     "time.perf_counter": lambda: time.perf_counter,
@@ -63,7 +77,7 @@ _WATCHED: dict[str, Callable[[], Any]] = {
     "torch.Tensor.__eq__": lambda: torch.Tensor.__eq__,
     "torch.equal": lambda: torch.equal,
     "torch.mul": lambda: torch.mul,
-    "torch.manual_seed": lambda: torch.manual_seed,
+    "torch.manual_seed": lambda: _unwrapped(torch.manual_seed),
     "torch.nn.Module.__call__": lambda: torch.nn.Module.__call__,
     "torch.nn.Module.to": lambda: torch.nn.Module.to,
     "torch.no_grad": lambda: torch.no_grad,
