@@ -72,19 +72,17 @@ async def scenario(name: str, settings: Settings, steps: int, big_tree: int) -> 
     async with tools.open_services(settings) as svc:
         if name == "big":
             run_id = grow(svc, big_tree, seed=1, total_steps=big_tree - 1 + steps)
-            writer = ReplayWriter(
-                kernels={"bench": {"correct": KERNEL, "variant": KERNEL + "\n# variant\n"}}, store=svc.store
-            )
+            writer = ReplayWriter(kernels={"bench": {"correct": KERNEL, "variant": KERNEL + "\n# variant\n"}}, svc=svc)
             return (await Explorer(svc, writer, memory_updates=True).run(run_id)).records
         task = tools.create_task(svc, tools.CreateTaskRequest(path=str(TASK)))
         run = tools.start_run(svc, tools.StartRunRequest(task_id=task.task_id, seed=7, total_steps=steps, model=name))
         if name == "replay":
-            writer: Any = ReplayWriter(kernels={task.task_id: SAMPLES}, store=svc.store)
+            writer: Any = ReplayWriter(kernels={task.task_id: SAMPLES}, svc=svc)
             return (await Explorer(svc, writer, memory_updates=True).run(run.run_id)).records
         with FakeOpenAI(responder=scripted, api_key="sk-bench") as fake:
             client = ModelClient(ModelConfig(name="fake-model", base_url=fake.base_url), api_key="sk-bench")
             try:
-                writer = ModelWriter(client=client, store=svc.store, label="fake-model")
+                writer = ModelWriter(client=client, svc=svc, label="fake-model")
                 svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
                 return (await Explorer(svc, writer, memory_updates=True).run(run.run_id)).records
             finally:

@@ -31,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 from adaexplore.bench._report_data import run_page_data  # noqa: E402
 from adaexplore.bench._report_html import render_run_html  # noqa: E402
 from adaexplore.config import SearchConfig  # noqa: E402
+from adaexplore.domain import Kind  # noqa: E402
 from adaexplore.executor import AuditFlag, Status, code_hash, task_from_source  # noqa: E402
-from adaexplore.search import Kind, reward  # noqa: E402
+from adaexplore.search import reward  # noqa: E402
 from adaexplore.store import NewEvaluation, SqliteStore, open_store  # noqa: E402
-from tests.fakes import make_evaluation  # noqa: E402
+from tests.fakes import make_evaluation, services_over  # noqa: E402
 
 TASK = (ROOT / "examples" / "tasks" / "row_softmax.py").read_text()
 KERNEL = (ROOT / "examples" / "kernels" / "row_softmax" / "correct.py").read_text()
@@ -142,7 +143,7 @@ def main() -> None:
             reads, renders = [], []
             for _ in range(args.repeat):
                 start = time.perf_counter()
-                data = run_page_data(store, run_id)
+                data = run_page_data(services_over(store), run_id)
                 middle = time.perf_counter()
                 html = render_run_html(data)
                 reads.append(middle - start)

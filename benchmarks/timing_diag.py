@@ -22,7 +22,7 @@ import torch
 import triton
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.executor._models import Backend, Mode
+from adaexplore.domain import Backend, Mode
 from adaexplore.executor._modes import mode_spec
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import import_file

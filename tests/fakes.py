@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+from adaexplore.config import Settings
 from adaexplore.executor import Backend, Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
+from adaexplore.store import SqliteStore
+from adaexplore.tools import Services
 
 Verdict = tuple[Status, float | None]
 
@@ -82,6 +86,9 @@ class FakeEvaluator:
     async def check_task(self, task: Task) -> None:
         self.checked.append(task.name)
 
+    async def ready(self, progress: object = None) -> None:
+        return None
+
     def fingerprint(self) -> str:
         return "fake-env"
 
@@ -95,3 +102,8 @@ def by_hash(code: str, _: int) -> Verdict:
     if kind < 4:
         return Status.mismatch, None
     return Status.ok, 0.5 + (h >> 8) % 400 / 100
+
+
+def services_over(store: SqliteStore) -> Services:
+    """Services over an open store for the functions that only read it (a report page, a run's text)."""
+    return Services(settings=Settings(home=Path(store.path).parent), store=store, evaluator=FakeEvaluator(by_hash))

@@ -49,8 +49,8 @@ def test_the_cli_search_store_tools_and_every_parent_side_module_import_without_
         import adaexplore.cli, adaexplore.config, adaexplore.errors
         import adaexplore.executor, adaexplore.executor._render
         import adaexplore.search, adaexplore.store, adaexplore.tools, adaexplore.prompts, adaexplore.memory
-        import adaexplore.agent, adaexplore.agent._synth, adaexplore.server
-        import adaexplore.bench, adaexplore.bench._command, adaexplore._bench_view
+        import adaexplore.agent, adaexplore.executor._synth, adaexplore.server
+        import adaexplore.bench, adaexplore.bench._command, adaexplore.cli._bench
         print("imported")
     """)
     assert done.returncode == 0, done.stderr[-3000:]

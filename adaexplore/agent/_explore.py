@@ -20,11 +20,17 @@ import anyio
 from adaexplore import tools
 from adaexplore.agent._extract import extract_code, read_step_reply, syntax_problem
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
+from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ModelError, RequestError, TaskError
-from adaexplore.executor import Evaluation, ProgressUpdate, Status, Task
-from adaexplore.memory import NO_GUIDANCE, check_rule_text
-from adaexplore.prompts import DistillContext, KernelContext
-from adaexplore.store import UsageTotals
+from adaexplore.tools import (
+    NO_GUIDANCE,
+    DistillContext,
+    KernelContext,
+    ProgressUpdate,
+    Task,
+    UsageTotals,
+    check_rule_text,
+)
 
 __all__ = [
     "Budget",
@@ -192,6 +198,9 @@ class _TimedEvaluator:
     async def check_task(self, task: Task) -> None:
         await self.inner.check_task(task)
 
+    async def ready(self, progress: tools.Progress | None = None) -> None:
+        await self.inner.ready(progress)
+
     def fingerprint(self) -> str:
         return self.inner.fingerprint()
 
@@ -302,7 +311,7 @@ class Explorer:
                 self.observer.step_done(run.run_id, record, dict(counts))
         finished = not reason
         if not finished:
-            svc.store.stop_run(run.run_id, reason)  # kept for `runs list` and get_run until a step is added
+            tools.stop_run(svc, run.run_id, reason)  # kept for `runs list` and get_run until a step is added
         if finished:
             if self.observer:
                 timed = state.best_speedup is not None  # untimed kernels are not re-measured
@@ -313,8 +322,8 @@ class Explorer:
     def _refresh(self, run: tools.RunResult) -> tools.RunResult:
         """The run's progress and best node re-read from the store, in constant time (the counts by status
         and the depth are left as they were)."""
-        record = self.svc.store.run(run.run_id)
-        best = self.svc.store.node(record.best_node_id) if record.best_node_id is not None else None
+        record = tools.run_record(self.svc, run.run_id)
+        best = tools.node_record(self.svc, record.best_node_id) if record.best_node_id is not None else None
         return run.model_copy(
             update={
                 "status": record.status,
@@ -381,7 +390,7 @@ class Explorer:
                 record.problem = result.message  # the evaluator failed; nothing was added
             else:
                 if attempt.problem:
-                    svc.store.set_note(result.node_id, attempt.problem)
+                    tools.set_node_note(svc, result.node_id, attempt.problem)
                 if self.memory_updates and result.status in svc.settings.agent.distill_statuses:
                     rule, model_s = await self._distill(run, result.node_id, attempt.code, result.evaluation)
                     record.rule, record.model_s = rule, record.model_s + model_s
@@ -443,7 +452,7 @@ class Explorer:
             current=_kernel(current),
             history=[_kernel(k) for k in expansion.working_memory],
             error=_error_text(node.evaluation),
-            notes=svc.store.note(current.node_id) or "",
+            notes=tools.node_note(svc, current.node_id),
             seed=seed,
         )
         model_s = 0.0
@@ -529,7 +538,7 @@ class Explorer:
             timed=timed,
             best_path=path,
             best_file=best_file,
-            usage=svc.store.usage(run_id=run_id),
+            usage=tools.usage(svc, run_id=run_id),
             failed_steps=failed_steps,
             rules_recorded=rules,
             records=records,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 import sys
@@ -16,12 +17,9 @@ import anyio
 from adaexplore import tools
 from adaexplore.agent._display import TerminalDisplay, best_text, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
-from adaexplore.agent._synth import synthesize_tasks
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError, TaskError
-from adaexplore.executor import load_task
-from adaexplore.store import open_store
 
 if TYPE_CHECKING:
     from adaexplore.agent._client import ModelClient
@@ -113,15 +111,10 @@ async def connect_model(settings: Settings, say: Callable[[str], None]) -> Model
     return client
 
 
-def _has_gpu(svc: tools.Services) -> bool:
-    environment = getattr(svc.evaluator, "environment", None)
-    return bool(getattr(environment, "has_gpu", False))
-
-
 def _timing_note(svc: tools.Services, backend: str | None) -> str | None:
     if backend in ("compile", "interpret"):
         return f"backend {backend}: kernels are checked for correctness only; speedups are not measured"
-    if not _has_gpu(svc):
+    if not tools.has_gpu(svc):
         return (
             "no GPU here: kernels are checked by the compile and interpret backends (correctness only); "
             "speedups are not measured, so the search can only tell correct kernels from failing ones"
@@ -145,7 +138,7 @@ def _report(summaries: list[TaskSummary], out: TextIO, timing_note: str | None, 
         found = " and each best kernel is a correct one" if any(s.best_file is not None for s in summaries) else ""
         out.write(f"note: speedups were not measured (no timing on this machine){found}.\n")
     if any(s.reason.startswith(INTERRUPTED) for s in summaries):
-        return 4  # interrupted, as the exit-code table of adaexplore._cli_options says
+        return 4  # interrupted, as the exit-code table of adaexplore.cli._options says
     return 0 if all(s.status == "finished" or "budget" in s.reason for s in summaries) else 1
 
 
@@ -190,10 +183,12 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
     if summaries is None:
         # The runs are open still: say so in the store, so `runs list` does not show them running.
         for run_id in run_ids:
-            if explorer.svc.store.run(run_id).status != "running":
+            if tools.run_record(explorer.svc, run_id).status != "running":
                 continue  # finished, or stopped already for a reason of its own
-            explorer.svc.store.stop_run(
-                run_id, f"{INTERRUPTED} twice ({second[0] if second else 'signal'}): the steps in flight were dropped"
+            tools.stop_run(
+                explorer.svc,
+                run_id,
+                f"{INTERRUPTED} twice ({second[0] if second else 'signal'}): the steps in flight were dropped",
             )
         sys.stderr.write(f"stopped at once. Resume with: {resume_command(run_ids, explorer.svc.settings)}\n")
         raise KeyboardInterrupt
@@ -233,20 +228,17 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
         options.resume = list(dict.fromkeys(options.resume))  # a run named twice is resumed once
     _check_out_dir(options.out_dir)
     for path in options.tasks:
-        load_task(path)  # a missing or broken task stops everything before a run starts
+        tools.check_task_file(path)  # a missing or broken task stops everything before a run starts
     if options.resume:
-        store = open_store(settings.database_url)
-        try:
+        with tools.open_reader(settings) as reader:
             for run_id in options.resume:  # before the model is asked anything or a worker started
-                run = _check_resumable(tools.Services(settings, store, evaluator=None), run_id)  # type: ignore[arg-type]
+                run = _check_resumable(reader, run_id)
                 if run.model != settings.model.resolved_name():
                     raise RequestError(
                         f"run {run_id} was searched by {run.model}, and this command would go on with "
                         f"{settings.model.resolved_name()}; resume it with the same generator: "
                         f"{resume_command([run_id], settings, run.model)} (with its key in the environment)"
                     )
-        finally:
-            store.close()
     model_name = settings.model.resolved_name()
     display = TerminalDisplay()
     client = None if model_name == "replay" else await _model_writer(settings, display)
@@ -254,10 +246,10 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
         async with tools.open_services(settings) as svc:
             writer: Writer
             if client is None:
-                writer = ReplayWriter(kernels={}, store=svc.store)
+                writer = ReplayWriter(kernels={}, svc=svc)
             else:
-                writer = ModelWriter(client=client, store=svc.store, label=model_name)
-                svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+                writer = ModelWriter(client=client, svc=svc, label=model_name)
+                svc = dataclasses.replace(svc, judge=writer)
             run_ids = await _prepare_runs(svc, writer, options)
             _banner(settings, writer, out)
             note = _timing_note(svc, options.backend or settings.executor.backend)
@@ -395,7 +387,7 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
     try:
         out.write(f"synthesizing {options.count} tasks (seed {options.seed}) from the installed torch…\n")
         out.flush()
-        report = await synthesize_tasks(options.count, seed=options.seed)
+        report = await tools.synthesize_tasks(settings, options.count, seed=options.seed)
         out.write(
             f"{len(report.tasks)} tasks kept, {len(report.rejected)} candidates rejected "
             f"(torch {report.torch_version}, {report.catalogue_size} operators usable)\n"
@@ -403,12 +395,12 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
         if not report.tasks:
             raise TaskError("no synthetic task passed the checks: " + "; ".join(r.reason for r in report.rejected[:5]))
         async with tools.open_services(settings) as svc:
-            writer = ModelWriter(client=client, store=svc.store, label=model_name)
-            svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+            writer = ModelWriter(client=client, svc=svc, label=model_name)
+            svc = dataclasses.replace(svc, judge=writer)
             folder = settings.home / "synthetic"
             folder.mkdir(parents=True, exist_ok=True)
             tools.seed_starter_memory(svc)
-            before = {r.id: (r.occurrences, r.tasks) for r in svc.store.rules()}
+            before = {r.id: (r.occurrences, r.tasks) for r in tools.list_rules(svc)}
             run_ids = []
             steps = options.steps or settings.agent.adapt_steps
             for task in report.tasks:
@@ -433,7 +425,7 @@ def _memory_gains(svc: tools.Services, before: dict[int, tuple[int, int]]) -> st
     rows = []
     config = svc.settings.memory
     running = tools.running_triton()
-    for rule in svc.store.rules():
+    for rule in tools.list_rules(svc):
         old = before.get(rule.id)
         if old is not None and old == (rule.occurrences, rule.tasks):
             continue

@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from adaexplore import tools
 from adaexplore.agent._messages import Message, Reply, Usage
-from adaexplore.memory import RuleCandidate
-from adaexplore.prompts import (
+from adaexplore.tools import (
     DistillContext,
     JudgeRuleContext,
     KernelContext,
+    ModelCall,
     RetryContext,
     ReviewContext,
+    RuleCandidate,
     render_answer_format,
     render_distill_rule,
     render_judge_rule,
@@ -32,7 +34,6 @@ from adaexplore.prompts import (
     render_review,
     render_step_extras,
 )
-from adaexplore.store import ModelCall, SqliteStore
 
 if TYPE_CHECKING:  # the client, and the OpenAI SDK under it, load only when a model is used
     from adaexplore.agent._client import ModelClient
@@ -130,10 +131,11 @@ def _with_format(instructions: str, expect: Literal["module", "edits"]) -> str:
     return f"{instructions.rstrip()}\n\n## How to answer\n{render_answer_format(expect)}\n"
 
 
-def _filed(store: SqliteStore, reply: Reply, purpose: str) -> Reply:
+def _filed(svc: tools.Services, reply: Reply, purpose: str) -> Reply:
     """`reply`, after filing its usage under the current step's run and task."""
     scope = CURRENT_STEP.get()
-    store.record_model_call(
+    tools.record_model_call(
+        svc,
         ModelCall(
             run_id=scope.run_id,
             task_id=scope.task_id,
@@ -145,7 +147,7 @@ def _filed(store: SqliteStore, reply: Reply, purpose: str) -> Reply:
             seconds=reply.seconds,
             attempts=reply.attempts,
             finish_reason=reply.finish_reason,
-        )
+        ),
     )
     return reply
 
@@ -155,12 +157,12 @@ class ModelWriter:
     """Prompts rendered from prompts/, sent through the model client; usage filed in the store."""
 
     client: ModelClient
-    store: SqliteStore
+    svc: tools.Services  # where model calls are filed
     label: str
     is_model: bool = True
 
     async def _call(self, messages: list[Message], purpose: str) -> Reply:
-        return _filed(self.store, await self.client.complete(messages, purpose=purpose), purpose)
+        return _filed(self.svc, await self.client.complete(messages, purpose=purpose), purpose)
 
     async def write_module(self, request: LargeRequest, feedback: list[Feedback]) -> Reply:
         # expand_node put the skill memory at its head
@@ -224,7 +226,7 @@ class ReplayWriter:
     end to end with real evaluations and no network. A small step's edit replaces the whole kernel."""
 
     kernels: dict[str, dict[str, str]]  # task id -> sample name -> code
-    store: SqliteStore
+    svc: tools.Services  # where (zero-cost) calls are filed
     label: str = "replay"
     is_model: bool = False
     served: dict[str, int] = field(default_factory=dict)
@@ -232,7 +234,7 @@ class ReplayWriter:
     def _reply(self, text: str, purpose: str) -> Reply:
         usage = Usage(0, 0, 0.0)
         reply = Reply(text=text, finish_reason="stop", usage=usage, seconds=0.0, attempts=1, model=self.label)
-        return _filed(self.store, reply, purpose)
+        return _filed(self.svc, reply, purpose)
 
     def _draw(self, task_id: str, seed: str, avoid: str | None = None) -> tuple[str, str]:
         samples = {k: v for k, v in self.kernels[task_id].items() if v != avoid} or self.kernels[task_id]

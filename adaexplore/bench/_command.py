@@ -3,6 +3,7 @@ run with a live display, and the table and summary printed (and written as JSON 
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ from adaexplore.bench._suite import EXAMPLES, Suite, read_suite, replay_files
 from adaexplore.bench._table import bench_document, dumps, render_bench, render_bench_list, write_csv
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError
-from adaexplore.store import BenchRecord, open_store, store_exists
+from adaexplore.tools import BenchRecord
 
 __all__ = ["BenchOptions", "list_benches", "run_bench", "show_bench"]
 
@@ -116,11 +117,10 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
     for path in (options.json_path, options.csv_path):
         if path is not None and path.is_dir():
             raise RequestError(f"{path} is a directory; give a file to write")
-    store = open_store(settings.database_url)
-    try:
+    with tools.open_reader(settings) as reader:
         if options.resume:
             _check_resume_flags(options)
-            bench = store.bench(options.resume)
+            bench = tools.bench_record(reader, options.resume)
             if bench.status == "finished":
                 raise RequestError(f"bench {bench.id} is finished; `adaexplore bench show {bench.id}` prints it")
             suite, stored = _suite_of(bench), bench.options_dict
@@ -140,8 +140,6 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
                     "example tasks (suite `examples`); give --replay DIR for this suite, or a model (--model NAME "
                     "with OPENAI_API_KEY or --base-url)"
                 )
-    finally:
-        store.close()
     if kernels is not None:
         settings = replay_settings(settings)
     display = BenchDisplay()
@@ -152,14 +150,15 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
             if kernels is not None:
                 writer = FileWriter(kernels={}, label=f"file:{Path(str(stored['replay'])).name}")
             elif client is None:
-                writer = ReplayWriter(kernels={}, store=svc.store)
+                writer = ReplayWriter(kernels={}, svc=svc)
                 for problem in suite.problems:
                     _add_samples(writer, svc, problem.path)
             else:
-                writer = ModelWriter(client=client, store=svc.store, label=model)
-                svc = tools.Services(svc.settings, svc.store, svc.evaluator, judge=writer)
+                writer = ModelWriter(client=client, svc=svc, label=model)
+                svc = dataclasses.replace(svc, judge=writer)
             if bench is None:
-                bench = svc.store.create_bench(
+                bench = tools.create_bench(
+                    svc,
                     suite=suite.name,
                     suite_hash=suite.hash,
                     mode=options.mode or settings.executor.mode,
@@ -193,11 +192,9 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
 
 
 def _add_samples(writer: ReplayWriter, svc: tools.Services, path: Path) -> None:
-    from adaexplore.executor import load_task
-
     kernels = replay_kernels(path)
     if kernels:
-        writer.kernels[load_task(path).hash] = kernels
+        writer.kernels[tools.task_hash(path)] = kernels
 
 
 async def _run_interruptibly(runner: BenchRunner, svc: tools.Services, bench_id: str) -> None:
@@ -231,18 +228,18 @@ async def _run_interruptibly(runner: BenchRunner, svc: tools.Services, bench_id:
         finally:
             group.cancel_scope.cancel()
     if second:
-        for row in svc.store.bench_problems(bench_id):
-            if not row.done and row.run_id is not None and svc.store.run(row.run_id).status == "running":
-                svc.store.stop_run(row.run_id, "the bench was interrupted twice: the step in flight was dropped")
+        for row in tools.bench_rows(svc, bench_id):
+            if not row.done and row.run_id is not None and tools.run_record(svc, row.run_id).status == "running":
+                tools.stop_run(svc, row.run_id, "the bench was interrupted twice: the step in flight was dropped")
 
 
 def _conclude(svc: tools.Services, bench_id: str, runner: BenchRunner, options: BenchOptions, out: TextIO) -> int:
-    store = svc.store
-    rows = store.bench_problems(bench_id)
+    rows = tools.bench_rows(svc, bench_id)
     if all(r.done for r in rows):
-        bench = store.set_bench_status(bench_id, "finished")
+        bench = tools.set_bench_status(svc, bench_id, "finished")
     else:
-        bench = store.set_bench_status(bench_id, "stopped", runner.stopped or "stopped before every problem was done")
+        reason = runner.stopped or "stopped before every problem was done"
+        bench = tools.set_bench_status(svc, bench_id, "stopped", reason)
     out.write("\n" + render_bench(bench, rows))
     _write_files(bench, rows, options)
     if bench.status != "finished":
@@ -262,29 +259,23 @@ def _write_files(bench: BenchRecord, rows: list, options: BenchOptions) -> None:
 
 
 def show_bench(settings: Settings, bench_id: str, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:
-    if not store_exists(settings.database_url):
+    if not tools.database_exists(settings):
         raise RequestError(f"no bench has id {bench_id!r}: there is no store yet at {settings.database_url}")
-    store = open_store(settings.database_url)
-    try:
-        bench = store.bench(bench_id)
-        rows = store.bench_problems(bench_id)
-    finally:
-        store.close()
+    with tools.open_reader(settings) as reader:
+        bench = tools.bench_record(reader, bench_id)
+        rows = tools.bench_rows(reader, bench_id)
     out.write(render_bench(bench, rows))
     _write_files(bench, rows, options)
     return 0
 
 
 def list_benches(settings: Settings, *, out: TextIO = sys.stdout) -> int:
-    if not store_exists(settings.database_url):
+    if not tools.database_exists(settings):
         out.write(render_bench_list([], {}))
         return 0
-    store = open_store(settings.database_url)
-    try:
-        benches = store.benches()
-        out.write(render_bench_list(benches, {b.id: store.bench_problems(b.id) for b in benches}))
-    finally:
-        store.close()
+    with tools.open_reader(settings) as reader:
+        benches = tools.bench_list(reader)
+        out.write(render_bench_list(benches, {b.id: tools.bench_rows(reader, b.id) for b in benches}))
     return 0
 
 

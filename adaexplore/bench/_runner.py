@@ -22,11 +22,9 @@ from adaexplore import __version__, tools
 from adaexplore.agent import Explorer, Reply, Usage
 from adaexplore.agent._writers import Feedback, LargeRequest, SmallRequest
 from adaexplore.bench._suite import Problem, Suite
+from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import TaskError
-from adaexplore.executor import Evaluation, Status
-from adaexplore.memory import RuleCandidate
-from adaexplore.prompts import DistillContext
-from adaexplore.store import BenchProblemRecord, BenchRecord, ProblemVerdict
+from adaexplore.tools import BenchProblemRecord, BenchRecord, DistillContext, ProblemVerdict, RuleCandidate
 
 __all__ = ["TASK_ERROR", "BenchObserver", "BenchRunner", "FileWriter", "bench_provenance", "verdict_of"]
 
@@ -78,7 +76,7 @@ class BenchObserver:
 
 def bench_provenance(svc: tools.Services) -> dict[str, object]:
     """Where the bench runs: the versions, the GPU and driver, the host and the date."""
-    environment = getattr(svc.evaluator, "environment", None)
+    environment = tools.machine(svc)
     facts: dict[str, object] = {
         "adaexplore": __version__,
         "python": platform.python_version(),
@@ -145,7 +143,7 @@ class BenchRunner:
         self.explorer.stop(reason)
 
     async def run(self) -> None:
-        rows = {r.problem_id: r for r in self.svc.store.bench_problems(self.bench.id)}
+        rows = {r.problem_id: r for r in tools.bench_rows(self.svc, self.bench.id)}
         pending = [p for p in self.suite.problems if not rows[p.id].done]
         self.observer.bench_started(self.bench, len(self.suite.problems), len(self.suite.problems) - len(pending))
         limiter = anyio.CapacityLimiter(self.parallel)
@@ -160,7 +158,6 @@ class BenchRunner:
                 group.start_soon(one, problem)
 
     async def _problem(self, problem: Problem, row: BenchProblemRecord) -> None:
-        store = self.svc.store
         started = time.perf_counter()
         if self.kernels is not None and problem.id not in self.kernels:
             self._finish(problem, verdict_of(None, None, 0.0, "no kernel for this problem in the replay directory"))
@@ -193,13 +190,13 @@ class BenchRunner:
                 ),
             )
             run_id = run.run_id
-            store.start_bench_problem(self.bench.id, problem.id, task_id=task.task_id, run_id=run_id)
+            tools.start_bench_problem(self.svc, self.bench.id, problem.id, task_id=task.task_id, run_id=run_id)
         else:
             self.observer.problem_started(problem, run_id)
             if self.kernels is not None:
-                self._writer_kernels()[store.run(run_id).task_id] = self.kernels[problem.id]
+                self._writer_kernels()[tools.run_record(self.svc, run_id).task_id] = self.kernels[problem.id]
         self.observer.problem_run(problem.id, run_id)
-        if store.run(run_id).status != "finished":
+        if tools.run_record(self.svc, run_id).status != "finished":
             summary = await self.explorer.run(run_id)
             if summary.status != "finished":
                 if self.stopped is None and summary.records and summary.records[-1].status == Status.infra_error:
@@ -223,21 +220,12 @@ class BenchRunner:
 
     def _verdict(self, run_id: str, seconds: float) -> ProblemVerdict:
         """The run's result: its final (or best correct) node, else its best attempt."""
-        store = self.svc.store
-        run = store.run(run_id)
-        chosen = run.final_node_id if run.final_node_id is not None else run.best_node_id
-        if chosen is None:
-            nodes = [n for n in store.nodes(run_id) if n.kind != "root" and n.evaluation_id is not None]
-            if not nodes:
-                return verdict_of(None, None, seconds, "no kernel was evaluated")
-            chosen = max(nodes, key=lambda n: (n.reward or 0.0, -n.id)).id
-        node = store.node(chosen)
-        evaluation = None
-        if node.evaluation_id is not None:
-            evaluation = Evaluation.model_validate_json(store.evaluation(node.evaluation_id).result)
-        return verdict_of(evaluation, node.id, seconds, "no evaluation")
+        node_id, evaluation = tools.run_outcome(self.svc, run_id)
+        if node_id is None:
+            return verdict_of(None, None, seconds, "no kernel was evaluated")
+        return verdict_of(evaluation, node_id, seconds, "no evaluation")
 
     def _finish(self, problem: Problem, verdict: ProblemVerdict) -> None:
-        self.svc.store.finish_bench_problem(self.bench.id, problem.id, verdict)
-        row = next(r for r in self.svc.store.bench_problems(self.bench.id) if r.problem_id == problem.id)
+        tools.finish_bench_problem(self.svc, self.bench.id, problem.id, verdict)
+        row = next(r for r in tools.bench_rows(self.svc, self.bench.id) if r.problem_id == problem.id)
         self.observer.problem_done(row)

@@ -1,8 +1,6 @@
 """The executor: tasks, isolated candidate workers, correctness, timing and audits (DESIGN §5)."""
 
-from adaexplore.executor._environment import Environment
-from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
-from adaexplore.executor._models import (
+from adaexplore.domain import (
     Audit,
     AuditFlag,
     Backend,
@@ -18,6 +16,8 @@ from adaexplore.executor._models import (
     Tolerance,
     TrialResult,
 )
+from adaexplore.executor._environment import Environment
+from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
 from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
 from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
 from adaexplore.executor._small_sizes import Derivation, with_small_sizes

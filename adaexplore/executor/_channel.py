@@ -80,7 +80,7 @@ class WorkerChannel(Protocol):
 class SpawnRequest:
     """One worker to start."""
 
-    role: Literal["candidate", "judge"]
+    role: Literal["candidate", "judge", "synth"]
     backend: str
     device: int
     env: Mapping[str, str]

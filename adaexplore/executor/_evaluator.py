@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,12 @@ import anyio
 from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
-from adaexplore.errors import ConfigError, EvaluatorError
+from adaexplore.domain import Backend, Evaluation, Mode, Status
+from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor import _workspace as workspace
 from adaexplore.executor._channel import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
 from adaexplore.executor._device_lock import DeviceLock, default_lock_dir, physical_gpu
 from adaexplore.executor._environment import Environment, probe_environment
-from adaexplore.executor._models import Backend, Evaluation, Mode, Status
 from adaexplore.executor._pool import CorePlan, JudgeClient, WorkerPool, default_warm_workers, plan_cores
 from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
@@ -47,11 +48,22 @@ _Verdict = Verdict
 _ATTEMPTS = 2
 
 
+@dataclass
+class _Start:
+    """One attempt to start the evaluator: set when it has ended, with its failure if it failed."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    failure: AdaexploreError | None = None
+
+
 class Evaluator:
     """Evaluates candidates for tasks. Use as `async with Evaluator(settings) as evaluator:`.
 
     `spawner` starts the workers (default: sandboxed processes); `environment`, `sandbox` and `cpus` stand in
     for what would otherwise be probed on this machine (its versions and GPUs, its sandbox, its cores).
+    `start_in_background`: entering returns at once, and the start (probing torch, triton and the GPUs in a
+    worker, then the pools and judges) runs beside the caller; `evaluate` and `check_task` wait for it (see
+    `ready`). Otherwise entering waits for it, and raises what it raises.
     """
 
     def __init__(
@@ -62,6 +74,7 @@ class Evaluator:
         environment: Environment | None = None,
         sandbox: SandboxPlan | None = None,
         cpus: set[int] | frozenset[int] | None = None,
+        start_in_background: bool = False,
     ) -> None:
         self.settings = settings or Settings()
         self.config = self.settings.executor
@@ -84,20 +97,57 @@ class Evaluator:
         # the directory that holds every worker's own exchange directory, and the tasks the judges read
         self._exchange: Path | None = None
         self._spawned = 0
+        self._in_background = start_in_background
+        self._start_attempt: _Start | None = None
 
     # lifecycle ---------------------------------------------------------------------------------
     async def __aenter__(self) -> Evaluator:
         self._stack = contextlib.AsyncExitStack()
         await self._stack.__aenter__()
+        # last, once every task has ended: a worker that a late task is still starting is made in the exchange
+        self._stack.callback(self._remove_exchange)
         self._tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._shutdown)
+        self._begin_start()
+        if not self._in_background:
+            try:
+                await self.ready()
+            except BaseException:
+                await self.__aexit__(None, None, None)
+                raise
+        return self
+
+    def _begin_start(self) -> _Start:
+        assert self._tg is not None
+        attempt = self._start_attempt = _Start()
+
+        async def start() -> None:
+            try:
+                await self._start()
+            except AdaexploreError as exc:
+                attempt.failure = exc
+            except Exception as exc:  # not a setting or a missing package: a fault of ours, said as one
+                attempt.failure = EvaluatorError(f"the evaluator could not start: {type(exc).__name__}: {exc}")
+                attempt.failure.__cause__ = exc
+            except BaseException:  # cancelled: the evaluator is closing, and whoever waits must not go on
+                attempt.failure = EvaluatorError("the evaluator was closed while it was starting")
+                raise
+            finally:
+                attempt.done.set()
+
+        self._tg.start_soon(start)
+        return attempt
+
+    async def _start(self) -> None:
+        assert self._tg is not None
         workspace.remove_orphaned_exchanges()
         if self.sandbox is None:
             self.sandbox = await detect_sandbox(self.settings)
         workspace.not_dumpable()
-        self._exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=workspace.exchange_root()))
-        (self._exchange / "tasks").mkdir()
-        self.environment = self._given_environment or await probe_environment(self._worker_env)
+        if self._exchange is None:  # else an earlier attempt made it, and failed after
+            self._exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=workspace.exchange_root()))
+            (self._exchange / "tasks").mkdir()
+        self.environment = self._given_environment or await self._probe()
         if self._given_spawner is None:
             self.spawner = ProcessSpawner(
                 self._tg, sandbox=self.sandbox, exchange_root=self._exchange, settings=self.settings
@@ -112,7 +162,36 @@ class Evaluator:
                 self._pool(backend, device).fill()
                 if backend is not Backend.compile:
                     self._tg.start_soon(self._start_judge, self._judge(backend, device))
-        return self
+
+    async def _probe(self) -> Environment:
+        timeout = self.config.load_timeout_s
+        with anyio.move_on_after(timeout):
+            return await probe_environment(self._worker_env)
+        raise EvaluatorError(
+            f"a worker did not finish importing torch and triton within {timeout:g} s (executor.load_timeout_s)"
+        )
+
+    async def ready(self, progress: Progress | None = None) -> None:
+        """Wait until the evaluator has started: this machine probed, the pools and judges created (their
+        processes may still be warming up). At once when it has; while it starts, `progress` hears so first.
+
+        Raises:
+            EvaluatorError: the start failed (torch or triton cannot be imported in a worker, say), with the
+                reason; the next call starts it again.
+            ConfigError: the settings ask for what this machine lacks (a sandbox, a GPU).
+        """
+        if self._tg is None:
+            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        attempt = self._start_attempt or self._begin_start()
+        if not attempt.done.is_set():
+            if progress is not None:
+                message = "the evaluator is starting: a worker imports torch and triton and looks for GPUs"
+                await progress(ProgressUpdate(stage="starting", message=message, elapsed_s=0.0))
+            await attempt.done.wait()
+        if attempt.failure is not None:
+            if self._start_attempt is attempt:
+                self._start_attempt = None
+            raise attempt.failure
 
     async def wait_warm(self, timeout: float = 120.0) -> None:
         """Wait until no spare worker is starting or warming up and every judge is up: the next evaluation
@@ -122,10 +201,9 @@ class Evaluator:
         Raises:
             EvaluatorError: a judge failed to start, or the workers were not ready within `timeout`.
         """
-        if self._tg is None:
-            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
         try:
             with anyio.fail_after(timeout):
+                await self.ready()
                 for judge in list(self._judges.values()):
                     await judge.start()
                 for pool in list(self._pools.values()):
@@ -156,8 +234,10 @@ class Evaluator:
                 await pool.aclose()
             for judge in self._judges.values():
                 await judge.aclose()
-            if self._exchange is not None:
-                shutil.rmtree(self._exchange, ignore_errors=True)
+
+    def _remove_exchange(self) -> None:
+        if self._exchange is not None:
+            shutil.rmtree(self._exchange, ignore_errors=True)
 
     def _default_backends(self) -> list[Backend]:
         assert self.environment is not None
@@ -241,9 +321,12 @@ class Evaluator:
         return devices[self._next_device]
 
     def fingerprint(self) -> str:
-        """The environment fingerprint results of this evaluator carry (the first GPU's, or the CPU's)."""
-        if self.environment is None:
-            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        """The environment fingerprint results of this evaluator carry (the first GPU's, or the CPU's); known once
+        it has started (`ready`)."""
+        if self._tg is None or self.environment is None:
+            raise EvaluatorError(
+                "the evaluator has not started: use it inside `async with Evaluator(...)`, after ready()"
+            )
         return self.environment.fingerprint(0 if self.environment.has_gpu else None)
 
     async def judge_memory(self) -> list[dict[str, Any]]:
@@ -286,9 +369,9 @@ class Evaluator:
         Raises:
             TaskError: the task's own code failed (its reference cannot be computed).
             ConfigError: a backend was asked for that this machine lacks.
+            EvaluatorError: the evaluator could not start (see `ready`).
         """
-        if self._tg is None or self.environment is None:
-            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        await self.ready(progress)
         first: Verdict | None = None
         started = time.perf_counter()
         for attempt in range(1, _ATTEMPTS + 1):
@@ -354,10 +437,9 @@ class Evaluator:
 
         Raises:
             TaskError: the task's own code failed, with the reason.
-            EvaluatorError: the judge could not be asked.
+            EvaluatorError: the judge could not be asked, or the evaluator could not start (see `ready`).
         """
-        if self._tg is None or self.environment is None:
-            raise EvaluatorError("use the evaluator inside `async with Evaluator(...)`")
+        await self.ready()
         await task_check.run(self, task)
 
     def _task_file(self, task: Task) -> Path:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.executor._models import Mode, Tolerance
+from adaexplore.domain import Mode, Tolerance
 
 __all__ = ["ModeSpec", "TimingSpec", "mode_spec", "tolerance_for"]
 

@@ -128,7 +128,7 @@ class WorkerProcess:
         cls,
         task_group: TaskGroup,
         *,
-        role: Literal["candidate", "judge"],
+        role: Literal["candidate", "judge", "synth"],
         backend: str,
         device: int,
         env: Mapping[str, str],

@@ -8,11 +8,11 @@ that describes it, as a file descriptor on the worker's side socket.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from adaexplore.executor._models import (
+from adaexplore.domain import (
     AuditFlag,
     ErrorDetail,
     KernelCost,
@@ -226,6 +226,14 @@ class MemoryQuery(_Msg):
     kind: Literal["memory"] = "memory"
 
 
+class Synthesize(_Msg):
+    """A task synthesis worker's one request (`executor/worker/_synth.py` lists them): synthesize practice tasks,
+    check task sources, or list the installed torch's usable operators."""
+
+    kind: Literal["synthesize"] = "synthesize"
+    request: dict[str, Any]
+
+
 Command = Annotated[
     RunCandidate
     | Inputs
@@ -238,7 +246,8 @@ Command = Annotated[
     | Compare
     | TimeReference
     | Release
-    | MemoryQuery,
+    | MemoryQuery
+    | Synthesize,
     Field(discriminator="kind"),
 ]
 
@@ -387,6 +396,14 @@ class Done(_Msg):
     kind: Literal["done"] = "done"
 
 
+class Synthesized(_Msg):
+    """A task synthesis worker's reply; `error` says why a request could not be read (then `reply` is empty)."""
+
+    kind: Literal["synthesized"] = "synthesized"
+    reply: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
 Event = Annotated[
     Started
     | Ready
@@ -401,7 +418,8 @@ Event = Annotated[
     | Compared
     | ReferenceTimed
     | TaskFailed
-    | Done,
+    | Done
+    | Synthesized,
     Field(discriminator="kind"),
 ]
 

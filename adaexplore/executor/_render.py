@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adaexplore.executor._models import Evaluation, KernelCost, Stats, Tolerance
+from adaexplore.domain import Evaluation, KernelCost, Stats, Tolerance
 
 __all__ = ["render_evaluation", "static_cost_line", "static_cost_table"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import adaexplore
 from adaexplore.config import ExecutorConfig, Settings
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor._task import Task
 from adaexplore.executor.stages.context import Run

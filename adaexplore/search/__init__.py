@@ -2,7 +2,7 @@
 
 from adaexplore.search._best import SearchBest, TieBreak, best_correct, speed_key, tie_phrase
 from adaexplore.search._context import path_to_root, pool, working_memory
-from adaexplore.search._nodes import Kind, NodeStats, compiled, correct
+from adaexplore.search._nodes import NodeStats, compiled, correct
 from adaexplore.search._reward import reward, untimed_note
 from adaexplore.search._select import Decision, Selection, TreeView, choose_action, select
 from adaexplore.search._tree import Tree
@@ -10,7 +10,6 @@ from adaexplore.search._uct import expand_score, q_value, uct_score
 
 __all__ = [
     "Decision",
-    "Kind",
     "NodeStats",
     "SearchBest",
     "Selection",

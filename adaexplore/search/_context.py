@@ -6,7 +6,8 @@ import math
 import random
 
 from adaexplore.config import SearchConfig
-from adaexplore.search._nodes import Kind, NodeStats
+from adaexplore.domain import Kind
+from adaexplore.search._nodes import NodeStats
 from adaexplore.search._select import TreeView
 
 __all__ = ["path_to_root", "pool", "working_memory"]

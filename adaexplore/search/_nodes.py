@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-__all__ = ["Kind", "NodeStats", "compiled", "correct"]
+from adaexplore.domain import Kind
+
+__all__ = ["NodeStats", "compiled", "correct"]
 
 _NOT_COMPILED = {"syntax_error", "compile_error"}
-
-
-class Kind(StrEnum):
-    root = "root"
-    large = "large"
-    small = "small"
 
 
 def compiled(status: str | None) -> bool:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from adaexplore.config import SearchConfig
+from adaexplore.domain import Kind
 from adaexplore.search._best import TieBreak
-from adaexplore.search._nodes import Kind, NodeStats
+from adaexplore.search._nodes import NodeStats
 from adaexplore.search._uct import expand_score, uct_score
 
 __all__ = ["Decision", "Selection", "TreeView", "choose_action", "select"]

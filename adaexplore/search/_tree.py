@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from adaexplore.domain import Kind
 from adaexplore.search._best import best_correct
-from adaexplore.search._nodes import Kind, NodeStats
+from adaexplore.search._nodes import NodeStats
 
 __all__ = ["Tree"]
 

@@ -17,10 +17,10 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
+from adaexplore import tools
 from adaexplore.bench._report_data import bench_page_data, run_page_data
 from adaexplore.bench._report_html import render_bench_html, render_run_html
 from adaexplore.errors import NotFoundError
-from adaexplore.store import SqliteStore
 
 __all__ = ["REFRESH_S", "add_report_routes"]
 
@@ -30,12 +30,12 @@ _CHALLENGE = 'Bearer error="invalid_token", error_description="Authentication re
 
 def add_report_routes(
     mcp: MCPServer,
-    store: Callable[[], SqliteStore | None],
+    services: Callable[[], tools.Services | None],
     *,
     guard: TransportSecuritySettings | None,
     scopes: list[str] | None,
 ) -> None:
-    """Serve the pages of runs and benches from `store()` (None while the server starts). `guard`: the
+    """Serve the pages of runs and benches from `services()` (None while the server starts). `guard`: the
     Host/Origin rules of `/mcp` (None: none); `scopes`: the token's scopes a request must carry (None: the
     server has no token)."""
     security = TransportSecurityMiddleware(guard)
@@ -57,14 +57,14 @@ def add_report_routes(
 
     async def page(
         request: Request,
-        read: Callable[[SqliteStore, str], dict[str, Any]],
+        read: Callable[[tools.Services, str], dict[str, Any]],
         render: Callable[..., str],
         key: str,
     ) -> Response:
         answer = await refused(request)
         if answer is not None:
             return answer
-        opened = store()
+        opened = services()
         if opened is None:
             return PlainTextResponse("the server is still starting; try again in a moment", status_code=503)
         try:

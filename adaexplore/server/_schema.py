@@ -9,11 +9,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from adaexplore.server._requests import MAX_CODE, MAX_INTEGER
+
 __all__ = ["compact_input", "compact_output", "one_line"]
 
 _NULL = {"type": "null"}
-_MAX_INTEGER = 2**63 - 1  # SQLite's largest integer: the bound of every id, checked by the server, not worth a line
-_HUGE_TEXT = 1_000_000  # a code or traceback bound: the server refuses past it with a message, no client nears it
 # What an output's field may hold was checked when it was made: bounds and `required` say nothing to a reader.
 _OUTPUT_NOISE = ("default", "required", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
@@ -40,9 +40,11 @@ def _compact(schema: Any, *, optional_null: bool) -> Any:
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
-        if (key == "default" and value is None) or (key == "maximum" and value == _MAX_INTEGER):
+        # The bounds of every id and of every code or traceback are checked by the server, which refuses past them
+        # with a message, and no client nears them: not worth a line of the listing.
+        if (key == "default" and value is None) or (key == "maximum" and value == MAX_INTEGER):
             continue
-        if key == "maxLength" and isinstance(value, int) and value >= _HUGE_TEXT:
+        if key == "maxLength" and isinstance(value, int) and value >= MAX_CODE:
             continue
         if key == "description" and isinstance(value, str):
             out[key] = one_line(value)

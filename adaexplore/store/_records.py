@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.search import Kind
+from adaexplore.domain import Kind
 
 __all__ = ["MAX_INTEGER", "EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord", "fits"]
 

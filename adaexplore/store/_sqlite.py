@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from adaexplore.domain import Kind
 from adaexplore.errors import ConfigError, NotFoundError, RequestError, StoreError
-from adaexplore.search import Kind, NodeStats, correct
+from adaexplore.search import NodeStats, correct
 from adaexplore.store._agent import AgentTables
 from adaexplore.store._bench import BenchTables
 from adaexplore.store._claims import ClaimTables

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from adaexplore.config import SearchConfig, Settings
+from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import (
     Evaluation,
@@ -40,7 +41,7 @@ from adaexplore.prompts import (
     render_small_step,
     render_with_memory,
 )
-from adaexplore.search import Kind, NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
+from adaexplore.search import NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
 from adaexplore.tools._best import run_best, speedup_text, tie_break_key
 from adaexplore.tools._models import (
@@ -105,6 +106,10 @@ class EvaluatorLike(Protocol):
 
     async def check_task(self, task: Task) -> None: ...
 
+    async def ready(self, progress: Progress | None = None) -> None:
+        """Wait until it has started (it may start in the background); raises why it could not."""
+        ...
+
     def fingerprint(self) -> str: ...
 
 
@@ -142,11 +147,15 @@ class Services:
 
 
 @contextlib.asynccontextmanager
-async def open_services(settings: Settings, *, judge: RuleJudge | None = None) -> AsyncIterator[Services]:
-    """The store and the evaluator (its workers started), for as long as the caller needs them."""
+async def open_services(
+    settings: Settings, *, judge: RuleJudge | None = None, background: bool = False
+) -> AsyncIterator[Services]:
+    """The store and the evaluator, for as long as the caller needs them. The evaluator has started (this machine
+    probed, its workers starting) when they are given; with `background` they are given at once and it starts
+    beside the caller: the tools that only read never wait for it, and the first evaluations do."""
     store = open_store(settings.database_url)
     try:
-        async with Evaluator(settings) as evaluator:
+        async with Evaluator(settings, start_in_background=background) as evaluator:
             yield Services(settings=settings, store=store, evaluator=evaluator, judge=judge)
     finally:
         store.close()
@@ -550,6 +559,7 @@ async def _evaluate_step(
     with_compile = run is not None and run.with_compile
     reused, earlier = None, None
     if config.reuse_identical:
+        await svc.evaluator.ready(progress)  # the fingerprint of its machine is known once it has started
         for record in svc.store.find_evaluations(task_id, digest, svc.evaluator.fingerprint(), mode):
             candidate = Evaluation.model_validate_json(record.result)
             if _same_backends(candidate, backend) and (not with_compile or _timed_compile(candidate)):

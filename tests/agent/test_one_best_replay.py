@@ -33,7 +33,7 @@ def test_the_summary_runs_list_runs_show_best_kernel_and_the_report_agree(tmp_pa
         assert run.status == "finished"
         svc = Services(settings=Settings(home=home), store=store, evaluator=FakeEvaluator(never))
         best = best_kernel(svc, BestKernelRequest(run_id=run.id))
-        page = run_page_data(store, run.id)["run"]
+        page = run_page_data(svc, run.id)["run"]
     finally:
         store.close()
     number = speedup_text(best.speedup)  # "1.234x" or "untimed"

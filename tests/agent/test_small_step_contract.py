@@ -63,7 +63,7 @@ async def test_a_headless_small_step_reads_the_text_expand_node_gives_an_mcp_cli
     task = tools.create_task(svc, tools.CreateTaskRequest(path=str(TASK)))
     run = tools.start_run(svc, tools.StartRunRequest(task_id=task.task_id, seed=3, model="recorder"))
     client = _RecordingClient([svc], [run.run_id])
-    writer = ModelWriter(client=client, store=store, label="recorder")  # type: ignore[arg-type]
+    writer = ModelWriter(client=client, svc=svc, label="recorder")  # type: ignore[arg-type]
     summary = await Explorer(svc, writer, memory_updates=False).run(run.run_id)
     store.close()
 

@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore._report_view import add_report_parser, run_report
 from adaexplore.bench import ProblemScore, summarize
 from adaexplore.bench._report_data import bench_page_data, run_page_data
 from adaexplore.bench._report_html import render_bench_html, render_run_html
+from adaexplore.cli._report import add_report_parser, run_report
 from adaexplore.config import SearchConfig, Settings
+from adaexplore.domain import Kind
 from adaexplore.errors import NotFoundError, RequestError
 from adaexplore.executor import AuditFlag, Status, code_hash, task_from_source
-from adaexplore.search import Kind, reward
+from adaexplore.search import reward
 from adaexplore.store import NewEvaluation, ProblemVerdict, SqliteStore, open_store
 from tests.conftest import EXAMPLES
-from tests.fakes import make_evaluation
+from tests.fakes import make_evaluation, services_over
 
 TASK = (EXAMPLES / "tasks" / "row_softmax.py").read_text()
 KERNEL = (EXAMPLES / "kernels" / "row_softmax" / "correct.py").read_text()
@@ -119,7 +120,7 @@ def store(tmp_path: Path) -> SqliteStore:
 
 def test_the_tree_has_one_element_per_node_and_marks_the_path_to_the_best(store: SqliteStore) -> None:
     run_id, ids = make_run(store)
-    page = Elements(render_run_html(run_page_data(store, run_id)))
+    page = Elements(render_run_html(run_page_data(services_over(store), run_id)))
     drawn = {int(a["data-node-id"]): a["class"].split() for a in page.with_attr("data-node-id")}
     assert sorted(drawn) == sorted(ids.values())
     on_path = {node for node, classes in drawn.items() if "on-path" in classes}
@@ -134,7 +135,7 @@ def test_the_tree_has_one_element_per_node_and_marks_the_path_to_the_best(store:
 
 def test_code_is_escaped_and_comes_back_whole_from_the_embedded_data(store: SqliteStore) -> None:
     run_id, ids = make_run(store)
-    html = render_run_html(run_page_data(store, run_id))
+    html = render_run_html(run_page_data(services_over(store), run_id))
     assert html.count("</script>") == 2  # the data's and the behaviour's, none from the code
     assert "alert(" not in html.split('id="report-data"')[0]
     page = Elements(html)
@@ -148,7 +149,7 @@ def test_code_is_escaped_and_comes_back_whole_from_the_embedded_data(store: Sqli
 
 def test_each_node_carries_its_diff_and_verdict(store: SqliteStore) -> None:
     run_id, ids = make_run(store)
-    run = run_page_data(store, run_id)["run"]
+    run = run_page_data(services_over(store), run_id)["run"]
     nodes = {n["id"]: n for n in run["nodes"]}
     assert nodes[ids["a"]]["diff"] is None  # its parent, the root, has no code
     diff = nodes[ids["c"]]["diff"].splitlines()
@@ -162,8 +163,8 @@ def test_each_node_carries_its_diff_and_verdict(store: SqliteStore) -> None:
 def test_a_run_without_timing_says_so_instead_of_drawing_a_speedup_curve(store: SqliteStore) -> None:
     timed_id, _ = make_run(store)
     untimed_id, _ = make_run(store, timed=False)
-    timed = Elements(render_run_html(run_page_data(store, timed_id)))
-    untimed_html = render_run_html(run_page_data(store, untimed_id))
+    timed = Elements(render_run_html(run_page_data(services_over(store), timed_id)))
+    untimed_html = render_run_html(run_page_data(services_over(store), untimed_id))
     untimed = Elements(untimed_html)
     for page, flag in ((timed, "yes"), (untimed, "no")):
         (plot,) = [a for tag, a in page.tags if a.get("id") == "progress-plot"]
@@ -176,19 +177,19 @@ def test_a_run_without_timing_says_so_instead_of_drawing_a_speedup_curve(store: 
 
 def test_only_a_served_page_of_a_running_run_reloads_itself(store: SqliteStore) -> None:
     run_id, _ = make_run(store)
-    data = run_page_data(store, run_id)
+    data = run_page_data(services_over(store), run_id)
     refresh = '<meta http-equiv="refresh" content="5">'
     assert refresh in render_run_html(data, refresh_every=5)
     assert refresh not in render_run_html(data)
     store.finish_run(run_id, None, "[]")
-    assert refresh not in render_run_html(run_page_data(store, run_id), refresh_every=5)
+    assert refresh not in render_run_html(run_page_data(services_over(store), run_id), refresh_every=5)
 
 
 def test_unknown_ids_name_the_list_commands(store: SqliteStore) -> None:
     with pytest.raises(NotFoundError, match="adaexplore runs list"):
-        run_page_data(store, "run-00000000")
+        run_page_data(services_over(store), "run-00000000")
     with pytest.raises(NotFoundError, match="adaexplore bench list"):
-        bench_page_data(store, "bench-00000000")
+        bench_page_data(services_over(store), "bench-00000000")
 
 
 def make_bench(store: SqliteStore, run_id: str) -> str:
@@ -213,7 +214,7 @@ def make_bench(store: SqliteStore, run_id: str) -> str:
 def test_the_bench_page_has_its_metrics_table_plot_and_each_problems_tree(store: SqliteStore) -> None:
     run_id, ids = make_run(store)
     bench_id = make_bench(store, run_id)
-    data = bench_page_data(store, bench_id)
+    data = bench_page_data(services_over(store), bench_id)
     expected = summarize([ProblemScore("ok", 2.5, 1.25), ProblemScore("mismatch"), ProblemScore(None)]).as_dict()
     assert data["summary"] == expected
     html = render_bench_html(data)
@@ -269,7 +270,7 @@ def test_report_of_an_id_that_is_neither_says_which_ids_exist(tmp_path: Path) ->
 
 def test_a_deep_tree_of_thousands_of_nodes_renders_in_time(store: SqliteStore) -> None:
     run_id, _ = make_run(store)
-    data = run_page_data(store, run_id)
+    data = run_page_data(services_over(store), run_id)
     nodes = data["run"]["nodes"]
     last = nodes[-1]
     for index in range(3000):  # a chain far deeper than Python's recursion limit

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore._report_view import add_report_parser, run_report
+from adaexplore.cli._report import add_report_parser, run_report
 from adaexplore.config import Settings
 from adaexplore.store import ProblemVerdict, open_store
 from tests.conftest import EXAMPLES, ROOT

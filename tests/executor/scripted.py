@@ -20,9 +20,9 @@ from pathlib import Path
 
 import anyio
 
+from adaexplore.domain import Stats, Tolerance, TrialResult
 from adaexplore.executor._channel import SpawnRequest, WorkerChannel
 from adaexplore.executor._environment import Environment
-from adaexplore.executor._models import Stats, Tolerance, TrialResult
 from adaexplore.executor._process import WorkerDied, WorkerTimeout
 from adaexplore.executor._protocol import (
     Compared,

@@ -300,8 +300,8 @@ async def test_cancelling_while_the_judge_starts_or_answers_leaves_the_evaluator
 async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loaded(home: Path) -> None:
     # Two evaluations share a judge; one's request is cancelled while the judge works on it (a client
     # gave up). The other's job must stay loaded, and its next answer must be its own.
+    from adaexplore.domain import Backend, Mode
     from adaexplore.executor._evaluator import _Run
-    from adaexplore.executor._models import Backend, Mode
     from adaexplore.executor._protocol import Load, Prepare, Prepared
 
     slow_source = TASK.source.replace("import torch\n", "import time\nimport torch\n", 1).replace(

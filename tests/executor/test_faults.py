@@ -12,10 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from adaexplore.domain import ErrorDetail, Evaluation
 from adaexplore.errors import TaskError
 from adaexplore.executor import Evaluator, Status, load_task
 from adaexplore.executor._channel import WorkerChannel, pin_process_tree
-from adaexplore.executor._models import ErrorDetail, Evaluation
 from adaexplore.executor._pool import CorePlan, default_warm_workers, plan_cores
 from adaexplore.executor._process import OutputCapture, WorkerProcess
 from adaexplore.executor._protocol import Compared, Failed, MemoryReport, TaskFailed

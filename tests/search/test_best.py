@@ -3,7 +3,8 @@
 import random
 
 from adaexplore.config import SearchConfig
-from adaexplore.search import Kind, Tree, best_correct, reward, select, untimed_note
+from adaexplore.domain import Kind
+from adaexplore.search import Tree, best_correct, reward, select, untimed_note
 
 
 def untimed_tree() -> Tree:

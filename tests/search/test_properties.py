@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adaexplore.config import SearchConfig
-from adaexplore.search import Kind, Tree, pool, reward, select, working_memory
+from adaexplore.domain import Kind
+from adaexplore.search import Tree, pool, reward, select, working_memory
 
 outcome = st.one_of(
     st.just(("compile_error", None)),

@@ -3,7 +3,8 @@
 import random
 
 from adaexplore.config import SearchConfig
-from adaexplore.search import Kind, Tree, choose_action, reward, select
+from adaexplore.domain import Kind
+from adaexplore.search import Tree, choose_action, reward, select
 
 
 class Draws(random.Random):

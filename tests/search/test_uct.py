@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from adaexplore.search import Kind, NodeStats, expand_score, q_value, reward, uct_score
+from adaexplore.domain import Kind
+from adaexplore.search import NodeStats, expand_score, q_value, reward, uct_score
 
 
 def stats(visits: int, total: float, best: float, node_id: int = 1) -> NodeStats:

@@ -16,8 +16,9 @@ import httpx2
 import pytest
 
 from adaexplore.config import SearchConfig, Settings
+from adaexplore.domain import Kind
 from adaexplore.executor import Status, code_hash, task_from_source
-from adaexplore.search import Kind, reward
+from adaexplore.search import reward
 from adaexplore.store import NewEvaluation, open_store
 from tests.conftest import EXAMPLES, ROOT
 from tests.fakes import make_evaluation

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore._runs_view import render_run_tree, render_runs
+from adaexplore import tools
 from adaexplore.bench._report_data import run_page_data
 from adaexplore.config import Settings
 from adaexplore.executor import Status
@@ -65,13 +65,13 @@ def the_views_agree(svc: Services, run_id: str, node_id: int, shown: str, measur
     """best_kernel, `runs list`, `runs show` and the report page name `node_id` with the number `shown`."""
     best = best_kernel(svc, BestKernelRequest(run_id=run_id))
     assert best.node_id == node_id and best.measured == (measured or "untimed")
-    (row,) = [line for line in render_runs(svc.store).splitlines() if line.startswith(run_id)]
+    (row,) = [line for line in tools.render_runs(svc).splitlines() if line.startswith(run_id)]
     assert f"  {shown}  " in row and f"node {node_id}, {measured or 'untimed'}" in row, row
-    tree = render_run_tree(svc.store, run_id).splitlines()
+    tree = tools.render_run_tree(svc, run_id).splitlines()
     assert tree[1].startswith(f"best: node {node_id}, {shown}" if measured else f"best: node {node_id}, untimed")
     star = [line for line in tree if line.startswith("*") and f"#{node_id} " in line]
     assert star, tree  # the path marked in the tree ends at the same node
-    page = run_page_data(svc.store, run_id)["run"]
+    page = run_page_data(svc, run_id)["run"]
     assert (page["best_node_id"], page["best_speedup"], page["best_measured"]) == (
         node_id,
         best.speedup,
@@ -119,7 +119,7 @@ async def test_an_untimed_run_says_its_correct_kernels_tie_and_finishes_without_
     after = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
     assert (after.node_id, after.speedup, after.verified) == (correct[0], None, False)
     the_views_agree(svc, run.run_id, correct[0], "untimed", None)
-    (row,) = [line for line in render_runs(svc.store).splitlines() if line.startswith(run.run_id)]
+    (row,) = [line for line in tools.render_runs(svc).splitlines() if line.startswith(run.run_id)]
     assert f"tied with {len(correct) - 1} more (the first found)" in row
 
 
@@ -150,4 +150,4 @@ async def test_a_re_measured_best_is_the_one_number_every_view_shows(svc: Servic
     final = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
     assert (final.node_id, final.speedup, final.measured, final.verified) == (winner, 2.25, "re-measured", True)
     the_views_agree(svc, run.run_id, winner, "2.250x", "re-measured")
-    assert "2.044x" not in render_runs(svc.store)  # the search-time number is not shown as the best beside it
+    assert "2.044x" not in tools.render_runs(svc)  # the search-time number is not shown as the best beside it

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from adaexplore.search import Kind
+from adaexplore.domain import Kind
 from adaexplore.store import open_store
 
 DRIVER = Path(__file__).with_name("drive_run.py")

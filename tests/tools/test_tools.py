@@ -9,9 +9,10 @@ import anyio
 import pytest
 
 from adaexplore.config import SearchConfig, Settings
+from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Status
-from adaexplore.search import Kind, Tree
+from adaexplore.search import Tree
 from adaexplore.store import open_store
 from adaexplore.tools import (
     BestKernelRequest,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor._protocol import Compiled, Done, RunCandidate
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.worker import await_event, candidate

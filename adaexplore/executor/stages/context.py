@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.executor._models import (
+from adaexplore.domain import (
     Audit,
     AuditFlag,
     Backend,

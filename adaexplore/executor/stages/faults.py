@@ -7,9 +7,9 @@ from __future__ import annotations
 import signal
 
 from adaexplore.config import ExecutorConfig
+from adaexplore.domain import Status
 from adaexplore.errors import EvaluatorError
 from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._models import Status
 from adaexplore.executor._process import WorkerDied
 from adaexplore.executor._protocol import Failed
 from adaexplore.executor.stages.context import Run, Verdict

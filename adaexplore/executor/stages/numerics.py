@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from adaexplore.domain import Backend, Correctness, Seeds, Status
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._models import Backend, Correctness, Seeds, Status
 from adaexplore.executor._pool import JudgeClient
 from adaexplore.executor._process import WorkerDied
 from adaexplore.executor._protocol import (

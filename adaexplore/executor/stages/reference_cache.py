@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adaexplore.executor._models import Stats
+from adaexplore.domain import Stats
 from adaexplore.executor._pool import JudgeClient
 from adaexplore.executor._protocol import JobSpec, ReferenceTimed, TimeReference
 from adaexplore.executor.stages.context import Run

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import adaexplore
 from adaexplore.config import ExecutorConfig
+from adaexplore.domain import Backend, ErrorDetail, Evaluation, Provenance, Status
 from adaexplore.executor._environment import Environment
-from adaexplore.executor._models import Backend, ErrorDetail, Evaluation, Provenance, Status
 from adaexplore.executor._render import static_cost_line
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._task import code_hash

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.executor._models import AuditFlag, ErrorDetail, Status
+from adaexplore.domain import AuditFlag, ErrorDetail, Status
 from adaexplore.executor._policy import check_policy, defines_model_new
 from adaexplore.executor.stages.context import Run, Verdict
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from adaexplore.domain import Backend, Mode
 from adaexplore.errors import EvaluatorError, TaskError
-from adaexplore.executor._models import Backend, Mode
 from adaexplore.executor._pool import JudgeLost
 from adaexplore.executor._protocol import Load, Prepare, TaskFailed
 from adaexplore.executor._task import Task

@@ -6,8 +6,8 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
+from adaexplore.domain import AuditFlag, Status, Timing
 from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._models import AuditFlag, Status, Timing
 from adaexplore.executor._pool import JudgeClient
 from adaexplore.executor._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
 from adaexplore.executor.stages import reference_cache

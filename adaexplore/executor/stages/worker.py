@@ -8,9 +8,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from adaexplore.domain import Backend, Status
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._models import Backend, Status
 from adaexplore.executor._pool import JudgeClient
 from adaexplore.executor._process import WorkerDied, WorkerTimeout
 from adaexplore.executor._protocol import Event, Failed, Phase, Ready, TaskFailed

@@ -40,7 +40,7 @@ def _driver_version() -> str | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m adaexplore.executor.worker")
-    parser.add_argument("--role", choices=["candidate", "judge"], required=True)
+    parser.add_argument("--role", choices=["candidate", "judge", "synth"], required=True)
     parser.add_argument("--backend", choices=["cuda", "compile", "interpret"], required=True)
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--compile-target", default="cuda:90")
@@ -75,7 +75,7 @@ def main() -> None:
     import triton
 
     from adaexplore import __version__
-    from adaexplore.executor._models import Backend
+    from adaexplore.domain import Backend
     from adaexplore.executor._protocol import Done, Ready, RunCandidate
 
     backend = Backend(options.backend)
@@ -101,6 +101,15 @@ def main() -> None:
             install_is_cuda()
         tracker = LaunchTracker(backend)
         tracker.install()
+    if options.role == "synth":
+        # task synthesis: our own code on the CPU, no kernels; confined like any other worker
+        from adaexplore.executor.worker._confine import confine
+        from adaexplore.executor.worker._synth import serve
+
+        versions = {"torch": torch.__version__, "sandbox": confine(confinement, on_gpu=False)}
+        channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
+        serve(channel)
+        return
     if backend is Backend.cuda:
         # Warming up runs kernels; the evaluator says when, so that no other candidate is being timed.
         from adaexplore.executor._protocol import Started, Warm
@@ -148,7 +157,7 @@ def _warm_up(backend: object, device: object, role: str) -> None:
     """Pay one-time costs now: CUDA context, cuBLAS and cuDNN handles, Triton's compiler and launcher."""
     import torch
 
-    from adaexplore.executor._models import Backend
+    from adaexplore.domain import Backend
 
     if backend is Backend.cuda:
         x = torch.randn(64, 64, device=device)

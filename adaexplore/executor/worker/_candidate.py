@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._models import AuditFlag, Backend, Status
+from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor._policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
 from adaexplore.executor._protocol import (
     Compiled,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from adaexplore.executor._models import Tolerance
+from adaexplore.domain import Tolerance
 
 __all__ = ["Comparison", "compare"]
 

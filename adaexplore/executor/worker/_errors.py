@@ -11,7 +11,7 @@ from types import TracebackType
 from triton.compiler.errors import CompilationError
 from triton.runtime.errors import OutOfResources
 
-from adaexplore.executor._models import ErrorDetail, Status
+from adaexplore.domain import ErrorDetail, Status
 
 __all__ = [
     "CandidateFault",

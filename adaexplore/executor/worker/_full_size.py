@@ -101,7 +101,7 @@ def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: st
     Raises:
         what the compiler raised for a kernel at the full sizes (the candidate's compile error).
     """
-    from adaexplore.executor._models import Status
+    from adaexplore.domain import Status
     from adaexplore.executor.worker._errors import classify
 
     small_shared, small_compiles = dict(tracker.shared_memory), dict(tracker.target_compiles)

@@ -18,7 +18,7 @@ from triton.language.semantic import TritonSemantic
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 
-from adaexplore.executor._models import AuditFlag
+from adaexplore.domain import AuditFlag
 
 __all__ = ["Guard"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.executor._models import Status, TrialResult
+from adaexplore.domain import Status, TrialResult
 from adaexplore.executor._protocol import (
     Compare,
     Compared,

@@ -32,7 +32,7 @@ from triton import knobs
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITCallable, JITFunction
 
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor.worker._errors import CandidateFault
 
 __all__ = ["CANDIDATE_MODULE", "LaunchTracker", "Refused", "SourceChanged", "TargetCompileFailed"]

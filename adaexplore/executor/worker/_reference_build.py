@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._models import AuditFlag, Mode, Tolerance
+from adaexplore.domain import AuditFlag, Mode, Tolerance
 from adaexplore.executor._modes import mode_spec, tolerance_for
 from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._models import AuditFlag, Tolerance
+from adaexplore.domain import AuditFlag, Tolerance
 from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor.worker._taskrun import TaskFault, tensors_in
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaexplore.executor._models import KernelCost
+from adaexplore.domain import KernelCost
 
 __all__ = ["PtxasReport", "capture_ptxas_logs", "config_label", "kernel_cost", "parse_ptxas_log", "plain_warning"]
 
@@ -188,7 +188,7 @@ def compile_configs(tracker: Any, tuner: Any, args: tuple[Any, ...], kwargs: dic
     Raises:
         whatever a config's compile raised, when no config compiled; anything that is not a compile error at once.
     """
-    from adaexplore.executor._models import Status
+    from adaexplore.domain import Status
     from adaexplore.executor.worker._errors import classify
     from adaexplore.executor.worker._launches import CANDIDATE_MODULE, Refused
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._models import Stats
+from adaexplore.domain import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource

@@ -8,7 +8,7 @@ import textwrap
 PRELUDE = """
 import json
 import torch, triton, triton.language as tl
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor.worker._compile_only import activate_compile_only
 from adaexplore.executor.worker._launches import LaunchTracker
 activate_compile_only("cuda:90")

@@ -28,7 +28,7 @@ SCRIPT = """
 import importlib.util, json, sys
 import torch, triton
 import triton.runtime.build as build
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 
 builds = []

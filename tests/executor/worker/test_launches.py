@@ -13,7 +13,7 @@ import textwrap
 
 from triton.compiler.compiler import LazyDict
 
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts, def_line_source
 
 
@@ -80,7 +80,7 @@ def test_a_kernels_source_starts_at_its_own_def_line_where_triton_would_start_el
 COMPILE_PRELUDE = """
 import json, sys
 import torch, triton, triton.language as tl
-from adaexplore.executor._models import Backend
+from adaexplore.domain import Backend
 from adaexplore.executor.worker._launches import LaunchTracker
 from adaexplore.executor.worker._taskrun import import_file
 BACKEND = Backend(sys.argv[1])

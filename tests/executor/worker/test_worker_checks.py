@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from adaexplore.executor._models import Status
+from adaexplore.domain import Status
 from adaexplore.executor.worker._errors import CandidateFault, DisguisedOutput, OutputNotTensors, classify
 from adaexplore.executor.worker._taskrun import flatten_output, own_attributes
 from adaexplore.executor.worker._timing import _kept_copy

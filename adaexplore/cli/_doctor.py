@@ -6,10 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from adaexplore import __version__
+from adaexplore import __version__, tools
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError
-from adaexplore.store import store_exists
 
 __all__ = ["run_doctor"]
 
@@ -39,10 +38,8 @@ def _size(folder: Path) -> tuple[int, int]:
 
 
 async def _machine(settings: Settings) -> list[_Line]:
-    from adaexplore.executor._environment import probe_environment
-
     try:
-        env = await probe_environment(dict(os.environ))
+        env = await tools.probe_machine()
     except AdaexploreError as exc:
         return [_Line("torch", "cannot import torch and triton", f"reinstall adaexplore's dependencies ({exc})")]
     if env.gpus:
@@ -70,10 +67,8 @@ async def _machine(settings: Settings) -> list[_Line]:
 
 
 async def _sandbox(settings: Settings) -> _Line:
-    from adaexplore.executor._sandbox import detect_sandbox
-
     try:
-        plan = await detect_sandbox(settings)
+        plan = await tools.probe_sandbox(settings)
     except AdaexploreError as exc:
         return _Line("sandbox", f"{settings.executor.sandbox!r} asked for, unavailable", str(exc))
     if plan.kind == "none":
@@ -93,7 +88,7 @@ def _home(settings: Settings) -> list[_Line]:
         place = _Line("home", f"{home}" + ("" if home.exists() else " (made at the first command that writes)"))
     url = settings.database_url
     where = url.removeprefix("sqlite:///")
-    if store_exists(url):
+    if tools.database_exists(settings):
         database = _Line("database", f"{where} ({Path(where).stat().st_size / 2**20:.1f} MiB)")
     else:
         database = _Line("database", f"{where}: none yet (`adaexplore explore TASK` makes it)")

@@ -1,4 +1,6 @@
-"""The evaluation result and its parts: plain pydantic data, the same on both sides of a worker."""
+"""The domain's words, at the bottom of the package and free of torch: a verdict's `Status`, the `Mode` it follows,
+the `Backend` it ran on, a node's `Kind`, and the `Evaluation` with its parts (plain pydantic data, the same on both
+sides of a worker). Every layer may import this module; it imports none of them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ __all__ = [
     "ErrorDetail",
     "Evaluation",
     "KernelCost",
+    "Kind",
     "Mode",
     "Provenance",
     "Seeds",
@@ -54,6 +57,14 @@ class Backend(StrEnum):
     cuda = "cuda"
     compile = "compile"
     interpret = "interpret"
+
+
+class Kind(StrEnum):
+    """How a node of the search tree was made: the root (the task's reference), or a large or small step."""
+
+    root = "root"
+    large = "large"
+    small = "small"
 
 
 class _Model(BaseModel):

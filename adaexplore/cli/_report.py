@@ -7,11 +7,11 @@ import os
 import tempfile
 from pathlib import Path
 
+from adaexplore import tools
 from adaexplore.bench._report_data import bench_page_data, run_page_data
 from adaexplore.bench._report_html import render_bench_html, render_run_html
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
-from adaexplore.store import SqliteStore, open_store, store_exists
 
 __all__ = ["add_report_parser", "run_report"]
 
@@ -39,34 +39,31 @@ def run_report(args: argparse.Namespace, settings: Settings) -> int:
         RequestError: the id is neither a run's nor a bench's, or the file cannot be written.
     """
     url = settings.database_url
-    if not store_exists(url):  # a report creates no database
+    if not tools.database_exists(settings):  # a report creates no database
         raise NotFoundError(
             f"unknown id {args.id!r}: there is no database at {url.removeprefix('sqlite:///')}; set "
             "ADAEXPLORE_DB or ADAEXPLORE_HOME (or --home) to the one the run or bench was made in"
         )
-    store = open_store(url)
-    try:
+    with tools.open_reader(settings) as svc:
         if args.id.startswith("run-"):
-            data = run_page_data(store, args.id)
+            data = run_page_data(svc, args.id)
             html = render_run_html(data)
             run = data["run"]
             what = f"run {run['id']} on task {run['task_name']}, {len(run['nodes'])} nodes"
         elif args.id.startswith("bench-"):
-            data = bench_page_data(store, args.id)
+            data = bench_page_data(svc, args.id)
             html = render_bench_html(data)
             what = f"bench {data['bench']['id']} on {data['bench']['suite']}, {len(data['problems'])} problems"
         else:
-            raise RequestError(_not_an_id(store, args.id))
-    finally:
-        store.close()
+            raise RequestError(_not_an_id(svc, args.id))
     _write(args.html, html)
     print(f"wrote {args.html} ({_size(len(html.encode()))}): {what}; open it in a browser, no network needed")
     return 0
 
 
-def _not_an_id(store: SqliteStore, given: str) -> str:
-    runs = [r.id for r in store.runs()]
-    benches = [b.id for b in store.benches()]
+def _not_an_id(svc: tools.Services, given: str) -> str:
+    runs = [r.id for r in tools.run_list(svc)]
+    benches = [b.id for b in tools.bench_list(svc)]
     return (
         f"{given!r} is neither a run id (run-…) nor a bench id (bench-…); this store has "
         f"{_some(runs, 'run')} and {_some(benches, 'bench')}: {_LISTS}"

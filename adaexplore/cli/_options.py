@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from adaexplore.config import ModelConfig, Settings
 from adaexplore.errors import ConfigError
-from adaexplore.store import MAX_INTEGER
+from adaexplore.tools import MAX_INTEGER
 
 __all__ = [
     "EXIT_INFRA",

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from adaexplore._cli_options import POSITIVE_INT, SEED, budget_options, budgets, model_options, with_model_options
+from adaexplore.cli._options import POSITIVE_INT, SEED, budget_options, budgets, model_options, with_model_options
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError
 

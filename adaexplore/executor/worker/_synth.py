@@ -1,14 +1,15 @@
-"""Task synthesis, the worker side: run as `python -m adaexplore.agent._synth_worker`; this process imports torch.
+"""Task synthesis, the worker side: a worker of role `synth` (`python -m adaexplore.executor.worker --role synth`),
+started and killed like every other worker of the evaluator; this process imports torch.
 
-It reads one JSON request on stdin and writes one JSON reply on stdout (anything torch prints goes to
-stderr). Requests:
+It answers one `Synthesize` request with one `Synthesized` reply (anything torch prints goes to stderr).
+Requests:
 
     {"command": "synthesize", "count": N, "seed": S, "max_tries": T}  -> a SynthesisReport
     {"command": "check", "sources": ["..."], "narrow": [names] | null} -> {"checks": [TaskCheck, ...]}
     {"command": "catalogue"}                                          -> a Catalogue
 
-A request it cannot read exits with code 2 and says why on stderr. The caller side, its models and its
-timeout are in `adaexplore.agent._synth`.
+A request it cannot read is answered with the reason in `Synthesized.error`. The caller side, its models and
+its timeout are in `adaexplore.executor._synth`.
 
 **Catalogue.** Every `nn.Module` subclass in `torch.nn` and every routine in `torch.nn.functional` of the
 installed torch is a candidate. Its parameters come from its signature (for builtins without one, from
@@ -68,10 +69,8 @@ import dataclasses
 import functools
 import inspect
 import json
-import os
 import random
 import re
-import sys
 import textwrap
 import types
 import warnings
@@ -84,7 +83,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from adaexplore.errors import TaskError
-from adaexplore.executor import task_from_source
+from adaexplore.executor._task import task_from_source
+from adaexplore.executor.worker._channel import Channel
 
 ATOL = RTOL = 1e-2
 MIN_RMS = 0.1
@@ -829,25 +829,19 @@ def answer(request: Any) -> dict[str, Any]:
     raise BadRequest(f"unknown command {command!r}; expected 'synthesize', 'check' or 'catalogue'")
 
 
-def main() -> int:
-    reply_fd = os.dup(1)
-    os.dup2(2, 1)  # whatever torch or a task prints goes to stderr; stdout carries only the reply
+def serve(channel: Channel) -> None:
+    """Answer the one request the evaluator sends, then return (the process ends)."""
+    from adaexplore.executor._protocol import Synthesize, Synthesized
+
     torch.set_num_threads(1)
+    command = channel.receive()
+    if not isinstance(command, Synthesize):
+        return
     try:
-        request = json.loads(sys.stdin.read())
-    except json.JSONDecodeError as exc:
-        print(f"bad request: not JSON: {exc}", file=sys.stderr)
-        return 2
-    try:
-        reply = answer(request)
+        reply = answer(command.request)
     except BadRequest as exc:
-        print(f"bad request: {exc}", file=sys.stderr)
-        return 2
-    with os.fdopen(reply_fd, "w") as out:
-        json.dump(reply, out, allow_nan=False)
-        out.write("\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        channel.send(Synthesized(error=str(exc)))
+        return
+    # the reply crosses as JSON: a non-finite number in it is our bug, not something to send as NaN
+    json.dumps(reply, allow_nan=False)
+    channel.send(Synthesized(reply=reply))

@@ -1,33 +1,38 @@
 """Practice tasks for `adaexplore adapt`, synthesized from the installed torch's operator catalogue.
 
-This is the caller's side and it never imports torch (DESIGN §2): the work runs in a subprocess,
-`python -m adaexplore.agent._synth_worker`, which introspects `torch.nn` and `torch.nn.functional`,
+This is the caller's side and it never imports torch (DESIGN §2): the work runs in a worker of role `synth`
+(`adaexplore.executor.worker._synth`), started, confined and killed like the evaluator's other workers, which
+introspects `torch.nn` and `torch.nn.functional`,
 keeps the operators that pass a probe, combines 3 to 6 of them in one of three shape families taken from
 `examples/tasks` (gemm_epilogue, conv2d_activation, row_softmax), and keeps the tasks that are
 deterministic, depend on their input, and have outputs well above KernelBench's tolerance. The worker's
 docstring describes the catalogue, the composition and every check with its threshold.
 
-The request goes to the worker as JSON on stdin and the reply comes back as JSON on stdout. The worker
-runs in its own session; past the timeout its whole process group is killed. A worker that fails or
-says something unreadable is an `EvaluatorError` with the tail of what it wrote on stderr.
+The request and the reply are the protocol's `Synthesize` and `Synthesized`. Past the timeout the worker's
+whole process group is killed. A worker that fails or says something unreadable is an `EvaluatorError` with the
+tail of what it wrote.
 
 Same seed and same torch give byte-identical tasks; nothing is cached on disk.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-from anyio.abc import ByteReceiveStream
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from adaexplore.config import Settings
 from adaexplore.errors import EvaluatorError, RequestError
+from adaexplore.executor import _workspace as workspace
+from adaexplore.executor._channel import ProcessSpawner, SpawnRequest, WorkerChannel
+from adaexplore.executor._process import WorkerDied, WorkerTimeout
+from adaexplore.executor._protocol import Synthesize, Synthesized
+from adaexplore.executor._sandbox import detect_sandbox
 
 __all__ = [
     "Catalogue",
@@ -42,7 +47,6 @@ __all__ = [
     "synthesize_tasks",
 ]
 
-WORKER_MODULE = "adaexplore.agent._synth_worker"
 TRIES_PER_TASK = 20
 _STDERR_TAIL = 4000
 _M = TypeVar("_M", bound=BaseModel)
@@ -122,7 +126,9 @@ class Catalogue(BaseModel):
         return {op.name for op in self.operators}
 
 
-async def synthesize_tasks(count: int, *, seed: int, timeout_s: float = 300.0) -> SynthesisReport:
+async def synthesize_tasks(
+    count: int, *, seed: int, timeout_s: float = 300.0, settings: Settings | None = None
+) -> SynthesisReport:
     """Synthesize up to `count` checked practice tasks, deterministically for `seed` and the installed torch.
 
     At most `20 * count` drafts are tried; when fewer than `count` pass, the report holds what passed and
@@ -135,11 +141,15 @@ async def synthesize_tasks(count: int, *, seed: int, timeout_s: float = 300.0) -
     if count < 0:
         raise RequestError(f"cannot synthesize {count} tasks; ask for zero or more")
     request = {"command": "synthesize", "count": count, "seed": seed, "max_tries": TRIES_PER_TASK * count}
-    return _parse(SynthesisReport, await run_worker(request, timeout_s=timeout_s))
+    return _parse(SynthesisReport, await run_worker(request, timeout_s, settings))
 
 
 async def check_task_sources(
-    sources: list[str], *, narrow: list[str] | None = None, timeout_s: float = 120.0
+    sources: list[str],
+    *,
+    narrow: list[str] | None = None,
+    timeout_s: float = 120.0,
+    settings: Settings | None = None,
 ) -> list[TaskCheck]:
     """Run the synthesis checks on task sources, in one worker; one verdict per source, in order.
 
@@ -149,17 +159,17 @@ async def check_task_sources(
     Raises:
         EvaluatorError: the worker failed or timed out.
     """
-    reply = await run_worker({"command": "check", "sources": list(sources), "narrow": narrow}, timeout_s)
+    reply = await run_worker({"command": "check", "sources": list(sources), "narrow": narrow}, timeout_s, settings)
     return _parse(_Checks, reply).checks
 
 
-async def operator_catalogue(*, timeout_s: float = 120.0) -> Catalogue:
+async def operator_catalogue(*, timeout_s: float = 120.0, settings: Settings | None = None) -> Catalogue:
     """The installed torch's usable operators, probed in a worker.
 
     Raises:
         EvaluatorError: the worker failed or timed out.
     """
-    return _parse(Catalogue, await run_worker({"command": "catalogue"}, timeout_s))
+    return _parse(Catalogue, await run_worker({"command": "catalogue"}, timeout_s, settings))
 
 
 def _parse(model: type[_M], reply: Any) -> _M:
@@ -169,73 +179,57 @@ def _parse(model: type[_M], reply: Any) -> _M:
         raise EvaluatorError(f"the task synthesis worker replied with an unexpected {model.__name__}: {exc}") from exc
 
 
-async def run_worker(request: dict[str, Any], timeout_s: float) -> Any:
-    """Send `request` to a fresh synthesis worker and return its JSON reply.
+async def run_worker(request: dict[str, Any], timeout_s: float, settings: Settings | None = None) -> Any:
+    """Send `request` to a fresh synthesis worker and return its reply. `settings`: the sandbox and the workers'
+    limits (default: the settings file and environment, as every command reads them).
 
     Raises:
-        EvaluatorError: the worker exited with an error, ran past `timeout_s` (its process group is then
-            killed), or wrote something that is not JSON; the message carries the tail of its stderr.
+        EvaluatorError: the worker could not read the request (our bug), exited or broke the protocol, or ran
+            past `timeout_s` (its process group is then killed); the message carries the tail of what it wrote.
     """
-    payload = json.dumps(request).encode()
-    stdout = bytearray()
-    stderr = bytearray()
-    process = await anyio.open_process(
-        [sys.executable, "-m", WORKER_MODULE],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    settings = settings if settings is not None else Settings()
+    sandbox = await detect_sandbox(settings)
+    root = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-synth-", dir=workspace.exchange_root()))
+    (root / "tasks").mkdir()  # the sandbox shows every worker its evaluator's task files, read-only: none here
+    worker: WorkerChannel | None = None
+    event: object = None
+    failure: WorkerDied | WorkerTimeout | None = None
     try:
-        with anyio.move_on_after(timeout_s) as scope:
-            async with anyio.create_task_group() as group:
-                assert process.stdout is not None and process.stderr is not None and process.stdin is not None
-                group.start_soon(_read, process.stdout, stdout, None)
-                group.start_soon(_read, process.stderr, stderr, _STDERR_TAIL)
+        async with anyio.create_task_group() as group:
+            spawner = ProcessSpawner(group, sandbox=sandbox, exchange_root=root, settings=settings)
+            wanted = SpawnRequest(
+                role="synth", backend="compile", device=0, env=workspace.worker_env(settings), exchange=root / "w"
+            )
+            with anyio.move_on_after(timeout_s) as scope:
                 try:
-                    await process.stdin.send(payload)
-                    await process.stdin.aclose()
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    pass  # it died before reading; its exit code and stderr say why
-            await process.wait()
+                    worker = await spawner.spawn(wanted)
+                    await worker.ready(timeout_s)
+                    await worker.send(Synthesize(request=request))
+                    event = await worker.receive(timeout_s)
+                except (WorkerDied, WorkerTimeout) as exc:
+                    failure = exc
+                finally:
+                    if worker is not None:
+                        await worker.aclose()
+            group.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                _kill_group(process.pid)
-                with anyio.move_on_after(5):
-                    await process.wait()
-            await process.aclose()
-    tail = _tail(stderr)
+        shutil.rmtree(root, ignore_errors=True)
     if scope.cancelled_caught:
         raise EvaluatorError(
             f"task synthesis did not finish within {timeout_s:g} s and was stopped; allow more time "
-            f"(timeout_s) or ask for fewer tasks.{tail}"
+            f"(timeout_s) or ask for fewer tasks.{_tail(worker)}"
         )
-    if process.returncode != 0:
-        raise EvaluatorError(f"the task synthesis worker failed (exit code {process.returncode}).{tail}")
-    try:
-        return json.loads(stdout.decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EvaluatorError(f"the task synthesis worker wrote no readable reply ({exc}).{tail}") from exc
+    if failure is not None:
+        detail = str(failure) or type(failure).__name__
+        raise EvaluatorError(f"the task synthesis worker failed ({detail}).{_tail(worker)}") from failure
+    if not isinstance(event, Synthesized):
+        kind = getattr(event, "kind", None)
+        raise EvaluatorError(f"the task synthesis worker answered {kind!r}, not a reply.{_tail(worker)}")
+    if event.error is not None:
+        raise EvaluatorError(f"the task synthesis worker could not read the request: {event.error}")
+    return event.reply
 
 
-async def _read(stream: ByteReceiveStream, into: bytearray, keep: int | None) -> None:
-    try:
-        async for chunk in stream:
-            into += chunk
-            if keep is not None and len(into) > 2 * keep:
-                del into[:-keep]
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        return
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _tail(stderr: bytearray) -> str:
-    text = bytes(stderr[-_STDERR_TAIL:]).decode(errors="replace").strip()
-    return f" Its stderr ends with:\n{text}" if text else " It wrote nothing on stderr."
+def _tail(worker: WorkerChannel | None) -> str:
+    text = worker.output.text()[-_STDERR_TAIL:].strip() if worker is not None else ""
+    return f" It wrote:\n{text}" if text else " It wrote nothing."

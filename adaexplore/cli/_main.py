@@ -11,8 +11,9 @@ from pathlib import Path
 import anyio
 
 from adaexplore import __version__
-from adaexplore._bench_view import add_bench_parser, run_bench_command
-from adaexplore._cli_options import (
+from adaexplore.cli._bench import add_bench_parser, run_bench_command
+from adaexplore.cli._memory import run_memory_command
+from adaexplore.cli._options import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
     EXIT_KERNEL_FAILED,
@@ -28,20 +29,25 @@ from adaexplore._cli_options import (
     model_options,
     with_model_options,
 )
-from adaexplore._memory_view import run_memory_command
-from adaexplore._report_view import add_report_parser, run_report
-from adaexplore._runs_view import render_run_tree, render_runs
+from adaexplore.cli._report import add_report_parser, run_report
 from adaexplore.config import Settings
+from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import AdaexploreError, ConfigError, ConflictError, EvaluatorError, NotFoundError
-from adaexplore.executor import Evaluation, Evaluator, ProgressUpdate, Status, load_task, read_task_file
-from adaexplore.executor._render import render_evaluation
-from adaexplore.store import open_store, store_exists
 from adaexplore.tools import (
     ConfirmRuleRequest,
     CreateTaskRequest,
+    ProgressUpdate,
+    check_task_file,
     confirm_rule,
     create_task,
+    database_exists,
+    open_reader,
     open_services,
+    profile_kernel,
+    read_code_file,
+    render_evaluation,
+    render_run_tree,
+    render_runs,
     seed_starter_memory,
 )
 
@@ -239,12 +245,12 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "runs":
             code = _runs(args, settings)
         elif args.command == "examples":
-            from adaexplore._examples import write_examples
+            from adaexplore.cli._examples import write_examples
 
             print(write_examples(args.dir, force=args.force))
             code = EXIT_OK
         elif args.command == "doctor":
-            from adaexplore._doctor import run_doctor
+            from adaexplore.cli._doctor import run_doctor
 
             code = anyio.run(run_doctor, with_model_options(settings, args))
         elif args.memory_command == "confirm":
@@ -349,7 +355,7 @@ async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str
 def _runs(args: argparse.Namespace, settings: Settings) -> int:
     url = settings.database_url
     where = url.removeprefix("sqlite:///")
-    if not store_exists(url):  # reading runs creates no database
+    if not database_exists(settings):  # reading runs creates no database
         if args.runs_command == "list":
             print(f"no runs yet: there is no database at {where} (`adaexplore explore TASK` creates it)")
             return EXIT_OK
@@ -357,28 +363,28 @@ def _runs(args: argparse.Namespace, settings: Settings) -> int:
             f"unknown run {args.run!r}: there is no database at {where}; set ADAEXPLORE_DB or ADAEXPLORE_HOME "
             "(or --home) to the one the run was made in"
         )
-    store = open_store(url)
-    try:
-        if args.runs_command == "show" and args.run not in {run.id for run in store.runs()}:
-            raise NotFoundError(f"no run has id {args.run!r} in {where}; `adaexplore runs list` lists the runs")
-        print(render_runs(store) if args.runs_command == "list" else render_run_tree(store, args.run))
-    finally:
-        store.close()
+    with open_reader(settings) as svc:
+        if args.runs_command == "list":
+            print(render_runs(svc))
+            return EXIT_OK
+        try:
+            print(render_run_tree(svc, args.run))
+        except NotFoundError:
+            raise NotFoundError(
+                f"no run has id {args.run!r} in {where}; `adaexplore runs list` lists the runs"
+            ) from None
     return EXIT_OK
 
 
 def _memory(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(settings.database_url)
-    try:
-        print(run_memory_command(store, settings, args))
-    finally:
-        store.close()
+    with open_reader(settings) as svc:
+        print(run_memory_command(svc, args))
     return EXIT_OK
 
 
 async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
-    load_task(args.task)  # a task file that is missing or unusable is named before anything starts
-    code = read_task_file(args.reproducer, "reproducer")
+    check_task_file(args.task)  # a task file that is missing or unusable is named before anything starts
+    code = read_code_file(args.reproducer, "reproducer")
     async with open_services(settings) as svc:
         seed_starter_memory(svc)
         task = create_task(svc, CreateTaskRequest(path=str(args.task)))
@@ -390,19 +396,17 @@ async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _profile(args: argparse.Namespace, settings: Settings) -> int:
-    task = load_task(args.task)
-    code = read_task_file(args.kernel, "kernel")
     show = _Progress(enabled=sys.stderr.isatty() and not args.json)
-    async with Evaluator(settings) as evaluator:
-        result = await evaluator.evaluate(
-            task,
-            code,
-            mode=args.mode,
-            backend=args.backend,
-            with_compile=args.compile,
-            fresh_reference=args.fresh_reference,
-            progress=show,
-        )
+    result = await profile_kernel(
+        settings,
+        args.task,
+        args.kernel,
+        mode=args.mode,
+        backend=args.backend,
+        with_compile=args.compile,
+        fresh_reference=args.fresh_reference,
+        progress=show,
+    )
     show.clear()
     _print(result, args)
     if result.status is Status.ok:

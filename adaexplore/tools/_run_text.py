@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from adaexplore.store import NodeRecord, SqliteStore
-from adaexplore.tools import RunBest, run_best, speedup_text
+from adaexplore.store import NodeRecord
+from adaexplore.tools._best import RunBest, run_best, speedup_text
+from adaexplore.tools._service import Services
 
 __all__ = ["render_run_tree", "render_runs"]
 
@@ -31,7 +32,9 @@ def _about(best: RunBest | None) -> str:
     return f"node {best.node_id}, {best.measured}{ties}"
 
 
-def render_runs(store: SqliteStore) -> str:
+def render_runs(svc: Services) -> str:
+    """Every run, one a line, with its best kernel as `runs show`, best_kernel and the report name it."""
+    store = svc.store
     runs = store.runs()
     if not runs:
         return "no runs yet (start one with `adaexplore explore TASK`, or from an MCP client)"
@@ -48,8 +51,13 @@ def render_runs(store: SqliteStore) -> str:
     return "\n".join(lines)
 
 
-def render_run_tree(store: SqliteStore, run_id: str) -> str:
-    """The tree, one node a line, indented by depth; `*` marks the path to the best node."""
+def render_run_tree(svc: Services, run_id: str) -> str:
+    """The tree, one node a line, indented by depth; `*` marks the path to the best node.
+
+    Raises:
+        NotFoundError: the run id is unknown.
+    """
+    store = svc.store
     run = store.run(run_id)
     nodes = store.nodes(run.id)
     by_id = {n.id: n for n in nodes}

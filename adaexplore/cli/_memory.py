@@ -6,24 +6,25 @@ import argparse
 import sys
 from pathlib import Path
 
-from adaexplore.config import Settings
 from adaexplore.errors import RequestError
-from adaexplore.memory import check_rule_text, tokens
-from adaexplore.store import SqliteStore
 from adaexplore.tools import (
     Services,
     describe_scope,
+    edit_rule,
     export_memory,
     import_memory,
     injected,
+    list_rules,
+    rule_detail,
     running_triton,
     seed_starter_memory,
+    set_rule_status,
 )
 
 __all__ = ["run_memory_command"]
 
 
-def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Namespace) -> str:
+def run_memory_command(svc: Services, args: argparse.Namespace) -> str:
     """Carry out one `memory` subcommand and return what to print.
 
     Raises:
@@ -31,7 +32,6 @@ def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Na
         RequestError: an edit that is not a rule, an import file that is not one of the formats, or a file
             that cannot be read or written.
     """
-    svc = Services(settings=settings, store=store, evaluator=None)  # type: ignore[arg-type]
     seeded = seed_starter_memory(svc)
     note = f"(added the {seeded} starter rules to this memory)\n" if seeded else ""
     command = args.memory_command
@@ -41,23 +41,17 @@ def run_memory_command(store: SqliteStore, settings: Settings, args: argparse.Na
         return _show(svc, args.rule)
     if command in ("retire", "pin", "activate"):
         status = {"retire": "retired", "pin": "pinned", "activate": "active"}[command]
-        rule = store.set_rule_status(args.rule, status)
+        rule = set_rule_status(svc, args.rule, status)
         return f"rule {rule.id} is now {rule.status}"
     if command == "edit":
-        try:
-            text = check_rule_text(args.text)
-        except ValueError as exc:
-            raise RequestError(str(exc)) from exc
-        if text is None:
-            raise RequestError("a rule's text cannot be 'no guidance'; retire the rule instead")
-        rule = store.set_rule_text(args.rule, text, tokens(text))
+        rule = edit_rule(svc, args.rule, args.text)
         return f"rule {rule.id}: {rule.text}"
     if command == "export":
         text = export_memory(svc, args.format)
         if args.file == "-":
             return text.rstrip("\n")
         _write(Path(args.file), text)
-        written, retired = len(store.rules(("active", "pinned"))), len(store.rules(("retired",)))
+        written, retired = len(list_rules(svc, ("active", "pinned"))), len(list_rules(svc, ("retired",)))
         if args.format != "paper":
             written, retired = written + retired, 0
         left_out = f"; {retired} retired rules left out, as this format cannot mark them" if retired else ""
@@ -115,7 +109,7 @@ def _read(file: str) -> str:
 def _list(svc: Services, *, show_all: bool) -> str:
     triton = running_triton()
     statuses = ("active", "pinned", "retired") if show_all else ("active", "pinned")
-    rules = svc.store.rules(statuses)
+    rules = list_rules(svc, statuses)
     if not rules:
         return "the memory has no rules"
     scopes = [describe_scope(rule) for rule in rules]
@@ -139,7 +133,8 @@ def _list(svc: Services, *, show_all: bool) -> str:
 
 
 def _show(svc: Services, rule_id: int) -> str:
-    rule = svc.store.rule(rule_id)
+    detail = rule_detail(svc, rule_id)
+    rule = detail.rule
     lines = [
         f"rule {rule.id}: {rule.text}",
         f"status {rule.status}, source {rule.source}, scope {describe_scope(rule)}",
@@ -147,8 +142,8 @@ def _show(svc: Services, rule_id: int) -> str:
         f"last {rule.last_seen or '-'}",
         "signatures:",
     ]
-    lines += [f"  {sig}  {key[:150]}" for sig, key in svc.store.rule_signature_keys(rule.id)] or ["  none"]
-    failures = svc.store.failures(rule.id, limit=3)
+    lines += [f"  {sig}  {key[:150]}" for sig, key in detail.signatures] or ["  none"]
+    failures = detail.failures
     lines.append(f"recent failures ({len(failures)} shown):")
     for failure in failures:
         text = failure.error_text if len(failure.error_text) <= 600 else failure.error_text[:600] + " …(trimmed)"

@@ -1,0 +1,57 @@
+"""Calling a tool of tools/ from an MCP handler: the lifespan's services, a refusal of ours as a tool error in
+our words, and a result as structured content with a one-line summary beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from adaexplore import tools
+from adaexplore.errors import AdaexploreError, EvaluatorError
+from adaexplore.server._trim import trim
+
+__all__ = ["acall", "answer", "call", "evaluation_resources", "services"]
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def services(ctx: Context) -> tools.Services:
+    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+
+
+def answer(result: BaseModel, summary: str, resources: dict[str, str] | None = None) -> CallToolResult:
+    """`result` as structured content, its long texts trimmed to point at `resources` (field → URI)."""
+    data = trim(json.loads(result.model_dump_json()), resources or {})
+    return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=data)
+
+
+def call(function: Callable[[], Model]) -> Model:
+    try:
+        return function()
+    except AdaexploreError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def acall(function: Callable[[], Awaitable[Model]]) -> Model:
+    try:
+        return await function()
+    except EvaluatorError as exc:
+        raise ToolError(f"the evaluator failed (not your kernel): {exc}; try again") from exc
+    except AdaexploreError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def evaluation_resources(prefix: str, node_id: int | None) -> dict[str, str]:
+    """Where the parts of a node's evaluation that an answer trims can be read whole."""
+    if node_id is None:
+        return {}
+    return {
+        f"{prefix}error.traceback": f"node://{node_id}/evaluation",
+        f"{prefix}output": f"node://{node_id}/evaluation",
+    }

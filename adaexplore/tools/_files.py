@@ -1,0 +1,80 @@
+"""Task and kernel files, and one kernel evaluated on its own: `adaexplore profile`, and the checks the command
+line and the headless loop make on the files they are given before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from adaexplore.config import Settings
+from adaexplore.domain import Evaluation
+from adaexplore.executor import Evaluator, ProgressUpdate, Task, load_task, read_task_file
+from adaexplore.executor._render import render_evaluation
+from adaexplore.tools._service import Progress
+
+__all__ = [
+    "ProgressUpdate",
+    "Task",
+    "check_task_file",
+    "profile_kernel",
+    "read_code_file",
+    "render_evaluation",
+    "task_hash",
+]
+
+
+def check_task_file(path: Path) -> None:
+    """Load a task file as the evaluator will, so that one that is missing or unusable is named before any work.
+
+    Raises:
+        TaskError: the file is missing, unreadable, or not a usable task module.
+    """
+    load_task(path)
+
+
+def task_hash(path: Path) -> str:
+    """The id a task file gets when it is registered (the same task always gets the same id).
+
+    Raises:
+        TaskError: as `check_task_file`.
+    """
+    return load_task(path).hash
+
+
+def read_code_file(path: Path, what: str) -> str:
+    """The text of a kernel (or reproducer) file; `what` names it in the error.
+
+    Raises:
+        TaskError: the file is missing, unreadable, or too large.
+    """
+    return read_task_file(path, what)
+
+
+async def profile_kernel(
+    settings: Settings,
+    task_path: Path,
+    kernel_path: Path,
+    *,
+    mode: str | None = None,
+    backend: str | None = None,
+    with_compile: bool = False,
+    fresh_reference: bool = False,
+    progress: Progress | None = None,
+) -> Evaluation:
+    """Evaluate a kernel file against a task file outside any run: nothing is stored, and no database is made.
+
+    Raises:
+        TaskError: a file is missing or not usable.
+        EvaluatorError: the evaluator could not start.
+    """
+    task = load_task(task_path)
+    code = read_task_file(kernel_path, "kernel")
+    async with Evaluator(settings) as evaluator:
+        return await evaluator.evaluate(
+            task,
+            code,
+            mode=mode,
+            backend=backend,
+            with_compile=with_compile,
+            fresh_reference=fresh_reference,
+            progress=progress,
+        )
