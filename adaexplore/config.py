@@ -93,6 +93,10 @@ class ExecutorConfig(BaseModel):
     warm_workers: int | None = Field(default=None, ge=0, le=16)
     # Evaluations that may hold a candidate worker at once, per backend (per GPU for `cuda`).
     max_concurrent: int = Field(default=4, ge=1, le=64)
+    # The GPUs to evaluate on, by their index among the visible ones (after CUDA_VISIBLE_DEVICES); each gets its
+    # own judge and worker pool, and an evaluation goes to the one with the fewest under way. None: every
+    # visible GPU. `--gpus 0,2` on the command line.
+    gpus: list[int] | None = None
     # Shared memory per block on the compile target (H100/H200: 227 KiB); `compile` rejects more.
     shared_memory_limit: int = Field(default=232448, gt=0)
     # Timing effort of the `strict` protocol: total measured time per model, and its bounds in repetitions.
@@ -120,6 +124,17 @@ class ExecutorConfig(BaseModel):
                 "may do (it sets ADAEXPLORE_TESTING=1); use enforce_policy = false for trusted code instead"
             )
         return self
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpu_list(cls, gpus: list[int] | None) -> list[int] | None:
+        if gpus is None:
+            return None
+        if not gpus:
+            raise ValueError("gpus is empty; name at least one GPU (0 is the first visible one), or leave it unset")
+        if any(g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+            raise ValueError(f"gpus {gpus} must be distinct indices of visible GPUs, 0 for the first")
+        return sorted(gpus)
 
     @property
     def policy_on(self) -> bool:

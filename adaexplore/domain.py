@@ -209,6 +209,9 @@ class Provenance(_Model):
     triton: str | None = None
     numpy: str | None = None
     gpu: str | None = None
+    # which of the visible GPUs judged and timed it (0 for the first); its speedup is against a reference timed
+    # on that same GPU. None on the CPU backends.
+    device: int | None = None
     driver: str | None = None
     cuda: str | None = None
     compile_target: str | None = None

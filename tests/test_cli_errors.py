@@ -93,3 +93,18 @@ def test_serve_http_prints_the_url_to_give_the_client(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_gpus_are_a_list_of_indices_and_one_the_machine_lacks_is_a_usage_error(tmp_path: Path) -> None:
+    bad = cli("runs", "list", "--gpus", "0,x", home=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.splitlines()[0] == (
+        "adaexplore runs list: error: argument --gpus: '0,x' is not a list of GPU indices such as 0 or 0,2"
+    )
+    twice = cli("--gpus", "1,1", "runs", "list", home=tmp_path)
+    assert twice.returncode == 2 and "'1,1' names a GPU twice" in twice.stderr
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    task, kernel = examples / "tasks" / "row_softmax.py", examples / "kernels" / "row_softmax" / "correct.py"
+    missing = cli("profile", str(task), str(kernel), "--gpus", "7", home=tmp_path)
+    assert missing.returncode == 2, missing.stderr
+    assert "--gpus / executor.gpus names GPU 7, but this machine shows" in missing.stderr

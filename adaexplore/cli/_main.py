@@ -220,6 +220,10 @@ def main(argv: list[str] | None = None) -> None:
         settings = Settings.load(args.config)
         if args.home is not None:
             settings = settings.model_copy(update={"home": args.home})
+        if args.gpus is not None:
+            settings = settings.model_copy(
+                update={"executor": settings.executor.model_copy(update={"gpus": args.gpus})}
+            )
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
         elif args.command == "serve":

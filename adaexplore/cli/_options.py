@@ -59,10 +59,28 @@ def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         default=default,
         help="state and cache directory (default: $ADAEXPLORE_HOME or ~/.adaexplore)",
     )
+    parser.add_argument(
+        "--gpus",
+        type=gpu_list,
+        default=default,
+        metavar="LIST",
+        help="the GPUs to evaluate on, by index among the visible ones, e.g. 0,2 (default: every visible GPU)",
+    )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):  # aliases name one parser twice
                 add_global_options(sub)
+
+
+def gpu_list(text: str) -> list[int]:
+    """`--gpus 0,2`: distinct GPU indices, in order."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of GPU indices such as 0 or 0,2")
+    gpus = [int(part) for part in parts]
+    if len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"{text!r} names a GPU twice")
+    return sorted(gpus)
 
 
 def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]

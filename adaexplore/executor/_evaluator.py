@@ -17,7 +17,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ class Evaluator:
         self._slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
         self._device_locks: dict[int, DeviceLock] = {}
         self._next_device = 0
+        self._under_way: Counter[tuple[Backend, int]] = Counter()
         self._worker_env = workspace.worker_env(self.settings)
         self.sandbox: SandboxPlan | None = sandbox
         self._given_spawner = spawner
@@ -148,6 +150,7 @@ class Evaluator:
             self._exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=workspace.exchange_root()))
             (self._exchange / "tasks").mkdir()
         self.environment = self._given_environment or await self._probe()
+        self._check_gpus(self.environment)
         if self._given_spawner is None:
             self.spawner = ProcessSpawner(
                 self._tg, sandbox=self.sandbox, exchange_root=self._exchange, settings=self.settings
@@ -162,6 +165,24 @@ class Evaluator:
                 self._pool(backend, device).fill()
                 if backend is not Backend.compile:
                     self._tg.start_soon(self._start_judge, self._judge(backend, device))
+
+    def _check_gpus(self, environment: Environment) -> None:
+        """Raises: ConfigError: `executor.gpus` names a GPU this machine does not show."""
+        chosen, visible = self.config.gpus, len(environment.gpus)
+        if chosen is None or all(g < visible for g in chosen):
+            return
+        where = os.environ.get("CUDA_VISIBLE_DEVICES")
+        through = f" (CUDA_VISIBLE_DEVICES={where})" if where is not None else ""
+        if not visible:
+            raise ConfigError(
+                f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows no GPU{through}; drop it to "
+                "check kernels on the CPU (compile and interpret backends, untimed)"
+            )
+        shown = f"GPUs 0-{visible - 1}" if visible > 1 else "GPU 0"
+        raise ConfigError(
+            f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows {shown}{through}; "
+            "name GPUs by their index among the visible ones"
+        )
 
     async def _probe(self) -> Environment:
         timeout = self.config.load_timeout_s
@@ -253,8 +274,12 @@ class Evaluator:
         return [chosen]
 
     def _devices(self, backend: Backend) -> list[int]:
+        """The devices a backend evaluates on: the GPUs chosen (`executor.gpus`, default all visible) for `cuda`,
+        one for the CPU backends."""
         assert self.environment is not None
-        return list(range(len(self.environment.gpus))) if backend is Backend.cuda else [0]
+        if backend is not Backend.cuda:
+            return [0]
+        return self.config.gpus if self.config.gpus is not None else list(range(len(self.environment.gpus)))
 
     def _spawner(self, role: str, backend: Backend, device: int) -> Callable[[], Awaitable[WorkerChannel]]:
         env = dict(self._worker_env)
@@ -315,19 +340,32 @@ class Evaluator:
             )
         return self._judges[key]
 
-    def _pick_device(self, backend: Backend) -> int:
+    @contextlib.contextmanager
+    def _device_for(self, backend: Backend) -> Iterator[int]:
+        """The device of `backend` with the fewest evaluations under way (ties taken in turn), counted as
+        busy with one more while the caller holds it."""
         devices = self._devices(backend)
-        self._next_device = (self._next_device + 1) % len(devices)
-        return devices[self._next_device]
+        start = self._next_device = (self._next_device + 1) % len(devices)
+        turn = devices[start:] + devices[:start]
+        device = min(turn, key=lambda d: self._under_way[(backend, d)])
+        self._under_way[(backend, device)] += 1
+        try:
+            yield device
+        finally:
+            self._under_way[(backend, device)] -= 1
+
+    def load(self) -> dict[str, int]:
+        """The evaluations under way now, per backend and device (`cuda:1`, `interpret:0`)."""
+        return {f"{backend.value}:{device}": n for (backend, device), n in sorted(self._under_way.items())}
 
     def fingerprint(self) -> str:
-        """The environment fingerprint results of this evaluator carry (the first GPU's, or the CPU's); known once
-        it has started (`ready`)."""
+        """The environment fingerprint results of this evaluator carry (its first chosen GPU's, or the CPU's);
+        known once it has started (`ready`)."""
         if self._tg is None or self.environment is None:
             raise EvaluatorError(
                 "the evaluator has not started: use it inside `async with Evaluator(...)`, after ready()"
             )
-        return self.environment.fingerprint(0 if self.environment.has_gpu else None)
+        return self.environment.fingerprint(self._devices(Backend.cuda)[0] if self.environment.has_gpu else None)
 
     async def judge_memory(self) -> list[dict[str, Any]]:
         """What each started judge holds: its `MemoryReport` (cache of references against its budget, and the

@@ -42,7 +42,7 @@ from adaexplore.executor._protocol import (
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._side import SideSocket, side_pair
 
-__all__ = ["Die", "Hang", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
+__all__ = ["Die", "Hang", "Pause", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
 
 TRIALS = 5
 
@@ -67,7 +67,14 @@ class Hang:
     """Send nothing more (a worker stuck in a loop, or a judge that stopped answering)."""
 
 
-Step = Event | Die | Hang
+@dataclass(frozen=True)
+class Pause:
+    """Send the next step only after `seconds` (a long compile, a slow kernel)."""
+
+    seconds: float
+
+
+Step = Event | Die | Hang | Pause
 Script = dict[str, Sequence[Step]]
 
 
@@ -120,6 +127,7 @@ class ScriptedWorker:
     ) -> None:
         self.role = request.role
         self.backend = request.backend
+        self.device = request.device
         self.cpus = request.cpus
         self.exchange: Path | None = request.exchange
         request.exchange.mkdir(mode=0o700)
@@ -188,6 +196,9 @@ class ScriptedWorker:
             while True:
                 if self._returncode is not None:
                     raise WorkerDied(self._returncode)
+                if self._queue and isinstance(self._queue[0], Pause):
+                    await anyio.sleep(self._queue.pop(0).seconds)  # type: ignore[union-attr]
+                    continue
                 if self._queue and not isinstance(self._queue[0], Hang):
                     step = self._queue.pop(0)
                     if isinstance(step, Die):
@@ -220,6 +231,8 @@ class ScriptedSpawner:
 
     candidates: list[Script] = field(default_factory=list)
     judges: list[Script] = field(default_factory=list)
+    # the script of every judge of a device, by device (before `judges`)
+    device_judges: dict[int, Script] = field(default_factory=dict)
     # seconds each candidate worker takes to become ready (a worker starting up)
     ready_delay: float = 0.0
     started: list[ScriptedWorker] = field(default_factory=list)
@@ -233,6 +246,8 @@ class ScriptedSpawner:
     async def spawn(self, request: SpawnRequest) -> WorkerChannel:
         scripts = self.candidates if request.role == "candidate" else self.judges
         script = scripts[len(self.of(request.role))] if len(self.of(request.role)) < len(scripts) else {}
+        if request.role == "judge" and request.device in self.device_judges:
+            script = self.device_judges[request.device]
         delay = self.ready_delay if request.role == "candidate" else 0.0
         # pids past the kernel's largest (4194304), so that none is a real process
         worker = ScriptedWorker(

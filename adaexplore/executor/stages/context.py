@@ -88,6 +88,8 @@ class Run:
         self.compile_target: str | None = None
         self.sizes: str = "full"
         self.fingerprint = ""
+        # the GPU the numeric stage ran on (None: a CPU backend)
+        self.device: int | None = None
         # how tensors passed between the workers: "device" or "files" (Provenance.tensor_exchange)
         self.exchange = ""
         # the directories of the workers this evaluation used (their paths are scrubbed from messages)

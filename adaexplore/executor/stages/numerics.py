@@ -42,8 +42,24 @@ __all__ = ["run"]
 async def run(
     ev: Evaluator, ctx: Run, backend: Backend, *, timed: bool, with_compile: bool, fresh_reference: bool
 ) -> None:
+    """Check (and, `timed`, time) the candidate on the least-loaded device of `backend`: its candidate worker, its
+    judge, its reference and its timing all on that one GPU."""
+    with ev._device_for(backend) as device:
+        ctx.device = device if backend is Backend.cuda else None
+        await _run_on(ev, ctx, backend, device, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference)
+
+
+async def _run_on(
+    ev: Evaluator,
+    ctx: Run,
+    backend: Backend,
+    device: int,
+    *,
+    timed: bool,
+    with_compile: bool,
+    fresh_reference: bool,
+) -> None:
     config = ev.config
-    device = ev._pick_device(backend)
     judge = ev._judge(backend, device)
     ctx.judge = judge
     lock = ev._device_lock(device) if backend is Backend.cuda else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaexplore.domain import Stats
+from adaexplore.executor._device_lock import physical_gpu
 from adaexplore.executor._pool import JudgeClient
 from adaexplore.executor._protocol import JobSpec, ReferenceTimed, TimeReference
 from adaexplore.executor.stages.context import Run
@@ -22,13 +23,15 @@ __all__ = ["cached", "is_cached", "path", "timings"]
 
 
 def path(ev: Evaluator, ctx: Run, job: JobSpec, device: int) -> Path:
-    """Where the reference timing of this task, environment and protocol is cached."""
+    """Where the reference timing of this task, environment, GPU and protocol is cached."""
     assert ev.environment is not None
     cfg, timing = ev.config, ctx.spec.timing
     key_text = json.dumps(
         {
             "task": ctx.task.hash,
             "env": ev.environment.fingerprint(device),
+            # the GPU itself, not only its model: a speedup is only ever against a reference timed on its own GPU
+            "device": physical_gpu(device, ev._worker_env) if ev.environment.has_gpu else None,
             "sizes": job.sizes,
             "mode": ctx.mode.value,
             "timing": timing.model_dump(),

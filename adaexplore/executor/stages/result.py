@@ -21,7 +21,9 @@ def ok_message(ctx: Run) -> str:
     parts = []
     if ctx.correctness is not None:
         n = len(ctx.correctness.trials)
-        where = "on the GPU" if Backend.cuda in ctx.backends else "in the interpreter at small sizes"
+        where = "in the interpreter at small sizes"
+        if Backend.cuda in ctx.backends:
+            where = "on the GPU" if ctx.device is None else f"on GPU {ctx.device}"
         parts.append(f"correct in {n}/{n} trials {where}")
     # the interpreter compiles each launch it runs for sm_90 too, and says so in a flag
     if Backend.compile in ctx.backends or any(f.code == "compiled_for_sm90" for f in ctx.audit.flags):
@@ -70,6 +72,7 @@ def build(
         triton=versions.get("triton") or (environment.triton if environment else None),
         numpy=versions.get("numpy") or (environment.numpy if environment else None),
         gpu=versions.get("gpu"),
+        device=ctx.device,
         driver=versions.get("driver"),
         cuda=versions.get("cuda"),
         compile_target=ctx.compile_target,

@@ -10,7 +10,7 @@ import anyio
 from adaexplore.domain import Backend, Mode
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor._pool import JudgeLost
-from adaexplore.executor._protocol import Load, Prepare, TaskFailed
+from adaexplore.executor._protocol import JobSpec, Load, Prepare, TaskFailed
 from adaexplore.executor._task import Task
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.faults import signal_name
@@ -31,7 +31,11 @@ async def run(ev: Evaluator, task: Task) -> None:
     ctx = Run(task, "", Mode(ev.config.mode), None)
     task_path = ev._task_file(task)
     job = ev._job(ctx, numeric, task_path.parent, task_path)
-    device = ev._pick_device(numeric)
+    with ev._device_for(numeric) as device:
+        await _check_on(ev, task, numeric, device, ctx, job)
+
+
+async def _check_on(ev: Evaluator, task: Task, numeric: Backend, device: int, ctx: Run, job: JobSpec) -> None:
     judge = ev._judge(numeric, device)
     lock = ev._device_lock(device) if numeric is Backend.cuda else None
 
