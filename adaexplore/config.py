@@ -35,6 +35,16 @@ def _sandbox_from_env() -> SandboxChoice:
     return value  # type: ignore[return-value]
 
 
+_BACKEND_CHOICES = ("auto", "cuda", "compile", "interpret")
+
+
+def _backend_from_env() -> BackendChoice:
+    value = os.environ.get("ADAEXPLORE_BACKEND", "auto").strip() or "auto"
+    if value not in _BACKEND_CHOICES:
+        raise ConfigError(f"ADAEXPLORE_BACKEND={value!r} is not one of {', '.join(_BACKEND_CHOICES)}")
+    return value  # type: ignore[return-value]
+
+
 def default_home() -> Path:
     """`$ADAEXPLORE_HOME`, or `~/.adaexplore`."""
     return Path(os.environ.get("ADAEXPLORE_HOME") or Path.home() / ".adaexplore")
@@ -46,7 +56,9 @@ class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: ModeName = "strict"
-    backend: BackendChoice = "auto"
+    # "auto": cuda on a GPU, else compile then interpret. $ADAEXPLORE_BACKEND sets the default (a settings file
+    # or --backend still wins), e.g. interpret on a machine whose cores are too few for the sm_90 compile check.
+    backend: BackendChoice = Field(default_factory=lambda: _backend_from_env())
     # The static rules that keep a candidate away from the measuring code (imports, introspection,
     # monkey-patching). Turn off only for trusted code: without them a candidate can forge its result.
     enforce_policy: bool = True

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agent.fake_openai import Say
-from tests.conftest import ROOT
+from tests.conftest import ON_GPU, ROOT
 
 KEY = "sk-test-key"
 
@@ -94,9 +94,14 @@ def write_config(path: Path, **agent: object) -> Path:
     return path
 
 
-def cli_env(home: Path, key: str | None = KEY) -> dict[str, str]:
+def cli_env(home: Path, key: str | None = KEY, backend: str | None = None) -> dict[str, str]:
+    """The environment of a headless command in these tests. Without a GPU their kernels are checked by the
+    interpreter alone (`backend`, default: auto on a GPU, else interpret): what they test is the loop, and the
+    sm_90 compile check, which would double the CPU each step takes, is tested with the evaluator
+    (tests/test_examples.py, tests/executor/)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["ADAEXPLORE_HOME"] = str(home)
+    env["ADAEXPLORE_BACKEND"] = backend or ("auto" if ON_GPU else "interpret")
     if key is not None:
         env["OPENAI_API_KEY"] = key
     return env
