@@ -206,17 +206,21 @@ class SandboxPlan(BaseModel):
         args += ["--size", str(self.cache_bytes), "--tmpfs", _TMP]
         args += ["--size", str(self.cache_bytes), "--tmpfs", "/dev/shm"]
         hidden = _hidden_paths(settings)
-        # hidden places are empty and read-only; they are made read-only last, once what goes inside them is in
+        needed = _needed_paths(env)
+        restored = [p for p in needed if any(_inside(p, h) for h in hidden)]
+        # hidden places are empty and read-only; they are made read-only last, once what goes inside them is in.
+        # One inside a place that is put back whole (the directory a command runs in, inside the virtual
+        # environment, say) would be covered by it, and could not be remounted: the sensitive ones among those
+        # are hidden again below, after the put-back.
         read_only: list[str] = []
         for path in hidden:
-            if os.path.isdir(path) and not os.path.islink(path) and path != _TMP:
+            covered = any(_inside(path, r) and path != r for r in restored)
+            if os.path.isdir(path) and not os.path.islink(path) and path != _TMP and not covered:
                 args += ["--tmpfs", path]
                 read_only.append(path)
         for path in _PRIVATE_FILES:
             if os.path.isfile(path):
                 args += ["--ro-bind", "/dev/null", path]
-        needed = _needed_paths(env)
-        restored = [p for p in needed if any(_inside(p, h) for h in hidden)]
         for path in restored:
             args += ["--ro-bind", path, path]
         # private places inside what was put back (a home directory inside the checkout, say) stay hidden
@@ -265,8 +269,11 @@ def _hidden_paths(settings: Settings) -> list[str]:
     """What a worker must not see: private system places, this user's state, and the directory adaexplore was
     started in and the checkout it runs from (either may hold keys in a file). Parents before children."""
     paths = set(_PRIVATE_DIRS) | set(_sensitive_paths(settings))
-    for place in (Path.cwd().resolve(), _package_root()):
-        if place != Path("/") and not str(place).startswith(("/usr", "/lib", "/opt/conda")):
+    root = _package_root()
+    # an installed adaexplore's root is the interpreter's site-packages, which workers read like any other
+    checkout = None if root.name in ("site-packages", "dist-packages") else root
+    for place in (Path.cwd().resolve(), checkout):
+        if place is not None and place != Path("/") and not str(place).startswith(("/usr", "/lib", "/opt/conda")):
             paths.add(str(place))
     return sorted((p for p in paths if p != "/"), key=lambda p: (p.count("/"), p))
 

@@ -90,3 +90,38 @@ def test_the_directory_of_the_script_that_runs_the_evaluator_is_not_put_back(tmp
     places = json.loads(done.stdout)
     assert str(tmp_path.resolve()) not in places
     assert any(p.endswith("adaexplore") for p in places)
+
+
+async def test_an_installed_adaexplore_in_a_virtual_environment_under_home_is_read_not_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wheel puts adaexplore in site-packages, and a user's virtual environment is usually under their home,
+    # which workers must not see: the environment is put back, and site-packages is not hidden inside it (bwrap
+    # refused to start every worker so: "Can't remount readonly on .../site-packages").
+    user = tmp_path / "user"
+    site = user / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "adaexplore").mkdir(parents=True)
+    (site / "adaexplore" / "marker.py").write_text("installed = True\n")
+    (user / "secrets.txt").write_text("key\n")
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setattr(sys, "prefix", str(user / "venv"))  # the interpreter's environment, as a venv's python
+    monkeypatch.setattr(_sandbox, "_package_root", lambda: site)
+    exchange = tmp_path / "exchange" / "worker"
+    exchange.mkdir(parents=True)
+    (exchange.parent / "tasks").mkdir()
+    settings = _settings(tmp_path / "state")
+    plan = await detect_sandbox(settings)
+    if plan.kind != "bwrap":
+        pytest.skip(f"the layout is bubblewrap's; this machine's sandbox is {plan.kind}")
+    argv, env, _ = plan.command(
+        ["/bin/sh", "-c", f"cat {site / 'adaexplore' / 'marker.py'}; ls -A {user}"],
+        {**os.environ, "PYTHONPATH": str(site)},
+        role="candidate",
+        gpu=False,
+        exchange=exchange,
+        exchange_root=exchange.parent,
+        settings=settings,
+    )
+    shown = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == ["installed = True", "venv"]  # the home shows its environment alone
