@@ -18,9 +18,10 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from adaexplore.tools import MAX_INTEGER  # the store's largest id
+
 __all__ = ["MAX_CODE", "MAX_INTEGER", "an_id", "takes"]
 
-MAX_INTEGER = 2**63 - 1  # SQLite's largest integer: no id is larger
 MAX_CODE = 1_000_000  # characters of a module or an error text that a client may send
 
 Request = TypeVar("Request", bound=BaseModel)
