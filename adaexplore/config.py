@@ -45,6 +45,10 @@ def _backend_from_env() -> BackendChoice:
     return value  # type: ignore[return-value]
 
 
+def _cluster_from_env() -> str | None:
+    return os.environ.get("ADAEXPLORE_CLUSTER", "").strip() or None
+
+
 def default_home() -> Path:
     """`$ADAEXPLORE_HOME`, or `~/.adaexplore`."""
     return Path(os.environ.get("ADAEXPLORE_HOME") or Path.home() / ".adaexplore")
@@ -127,6 +131,13 @@ class ExecutorConfig(BaseModel):
     # Where the per-GPU lock files live, so that every adaexplore process on the machine (the MCP server,
     # headless runs, benchmarks) measures on a GPU alone. None: adaexplore-device-locks in the temp directory.
     device_lock_dir: Path | None = None
+    # A Dask scheduler's address (tcp://HOST:8786): evaluations run on its workers, each started with
+    # `dask worker ADDRESS --preload adaexplore.cluster`, and come back to this process, which keeps the store.
+    # None: this machine evaluates. $ADAEXPLORE_CLUSTER sets it; `--cluster` on the command line.
+    cluster: str | None = Field(default_factory=lambda: _cluster_from_env())
+    # How long connecting to the cluster, and waiting for a worker with adaexplore's plugin, may take before
+    # the search stops with an error (it never falls back to evaluating here).
+    cluster_timeout_s: float = Field(default=20.0, gt=0)
 
     @model_validator(mode="after")
     def _guards_only_in_tests(self) -> ExecutorConfig:
@@ -136,6 +147,16 @@ class ExecutorConfig(BaseModel):
                 "may do (it sets ADAEXPLORE_TESTING=1); use enforce_policy = false for trusted code instead"
             )
         return self
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster_address(cls, address: str | None) -> str | None:
+        if address is None:
+            return None
+        address = address.strip()
+        if not address or any(c.isspace() for c in address):
+            raise ValueError(f"{address!r} is not a Dask scheduler address; write it as tcp://HOST:8786")
+        return address
 
     @field_validator("gpus")
     @classmethod

@@ -30,6 +30,7 @@ from adaexplore.cli._options import (
     with_model_options,
 )
 from adaexplore.cli._report import add_report_parser, run_report
+from adaexplore.cli._worker import add_worker_parser, run_worker_command
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import AdaexploreError, ConfigError, ConflictError, EvaluatorError, NotFoundError
@@ -210,6 +211,7 @@ def _parser() -> argparse.ArgumentParser:
         "when nothing needs doing, 1 otherwise.",
     )
     model_options(doctor)
+    add_worker_parser(commands)
     add_global_options(parser, top=True)
     return parser
 
@@ -223,6 +225,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.gpus is not None:
             settings = settings.model_copy(
                 update={"executor": settings.executor.model_copy(update={"gpus": args.gpus})}
+            )
+        if args.cluster is not None:
+            settings = settings.model_copy(
+                update={"executor": settings.executor.model_copy(update={"cluster": args.cluster})}
             )
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
@@ -253,6 +259,8 @@ def main(argv: list[str] | None = None) -> None:
 
             print(write_examples(args.dir, force=args.force))
             code = EXIT_OK
+        elif args.command == "worker":
+            code = run_worker_command(args, settings)
         elif args.command == "doctor":
             from adaexplore.cli._doctor import run_doctor
 

@@ -48,8 +48,8 @@ class OneLineErrors(argparse.ArgumentParser):
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """--config and --home, on the top parser and (recursively) on every subcommand, so that they may come
-    before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
+    """--config, --home, --gpus and --cluster, on the top parser and (recursively) on every subcommand, so that
+    they may come before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
     them leaves the top parser's value alone."""
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--config", type=Path, default=default, help="settings file (TOML)")
@@ -66,10 +66,26 @@ def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         metavar="LIST",
         help="the GPUs to evaluate on, by index among the visible ones, e.g. 0,2 (default: every visible GPU)",
     )
+    parser.add_argument(
+        "--cluster",
+        type=cluster_address,
+        default=default,
+        metavar="ADDRESS",
+        help="evaluate on the Dask cluster whose scheduler is at ADDRESS, e.g. tcp://HOST:8786 (default: "
+        "$ADAEXPLORE_CLUSTER, else this machine); `adaexplore worker` says how to start its workers",
+    )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):  # aliases name one parser twice
                 add_global_options(sub)
+
+
+def cluster_address(text: str) -> str:
+    """`--cluster tcp://HOST:8786`: a Dask scheduler's address."""
+    address = text.strip()
+    if not address or any(c.isspace() for c in address):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Dask scheduler address such as tcp://HOST:8786")
+    return address
 
 
 def gpu_list(text: str) -> list[int]:

@@ -1,5 +1,6 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
+from adaexplore.cluster import require_distributed, worker_command, worker_launch
 from adaexplore.tools._benches import (
     BenchProblemRecord,
     BenchRecord,
@@ -255,6 +256,7 @@ __all__ = [
     "render_run_tree",
     "render_runs",
     "render_step_extras",
+    "require_distributed",
     "rule_detail",
     "run_best",
     "run_list",
@@ -277,4 +279,6 @@ __all__ = [
     "task_source",
     "tie_break_key",
     "usage",
+    "worker_command",
+    "worker_launch",
 ]

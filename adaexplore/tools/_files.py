@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adaexplore.cluster import open_evaluator
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation
-from adaexplore.executor import Evaluator, ProgressUpdate, Task, load_task, read_task_file
+from adaexplore.executor import ProgressUpdate, Task, load_task, read_task_file
 from adaexplore.executor._render import render_evaluation
 from adaexplore.tools._service import Progress
 
@@ -68,7 +69,7 @@ async def profile_kernel(
     """
     task = load_task(task_path)
     code = read_task_file(kernel_path, "kernel")
-    async with Evaluator(settings) as evaluator:
+    async with open_evaluator(settings) as evaluator:  # here, or on the cluster the settings name
         return await evaluator.evaluate(
             task,
             code,

@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from adaexplore.cluster import open_evaluator
 from adaexplore.config import SearchConfig, Settings
 from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import (
     Evaluation,
-    Evaluator,
     ProgressUpdate,
     Status,
     Task,
@@ -155,7 +155,8 @@ async def open_services(
     beside the caller: the tools that only read never wait for it, and the first evaluations do."""
     store = open_store(settings.database_url)
     try:
-        async with Evaluator(settings, start_in_background=background) as evaluator:
+        # on this machine, or on the Dask cluster that executor.cluster names
+        async with open_evaluator(settings, background=background) as evaluator:
             yield Services(settings=settings, store=store, evaluator=evaluator, judge=judge)
     finally:
         store.close()
