@@ -8,14 +8,15 @@ test in another module carries `@pytest.mark.slow` itself."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
-from adaexplore.config import ExecutorConfig, Settings
+from adaexplore.config import ExecutorConfig, Settings, StoreConfig
 from adaexplore.executor import Evaluator
+from tests.postgres import Server, Unavailable
 
 # Settings that exist for tests only (executor.disable_guards_for_tests) are accepted where this is set.
 os.environ["ADAEXPLORE_TESTING"] = "1"
@@ -90,3 +91,53 @@ def fast_settings(home: Path, **executor: object) -> Settings:
 async def evaluator(home: Path) -> AsyncIterator[Evaluator]:
     async with Evaluator(fast_settings(home)) as ev:
         yield ev
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Server]:
+    """A PostgreSQL server (tests/postgres.py says which); the tests that need one skip, saying why, without."""
+    try:
+        server = Server.start()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Databases:
+    """The database URL of each home a test uses: a file in it (SQLite), or a new database on the test server
+    (PostgreSQL), so that two homes are two stores on either."""
+
+    def __init__(self, kind: str, server: Server | None) -> None:
+        self.kind, self.server = kind, server
+        self.urls: dict[Path, str] = {}
+
+    def __call__(self, home: Path) -> str:
+        if home not in self.urls:
+            if self.server is None:
+                self.urls[home] = f"sqlite:///{home / 'adaexplore.db'}"
+            else:
+                self.urls[home] = self.server.store_database()
+        return self.urls[home]
+
+    def settings(self, home: Path, **fields: object) -> Settings:
+        """Settings over `home` whose store is this home's database."""
+        return Settings(home=home, store=StoreConfig(url=self(home)), **fields)  # type: ignore[arg-type]
+
+    def drop(self) -> None:
+        if self.server is not None:
+            for url in self.urls.values():
+                self.server.give_back(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def databases(request: pytest.FixtureRequest) -> Iterator[Databases]:
+    """The test runs on each kind of store: SQLite, and a real PostgreSQL server."""
+    server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
+    made = Databases(request.param, server)
+    try:
+        yield made
+    finally:
+        made.drop()

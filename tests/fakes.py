@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from adaexplore.config import Settings
 from adaexplore.executor import Backend, Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
-from adaexplore.store import SqliteStore
+from adaexplore.store import Store
 from adaexplore.tools import Services
 
 Verdict = tuple[Status, float | None]
@@ -104,6 +105,9 @@ def by_hash(code: str, _: int) -> Verdict:
     return Status.ok, 0.5 + (h >> 8) % 400 / 100
 
 
-def services_over(store: SqliteStore) -> Services:
-    """Services over an open store for the functions that only read it (a report page, a run's text)."""
-    return Services(settings=Settings(home=Path(store.path).parent), store=store, evaluator=FakeEvaluator(by_hash))
+def services_over(store: Store) -> Services:
+    """Services over an open store for the functions that only read it (a report page, a run's text); their home
+    is the SQLite file's folder, or the temporary folder for a PostgreSQL store (reading writes nothing there)."""
+    where = Path(store.where)
+    home = where.parent if where.is_file() else Path(tempfile.gettempdir())
+    return Services(settings=Settings(home=home), store=store, evaluator=FakeEvaluator(by_hash))

@@ -1,14 +1,14 @@
-"""Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL)."""
+"""Persistence: tasks, runs, nodes, evaluations and expansions (the only place with SQL), on SQLite or PostgreSQL."""
 
 from adaexplore.store._agent import ModelCall, UsageTotals
 from adaexplore.store._bench import BenchProblemRecord, BenchRecord, ProblemVerdict
 from adaexplore.store._claims import ClaimRecord, ClaimSpec
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
+from adaexplore.store._nodes import NewEvaluation, StoreTreeView
+from adaexplore.store._postgres import redact
 from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
-from adaexplore.store._sqlite import NewEvaluation, SqliteStore, SqliteTreeView, open_store, store_exists
-
-Store = SqliteStore
+from adaexplore.store._store import Store, open_store, store_exists
 
 __all__ = [
     "MAX_INTEGER",
@@ -27,12 +27,12 @@ __all__ = [
     "ProblemVerdict",
     "RuleRecord",
     "RunRecord",
-    "SqliteStore",
-    "SqliteTreeView",
     "Store",
+    "StoreTreeView",
     "TaskRecord",
     "UsageTotals",
     "open_store",
+    "redact",
     "store_exists",
     "version_key",
 ]

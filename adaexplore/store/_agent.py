@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
+
+from adaexplore.store._db import Database
 
 __all__ = ["AgentTables", "ModelCall", "UsageTotals"]
 
@@ -45,8 +46,8 @@ class UsageTotals(BaseModel):
 class AgentTables:
     """Mixed into the store: it shares the store's connection and its one-writer transactions."""
 
-    _db: sqlite3.Connection
-    _write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]
+    _db: Database
+    _write: Callable[[], contextlib.AbstractContextManager[Database]]
 
     def record_model_call(self, call: ModelCall) -> None:
         with self._write() as db:
@@ -84,17 +85,21 @@ class AgentTables:
             args,
         ).fetchall()
         return UsageTotals(
-            calls=sum(r[1] for r in rows),
-            input_tokens=sum(r[2] for r in rows),
-            output_tokens=sum(r[3] for r in rows),
-            cost_usd=sum(r[4] for r in rows),
-            seconds=sum(r[5] for r in rows),
+            # PostgreSQL sums 64-bit integers as numeric (a Decimal): back to Python's numbers
+            calls=sum(int(r[1]) for r in rows),
+            input_tokens=sum(int(r[2]) for r in rows),
+            output_tokens=sum(int(r[3]) for r in rows),
+            cost_usd=sum(float(r[4]) for r in rows),
+            seconds=sum(float(r[5]) for r in rows),
             by_purpose={r[0]: r[1] for r in rows},
         )
 
     def set_note(self, node_id: int, text: str) -> None:
         with self._write() as db:
-            db.execute("INSERT OR REPLACE INTO node_notes VALUES (?, ?)", (node_id, text))
+            db.execute(
+                "INSERT INTO node_notes VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET text=excluded.text",
+                (node_id, text),
+            )
 
     def note(self, node_id: int) -> str | None:
         row = self._db.execute("SELECT text FROM node_notes WHERE node_id=?", (node_id,)).fetchone()

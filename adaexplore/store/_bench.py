@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from adaexplore.errors import NotFoundError
+from adaexplore.store._db import Database, Row
 
 __all__ = ["BenchProblemRecord", "BenchRecord", "BenchTables", "ProblemVerdict"]
 
@@ -97,8 +97,8 @@ def _now() -> str:
 class BenchTables:
     """Mixed into the store: it shares the store's connection and its one-writer transactions."""
 
-    _db: sqlite3.Connection
-    _write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]
+    _db: Database
+    _write: Callable[[], contextlib.AbstractContextManager[Database]]
 
     def create_bench(
         self,
@@ -194,7 +194,7 @@ class BenchTables:
         return self.bench(bench_id)
 
 
-def _problem(row: sqlite3.Row) -> BenchProblemRecord:
+def _problem(row: Row) -> BenchProblemRecord:
     values = dict(row)
     values["flags"] = json.loads(values["flags"])
     return BenchProblemRecord(**values)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
+
+from adaexplore.store._db import Database
 
 __all__ = ["CLAIM_MAX_AGE_S", "ClaimRecord", "ClaimSpec", "ClaimTables"]
 
@@ -60,8 +61,8 @@ def _alive(claim: ClaimRecord, host: str, now: datetime) -> bool:
 class ClaimTables:
     """Mixed into the store: it shares the store's connection and its one-writer transactions."""
 
-    _db: sqlite3.Connection
-    _write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]
+    _db: Database
+    _write: Callable[[], contextlib.AbstractContextManager[Database]]
 
     def claims(self, run_id: str) -> list[ClaimRecord]:
         """The live claims on a run, from every process."""
@@ -81,7 +82,7 @@ class ClaimTables:
             dead = [c.id for c in (ClaimRecord(**dict(r)) for r in rows) if not _alive(c, host, now)]
             db.executemany("DELETE FROM claims WHERE id=?", [(i,) for i in dead])
             spec = check()
-            cursor = db.execute(
+            return db.insert(
                 "INSERT INTO claims (run_id, parent_id, kind, expansion_id, code_hash, host, pid, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -95,8 +96,6 @@ class ClaimTables:
                     now.isoformat(timespec="milliseconds"),
                 ),
             )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
 
     def release_claim(self, claim_id: int) -> None:
         """Remove a claim (a claim already removed, by the step that landed, is no error)."""

@@ -7,7 +7,6 @@ import functools
 import heapq
 import json
 import math
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict
 
 from adaexplore.errors import NotFoundError, RequestError
+from adaexplore.store._db import Database, Row
 from adaexplore.store._records import fits
 
 __all__ = ["FailureRecord", "MemoryTables", "NewRule", "RuleRecord", "version_key"]
@@ -107,12 +107,12 @@ class _TokenIndex:
 class MemoryTables:
     """Mixed into the store: it shares the store's connection and its one-writer transactions."""
 
-    _db: sqlite3.Connection
+    _db: Database
     _index_cache: _TokenIndex | None = None
-    _write: Callable[[], contextlib.AbstractContextManager[sqlite3.Connection]]  # the store's transaction
+    _write: Callable[[], contextlib.AbstractContextManager[Database]]  # the store's transaction
 
     # reading -------------------------------------------------------------------------------------
-    def _rule_from(self, row: sqlite3.Row) -> RuleRecord:
+    def _rule_from(self, row: Row) -> RuleRecord:
         signatures = [
             r[0]
             for r in self._db.execute(
@@ -216,14 +216,17 @@ class MemoryTables:
         return self._rules_version(self._db)
 
     @staticmethod
-    def _rules_version(db: sqlite3.Connection) -> int:
+    def _rules_version(db: Database) -> int:
         row = db.execute("SELECT value FROM meta WHERE key='rules_version'").fetchone()
         return int(row[0]) if row else 0
 
-    def _bump(self, db: sqlite3.Connection) -> _TokenIndex | None:
+    def _bump(self, db: Database) -> _TokenIndex | None:
         """Advance the rules' version inside a write; the cached index, if it was current, to update too."""
         version = self._rules_version(db)
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('rules_version', ?)", (str(version + 1),))
+        db.execute(
+            "INSERT INTO meta VALUES ('rules_version', ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+            (str(version + 1),),
+        )
         cached = getattr(self, "_index_cache", None)
         if cached is None or cached.version != version:
             self._index_cache = None
@@ -253,9 +256,9 @@ class MemoryTables:
         return [FailureRecord(**dict(r)) for r in rows]
 
     # writing -------------------------------------------------------------------------------------
-    def _insert_rule(self, db: sqlite3.Connection, rule: NewRule) -> int:
+    def _insert_rule(self, db: Database, rule: NewRule) -> int:
         now = _now()
-        rule_id = db.execute(
+        rule_id = db.insert(
             "INSERT INTO rules (text, status, source, triton_min, triton_max, backends, occurrences, tasks, "
             "token_count, first_seen, last_seen, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -272,8 +275,7 @@ class MemoryTables:
                 now if rule.occurrences else None,
                 now,
             ),
-        ).lastrowid
-        assert rule_id is not None
+        )
         db.executemany("INSERT INTO rule_tokens VALUES (?, ?)", [(t, rule_id) for t in sorted(rule.tokens)])
         index = self._bump(db)
         if index is not None:
@@ -281,12 +283,12 @@ class MemoryTables:
                 index.postings.setdefault(word, set()).add(rule_id)
             index.words[rule_id] = set(rule.tokens)
         for task_id in rule.task_ids:
-            db.execute("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", (rule_id, task_id))
+            db.execute("INSERT INTO rule_tasks VALUES (?, ?) ON CONFLICT DO NOTHING", (rule_id, task_id))
         db.execute(
             "UPDATE rules SET tasks=(SELECT COUNT(*) FROM rule_tasks WHERE rule_id=?) WHERE id=?", (rule_id, rule_id)
         )
         for signature, key in rule.signatures:
-            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, key))
+            db.execute("INSERT INTO rule_signatures VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (signature, rule_id, key))
         return rule_id
 
     def record_failure(
@@ -395,7 +397,7 @@ class MemoryTables:
 
     def _add_failure(
         self,
-        db: sqlite3.Connection,
+        db: Database,
         rule_id: int | None,
         *,
         specific: bool,
@@ -405,7 +407,7 @@ class MemoryTables:
         """Insert a failure (task, signature, key, status, error type, error text, code, triton, backend) and
         count it toward `rule_id`, whose signatures it joins when specific. Returns the failure's id."""
         task_id, signature, signature_key, status, error_type, error_text, code, triton, backend = row
-        failure_id = db.execute(
+        failure_id = db.insert(
             "INSERT INTO failures (task_id, signature, signature_key, status, error_type, error_text, code, "
             "rule_id, triton, backend, created_at, node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -422,8 +424,7 @@ class MemoryTables:
                 _now(),
                 node_id,
             ),
-        ).lastrowid
-        assert failure_id is not None
+        )
         if rule_id is not None:
             self._count_toward(
                 db,
@@ -439,7 +440,7 @@ class MemoryTables:
 
     def _count_toward(
         self,
-        db: sqlite3.Connection,
+        db: Database,
         rule_id: int,
         *,
         specific: bool,
@@ -451,13 +452,11 @@ class MemoryTables:
     ) -> None:
         self._count(db, rule_id, task_id, triton, backend)
         if specific:
-            db.execute("INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)", (signature, rule_id, key))
+            db.execute("INSERT INTO rule_signatures VALUES (?, ?, ?) ON CONFLICT DO NOTHING", (signature, rule_id, key))
 
-    def _count(
-        self, db: sqlite3.Connection, rule_id: int, task_id: str, triton: str | None, backend: str | None
-    ) -> None:
+    def _count(self, db: Database, rule_id: int, task_id: str, triton: str | None, backend: str | None) -> None:
         row = db.execute("SELECT triton_min, triton_max, backends, source FROM rules WHERE id=?", (rule_id,)).fetchone()
-        db.execute("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", (rule_id, task_id))
+        db.execute("INSERT INTO rule_tasks VALUES (?, ?) ON CONFLICT DO NOTHING", (rule_id, task_id))
         low, high = row["triton_min"], row["triton_max"]
         # A distilled rule's scope is the range of Triton versions it was seen in; an imported rule keeps an
         # unknown scope until its reproducer confirms it.
@@ -516,9 +515,11 @@ class MemoryTables:
             for rule_id, other in merge:
                 now = _now()
                 db.execute(
-                    "UPDATE rules SET occurrences=MAX(occurrences, ?), first_seen=COALESCE(first_seen, ?), "
+                    "UPDATE rules SET occurrences=CASE WHEN occurrences >= ? THEN occurrences ELSE ? END, "
+                    "first_seen=COALESCE(first_seen, ?), "
                     "last_seen=COALESCE(last_seen, ?) WHERE id=?",
                     (
+                        other.occurrences,
                         other.occurrences,
                         now if other.occurrences else None,
                         now if other.occurrences else None,
@@ -527,13 +528,16 @@ class MemoryTables:
                 )
                 if other.status == "retired":
                     db.execute("UPDATE rules SET status='retired' WHERE id=? AND status='active'", (rule_id,))
-                db.executemany("INSERT OR IGNORE INTO rule_tasks VALUES (?, ?)", [(rule_id, t) for t in other.task_ids])
+                db.executemany(
+                    "INSERT INTO rule_tasks VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    [(rule_id, t) for t in other.task_ids],
+                )
                 db.execute(
                     "UPDATE rules SET tasks=(SELECT COUNT(*) FROM rule_tasks WHERE rule_id=?) WHERE id=?",
                     (rule_id, rule_id),
                 )
                 db.executemany(
-                    "INSERT OR IGNORE INTO rule_signatures VALUES (?, ?, ?)",
+                    "INSERT INTO rule_signatures VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     [(signature, rule_id, key) for signature, key in other.signatures],
                 )
             if merge:

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adaexplore.search import SearchBest, TieBreak, best_correct, tie_phrase
-from adaexplore.store import RunRecord, SqliteStore
+from adaexplore.store import RunRecord, Store
 
 __all__ = ["Measured", "RunBest", "run_best", "speedup_text", "tie_break_key"]
 
 Measured = Literal["re-measured", "search-time", "untimed"]
 
 
-def tie_break_key(store: SqliteStore, run: RunRecord) -> tuple[TieBreak | None, str]:
+def tie_break_key(store: Store, run: RunRecord) -> tuple[TieBreak | None, str]:
     """The hook that breaks ties between correct kernels of the same speed (all of them, where nothing was
     timed), with its name for messages: (None, "") today, so the first found wins. Return a key on a node,
     lower is better (the static compile cost of its kernel, say), to rank tied kernels by it in select_uct,
@@ -58,7 +58,7 @@ class RunBest:
         return f"node {self.node_id}, {self.text}: {self.why}"
 
 
-def run_best(store: SqliteStore, run: RunRecord) -> RunBest | None:
+def run_best(store: Store, run: RunRecord) -> RunBest | None:
     """The best node of a run and its number; None while it has no correct kernel."""
     tie_break, name = tie_break_key(store, run)
     found = best_correct(store.view(run.id).correct_nodes(), tie_break, name)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from adaexplore.domain import Evaluation
 from adaexplore.errors import NotFoundError
 from adaexplore.search import correct
-from adaexplore.store import NodeRecord, SqliteStore
+from adaexplore.store import NodeRecord, Store
 from adaexplore.tools._best import run_best
 from adaexplore.tools._service import Services
 
@@ -110,7 +110,7 @@ def run_page_data(svc: Services, run_id: str) -> dict[str, Any]:
     }
 
 
-def _verdict(store: SqliteStore, evaluation_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _verdict(store: Store, evaluation_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """A node's verdict as the page shows it, and the machine it was measured on."""
     try:
         evaluation = Evaluation.model_validate_json(store.evaluation(evaluation_id).result)

@@ -42,7 +42,7 @@ from adaexplore.prompts import (
     render_with_memory,
 )
 from adaexplore.search import NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
-from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, SqliteStore, open_store
+from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, Store, open_store
 from adaexplore.tools._best import run_best, speedup_text, tie_break_key
 from adaexplore.tools._models import (
     BestKernelRequest,
@@ -126,7 +126,7 @@ class _UnderWay:
     finishing: bool  # finish_run is re-measuring the run's best kernels
 
     @classmethod
-    def of(cls, store: SqliteStore, run_id: str) -> _UnderWay:
+    def of(cls, store: Store, run_id: str) -> _UnderWay:
         claims = store.claims(run_id)
         steps = [c for c in claims if c.kind != "finish"]
         return cls(
@@ -140,7 +140,7 @@ class _UnderWay:
 @dataclass
 class Services:
     settings: Settings
-    store: SqliteStore
+    store: Store
     evaluator: EvaluatorLike
     # The third tier of rule merging; None: merge by signature and text similarity only.
     judge: RuleJudge | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,8 +20,8 @@ from adaexplore.domain import Kind
 from adaexplore.errors import NotFoundError, RequestError
 from adaexplore.executor import AuditFlag, Status, code_hash, task_from_source
 from adaexplore.search import reward
-from adaexplore.store import NewEvaluation, ProblemVerdict, SqliteStore, open_store
-from tests.conftest import EXAMPLES
+from adaexplore.store import NewEvaluation, ProblemVerdict, Store, open_store
+from tests.conftest import EXAMPLES, Databases
 from tests.fakes import make_evaluation, services_over
 
 TASK = (EXAMPLES / "tasks" / "row_softmax.py").read_text()
@@ -63,7 +64,7 @@ class Elements(HTMLParser):
 
 
 def add(
-    store: SqliteStore,
+    store: Store,
     run_id: str,
     parent: int,
     kind: Kind,
@@ -96,7 +97,7 @@ def add(
     return node.id
 
 
-def make_run(store: SqliteStore, *, timed: bool = True) -> tuple[str, dict[str, int]]:
+def make_run(store: Store, *, timed: bool = True) -> tuple[str, dict[str, int]]:
     """root → a (large, ok) → b (small, mismatch, hostile code), c (small, ok, the best); root → d (large)."""
     task = task_from_source(TASK)
     store.put_task(task.hash, "row_softmax", TASK, "test")
@@ -112,13 +113,13 @@ def make_run(store: SqliteStore, *, timed: bool = True) -> tuple[str, dict[str, 
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    opened = open_store(f"sqlite:///{tmp_path}/adaexplore.db")
+def store(databases: Databases, tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(databases(tmp_path))
     yield opened
     opened.close()
 
 
-def test_the_tree_has_one_element_per_node_and_marks_the_path_to_the_best(store: SqliteStore) -> None:
+def test_the_tree_has_one_element_per_node_and_marks_the_path_to_the_best(store: Store) -> None:
     run_id, ids = make_run(store)
     page = Elements(render_run_html(run_page_data(services_over(store), run_id)))
     drawn = {int(a["data-node-id"]): a["class"].split() for a in page.with_attr("data-node-id")}
@@ -133,7 +134,7 @@ def test_the_tree_has_one_element_per_node_and_marks_the_path_to_the_best(store:
     assert sum("k-small" in e and "on-path" not in e for e in edges) == 2  # a → b, and the legend's
 
 
-def test_code_is_escaped_and_comes_back_whole_from_the_embedded_data(store: SqliteStore) -> None:
+def test_code_is_escaped_and_comes_back_whole_from_the_embedded_data(store: Store) -> None:
     run_id, ids = make_run(store)
     html = render_run_html(run_page_data(services_over(store), run_id))
     assert html.count("</script>") == 2  # the data's and the behaviour's, none from the code
@@ -147,7 +148,7 @@ def test_code_is_escaped_and_comes_back_whole_from_the_embedded_data(store: Sqli
     ]
 
 
-def test_each_node_carries_its_diff_and_verdict(store: SqliteStore) -> None:
+def test_each_node_carries_its_diff_and_verdict(store: Store) -> None:
     run_id, ids = make_run(store)
     run = run_page_data(services_over(store), run_id)["run"]
     nodes = {n["id"]: n for n in run["nodes"]}
@@ -160,7 +161,7 @@ def test_each_node_carries_its_diff_and_verdict(store: SqliteStore) -> None:
     assert [p["best_speedup"] for p in run["progress"]] == [1.5, 1.5, 2.5, 2.5]
 
 
-def test_a_run_without_timing_says_so_instead_of_drawing_a_speedup_curve(store: SqliteStore) -> None:
+def test_a_run_without_timing_says_so_instead_of_drawing_a_speedup_curve(store: Store) -> None:
     timed_id, _ = make_run(store)
     untimed_id, _ = make_run(store, timed=False)
     timed = Elements(render_run_html(run_page_data(services_over(store), timed_id)))
@@ -175,7 +176,7 @@ def test_a_run_without_timing_says_so_instead_of_drawing_a_speedup_curve(store: 
     assert [p["correct"] for p in untimed.data()["run"]["progress"]] == [1, 1, 2, 2]
 
 
-def test_only_a_served_page_of_a_running_run_reloads_itself(store: SqliteStore) -> None:
+def test_only_a_served_page_of_a_running_run_reloads_itself(store: Store) -> None:
     run_id, _ = make_run(store)
     data = run_page_data(services_over(store), run_id)
     refresh = '<meta http-equiv="refresh" content="5">'
@@ -185,14 +186,14 @@ def test_only_a_served_page_of_a_running_run_reloads_itself(store: SqliteStore) 
     assert refresh not in render_run_html(run_page_data(services_over(store), run_id), refresh_every=5)
 
 
-def test_unknown_ids_name_the_list_commands(store: SqliteStore) -> None:
+def test_unknown_ids_name_the_list_commands(store: Store) -> None:
     with pytest.raises(NotFoundError, match="adaexplore runs list"):
         run_page_data(services_over(store), "run-00000000")
     with pytest.raises(NotFoundError, match="adaexplore bench list"):
         bench_page_data(services_over(store), "bench-00000000")
 
 
-def make_bench(store: SqliteStore, run_id: str) -> str:
+def make_bench(store: Store, run_id: str) -> str:
     bench = store.create_bench(
         suite="examples",
         suite_hash="abc",
@@ -211,7 +212,7 @@ def make_bench(store: SqliteStore, run_id: str) -> str:
     return bench.id
 
 
-def test_the_bench_page_has_its_metrics_table_plot_and_each_problems_tree(store: SqliteStore) -> None:
+def test_the_bench_page_has_its_metrics_table_plot_and_each_problems_tree(store: Store) -> None:
     run_id, ids = make_run(store)
     bench_id = make_bench(store, run_id)
     data = bench_page_data(services_over(store), bench_id)
@@ -268,7 +269,7 @@ def test_report_of_an_id_that_is_neither_says_which_ids_exist(tmp_path: Path) ->
     assert not (tmp_path / "x.html").exists()
 
 
-def test_a_deep_tree_of_thousands_of_nodes_renders_in_time(store: SqliteStore) -> None:
+def test_a_deep_tree_of_thousands_of_nodes_renders_in_time(store: Store) -> None:
     run_id, _ = make_run(store)
     data = run_page_data(services_over(store), run_id)
     nodes = data["run"]["nodes"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.config import MemoryConfig, Settings
+from adaexplore.config import MemoryConfig
 from adaexplore.errors import RequestError
 from adaexplore.executor import Evaluation
 from adaexplore.memory import RuleCandidate, tokens
@@ -23,6 +23,7 @@ from adaexplore.tools import (
     import_memory,
     record_failure,
 )
+from tests.conftest import Databases
 from tests.fakes import FakeEvaluator, by_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,16 +32,16 @@ CORPUS = {c["case"]: c for c in json.loads((Path(__file__).parent / "data" / "fa
 pytestmark = pytest.mark.anyio
 
 
-def make_services(tmp_path: Path, **memory: object) -> Services:
-    settings = Settings(home=tmp_path, memory=MemoryConfig(**memory))  # type: ignore[arg-type]
+def make_services(databases: Databases, home: Path, **memory: object) -> Services:
+    settings = databases.settings(home, memory=MemoryConfig(**memory))
     svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
     svc.store.meta_set("starter_memory", "0")  # these tests start from an empty memory
     return svc
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Services:
-    return make_services(tmp_path)
+def svc(databases: Databases, tmp_path: Path) -> Services:
+    return make_services(databases, tmp_path)
 
 
 def tasks(svc: Services) -> tuple[str, str]:
@@ -137,8 +138,8 @@ async def test_a_rule_is_injected_at_three_occurrences_in_two_tasks(svc: Service
     assert get_skill_memory(svc, GetSkillMemoryRequest(min_occurrences=5, format="data")).rules == []
 
 
-async def test_the_paper_preset_counts_occurrences_only(tmp_path: Path) -> None:
-    svc = make_services(tmp_path, preset="paper")
+async def test_the_paper_preset_counts_occurrences_only(databases: Databases, tmp_path: Path) -> None:
+    svc = make_services(databases, tmp_path, preset="paper")
     a, _ = tasks(svc)
     results = [await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE)) for _ in range(3)]
     assert [r.injected for r in results] == [False, False, True]
@@ -205,7 +206,7 @@ async def test_no_guidance_records_the_failure_without_a_rule(svc: Services) -> 
     assert rows(svc, "rules") == 0
 
 
-async def test_the_authors_rule_count_format_imports_as_is(svc: Services) -> None:
+async def test_the_authors_rule_count_format_imports_as_is(svc: Services, databases: Databases) -> None:
     text = (
         "You cannot use tl.tanh; write it with tl.exp.||12\n"
         "You cannot index a tensor with a Python list inside a kernel.||4\n"
@@ -215,16 +216,18 @@ async def test_the_authors_rule_count_format_imports_as_is(svc: Services) -> Non
     rules = svc.store.rules()
     assert {r.source for r in rules} == {"imported"} and not any(r.scope_known for r in rules)
     assert get_skill_memory(svc, GetSkillMemoryRequest(format="data")).rules == []  # scope unknown: not trusted
-    paper = make_services(Path(svc.settings.home), preset="paper")
+    paper = make_services(databases, Path(svc.settings.home), preset="paper")
     assert len(get_skill_memory(paper, GetSkillMemoryRequest(format="data")).rules) == 2  # counts 12 and 4
     assert import_memory(svc, text) == (0, 3, 0, 0, 0)  # importing again adds nothing
 
 
-async def test_the_paper_preset_injects_every_rule_over_its_count_in_file_order(tmp_path: Path) -> None:
+async def test_the_paper_preset_injects_every_rule_over_its_count_in_file_order(
+    databases: Databases, tmp_path: Path
+) -> None:
     # the authors' released file injects 78 rules; a cap of ours must not cut that, nor reorder it
     counts = [3 + (i * 37) % 50 for i in range(80)]
     text = "".join(f"You cannot use construct number {i} of the language here.||{c}\n" for i, c in enumerate(counts))
-    paper = make_services(tmp_path, preset="paper")
+    paper = make_services(databases, tmp_path, preset="paper")
     assert import_memory(paper, text + "You cannot do a thing once.||1\n").imported == 81
     injected = get_skill_memory(paper, GetSkillMemoryRequest(format="data")).rules
     assert [r.text for r in injected] == [
@@ -247,12 +250,14 @@ async def test_a_malformed_import_names_the_line_and_imports_nothing(svc: Servic
     assert rows(svc, "rules") == 0
 
 
-async def test_our_export_round_trips_with_counts_tasks_and_signatures(svc: Services, tmp_path: Path) -> None:
+async def test_our_export_round_trips_with_counts_tasks_and_signatures(
+    svc: Services, databases: Databases, tmp_path: Path
+) -> None:
     a, b = tasks(svc)
     await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
     await record_failure(svc, failure("mistake/break/elementwise_chain", b))
     exported = export_memory(svc)
-    other = make_services(tmp_path / "other")
+    other = make_services(databases, tmp_path / "other")
     assert import_memory(other, exported) == (1, 0, 0, 0, 0)
     (original,), (copy,) = svc.store.rules(), other.store.rules()
     assert (copy.text, copy.occurrences, copy.tasks, copy.signatures) == (
@@ -292,7 +297,9 @@ async def test_the_skill_memory_answer_follows_every_rule_change_from_any_connec
 
 
 # ---- retired rules -----------------------------------------------------------------------------------
-async def test_a_retired_rule_keeps_counting_its_mistake_and_is_never_injected_or_made_again(svc: Services) -> None:
+async def test_a_retired_rule_keeps_counting_its_mistake_and_is_never_injected_or_made_again(
+    svc: Services, databases: Databases
+) -> None:
     a, b = tasks(svc)
     first = await record_failure(svc, failure("mistake/break/scale_relu", a, BREAK_RULE))
     assert first.rule is not None
@@ -316,7 +323,7 @@ async def test_a_retired_rule_keeps_counting_its_mistake_and_is_never_injected_o
     assert (rule.status, rule.occurrences, rule.tasks) == ("retired", 4, 2)
     assert rows(svc, "rules") == 1
     assert get_skill_memory(svc, GetSkillMemoryRequest(format="data", min_occurrences=1, min_tasks=1)).rules == []
-    paper = make_services(Path(svc.settings.home), preset="paper")
+    paper = make_services(databases, Path(svc.settings.home), preset="paper")
     assert get_skill_memory(paper, GetSkillMemoryRequest(format="data", min_occurrences=1)).rules == []
 
 
@@ -364,7 +371,9 @@ async def test_an_evaluation_with_no_error_text_is_refused_like_an_empty_error_t
 
 
 # ---- importing ---------------------------------------------------------------------------------------
-async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(svc: Services) -> None:
+async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(
+    svc: Services, databases: Databases
+) -> None:
     text = (
         "You cannot call tl.float32 as a function||138.0\n"
         "You cannot use tl.tanh; write it with tl.exp.||34\n"
@@ -378,14 +387,16 @@ async def test_the_authors_float_counts_import_and_bad_counts_name_their_line(sv
         "You cannot index a tensor with a Python list.": 0,
     }
     for bad in ("34.5", "-1", "-1.0", "nan", "inf", "1e400", "1e13", "", "many", "0x10"):
-        other = make_services(Path(svc.settings.home) / f"bad{abs(hash(bad))}")
+        other = make_services(databases, Path(svc.settings.home) / f"bad{abs(hash(bad))}")
         with pytest.raises(RequestError, match=r"line 2: the count .* is not a whole number from 0") as refused:
             import_memory(other, f"You cannot a.||3\nYou cannot b.||{bad}\nYou cannot c.||1\n")
         assert repr(bad) in str(refused.value) and "nothing was imported" in str(refused.value)
         assert rows(other, "rules") == 0
 
 
-async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(svc: Services) -> None:
+async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(
+    svc: Services, databases: Databases
+) -> None:
     text = "You cannot a.||2\nYou cannot b.||1\nYou cannot  a.||3.0\nYou cannot a.||4\n"
     assert import_memory(svc, text) == (2, 0, 2, 0, 0)
     assert {r.text: r.occurrences for r in svc.store.rules()} == {"You cannot a.": 9, "You cannot b.": 1}
@@ -399,7 +410,7 @@ async def test_repeated_rules_in_one_file_are_merged_with_their_counts_added(svc
             {**_json_rule("You cannot c."), "occurrences": 5, "tasks": [a, b], "signatures": [_sig("k2")]},
         ],
     }
-    other = make_services(Path(svc.settings.home) / "other")
+    other = make_services(databases, Path(svc.settings.home) / "other")
     assert import_memory(other, json.dumps(ours)) == (1, 0, 1, 0, 0)
     (rule,) = other.store.rules()
     assert (rule.occurrences, rule.tasks, sorted(rule.signatures)) == (7, 2, sorted([_sig("k1")[0], _sig("k2")[0]]))
@@ -545,7 +556,9 @@ async def test_a_nodes_failure_counts_once_however_often_it_is_sent(svc: Service
     assert svc.store.rule(ruled.rule.rule_id).occurrences == 1
 
 
-async def test_an_export_brings_its_evidence_to_the_rules_already_present(svc: Services, tmp_path: Path) -> None:
+async def test_an_export_brings_its_evidence_to_the_rules_already_present(
+    svc: Services, databases: Databases, tmp_path: Path
+) -> None:
     # The same rule on two machines (the starter memory is in every home): its counts, tasks and signatures
     # and its retirement come across, and importing the file twice counts it once.
     a, b = tasks(svc)
@@ -556,7 +569,7 @@ async def test_an_export_brings_its_evidence_to_the_rules_already_present(svc: S
     assert retired is not None
     svc.store.set_rule_status(retired.id, "retired")
     exported = export_memory(svc)
-    other = make_services(tmp_path / "other")
+    other = make_services(databases, tmp_path / "other")
     other.store.add_rules(
         [NewRule(text=BREAK_RULE, tokens=tokens(BREAK_RULE)), NewRule(text="You cannot retire me twice.", tokens=set())]
     )

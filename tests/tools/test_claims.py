@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.config import Settings
 from adaexplore.errors import ConflictError
 from adaexplore.store import ClaimSpec, open_store
 from adaexplore.tools import (
@@ -32,6 +31,7 @@ from adaexplore.tools import (
     select_uct,
     start_run,
 )
+from tests.conftest import Databases
 from tests.fakes import FakeEvaluator, by_hash
 
 ROOT = Path(__file__).parents[2]
@@ -49,7 +49,7 @@ _OTHER_SERVER = textwrap.dedent(
     from adaexplore.tools import CompileAndProfileRequest, ExpandNodeRequest, Services, compile_and_profile, expand_node
     from tests.fakes import FakeEvaluator, by_hash
 
-    home, run_id, root, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    url, run_id, root, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 
     class Gated(FakeEvaluator):
         async def evaluate(self, task, code, **options):
@@ -59,8 +59,7 @@ _OTHER_SERVER = textwrap.dedent(
             return await super().evaluate(task, code, **options)
 
     async def main():
-        settings = Settings(home=Path(home))
-        svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=Gated(by_hash))
+        svc = Services(settings=Settings(), store=open_store(url), evaluator=Gated(by_hash))
         context = expand_node(svc, ExpandNodeRequest(run_id=run_id, node_id=root, action="large"))
         request = CompileAndProfileRequest(code="other", expansion_id=context.expansion_id)
         result = await compile_and_profile(svc, request)
@@ -71,9 +70,9 @@ _OTHER_SERVER = textwrap.dedent(
 )
 
 
-def _other_server(home: Path, run_id: str, root: int, gate: Path) -> subprocess.Popen[str]:
+def _other_server(url: str, run_id: str, root: int, gate: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", _OTHER_SERVER, str(home), run_id, str(root), str(gate)],
+        [sys.executable, "-c", _OTHER_SERVER, url, run_id, str(root), str(gate)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -87,8 +86,8 @@ def _other_server(home: Path, run_id: str, root: int, gate: Path) -> subprocess.
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Services:
-    settings = Settings(home=tmp_path)
+def svc(databases: Databases, tmp_path: Path) -> Services:
+    settings = databases.settings(tmp_path)
     return Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
 
 
@@ -98,7 +97,7 @@ async def test_a_step_under_way_in_another_process_counts_against_the_run(svc: S
     first = expand_node(svc, ExpandNodeRequest(run_id=run.run_id, node_id=run.root_node_id, action="large"))
     await compile_and_profile(svc, CompileAndProfileRequest(code="mine", expansion_id=first.expansion_id))
     gate = tmp_path / "gate"
-    other = _other_server(tmp_path, run.run_id, run.root_node_id, gate)
+    other = _other_server(svc.settings.database_url, run.run_id, run.root_node_id, gate)
     try:
         # the run's last step is the other server's: this one can neither select, expand, evaluate nor finish
         with pytest.raises(ConflictError, match="the other 1 are being evaluated now"):
@@ -127,7 +126,7 @@ async def test_a_step_under_way_in_another_process_counts_against_the_run(svc: S
 async def test_a_server_killed_mid_step_does_not_hold_the_run(svc: Services, tmp_path: Path) -> None:
     task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
     run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, total_steps=1))
-    other = _other_server(tmp_path, run.run_id, run.root_node_id, tmp_path / "never")
+    other = _other_server(svc.settings.database_url, run.run_id, run.root_node_id, tmp_path / "never")
     os.killpg(other.pid, signal.SIGKILL)
     other.wait(timeout=30)
     rows = svc.store._db.execute("SELECT pid FROM claims WHERE run_id=?", (run.run_id,)).fetchall()

@@ -1,4 +1,5 @@
-"""The tools on a real SQLite file, with scripted verdicts (the search is under test here, not kernels)."""
+"""The tools on a real store (an SQLite file, and a PostgreSQL database), with scripted verdicts (the search is
+under test here, not kernels)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adaexplore.config import SearchConfig, Settings
+from adaexplore.config import SearchConfig
 from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, NotFoundError, RequestError, TaskError
 from adaexplore.executor import Status
@@ -35,6 +36,7 @@ from adaexplore.tools import (
     select_uct,
     start_run,
 )
+from tests.conftest import Databases
 from tests.fakes import FakeEvaluator, by_hash
 
 TASK_FILE = Path(__file__).parents[1] / "executor" / "data" / "scale_relu_task.py"
@@ -43,8 +45,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def svc(tmp_path: Path) -> Services:
-    settings = Settings(home=tmp_path)
+def svc(databases: Databases, tmp_path: Path) -> Services:
+    settings = databases.settings(tmp_path)
     return Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
 
 
@@ -281,10 +283,10 @@ class GatedEvaluator(FakeEvaluator):
 
 
 async def test_steps_under_way_count_against_the_run_and_the_node_so_concurrent_calls_cannot_overshoot(
-    tmp_path: Path,
+    databases: Databases, tmp_path: Path
 ) -> None:
     # No expand bonus and no random large steps: selection descends to the newest leaf and takes a small step.
-    settings = Settings(home=tmp_path, search=SearchConfig(expand_exploration_ratio=0, p_large=0))
+    settings = databases.settings(tmp_path, search=SearchConfig(expand_exploration_ratio=0, p_large=0))
     svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=FakeEvaluator(by_hash))
     task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
     run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, total_steps=4))
