@@ -21,7 +21,7 @@ from adaexplore import tools
 from adaexplore.agent._extract import extract_code, read_step_reply, syntax_problem
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.domain import Evaluation, Status
-from adaexplore.errors import ModelError, RequestError, TaskError
+from adaexplore.errors import ConflictError, ModelError, RequestError, TaskError
 from adaexplore.tools import (
     NO_GUIDANCE,
     DistillContext,
@@ -68,6 +68,10 @@ class Budget:
         if self.seconds is not None and time.monotonic() - self.started >= self.seconds:
             return f"the time budget is spent ({_duration(self.seconds)})"
         return None
+
+
+# How long a step that met another client's step waits before choosing again.
+_CONFLICT_WAIT_S = 0.1
 
 
 def _duration(seconds: float) -> str:
@@ -280,6 +284,16 @@ class Explorer:
             except ModelError as exc:
                 reason = f"the model failed: {exc}"
                 break
+            except ConflictError as exc:
+                # Another client on the run (an MCP server, another explore, maybe on another host) took the
+                # node's last small step, or the run's remaining steps are being evaluated: choose again once
+                # the store has moved on. A run that another client finished ends the explore with the conflict.
+                if tools.run_record(svc, run.run_id).status == "finished":
+                    raise
+                if self.observer:
+                    self.observer.notice(run.run_id, f"another client got there first ({exc}); choosing again")
+                await anyio.sleep(_CONFLICT_WAIT_S)
+                continue
             except TaskError as exc:
                 # the task's own code, not a kernel: this run stops (resumably), the others go on
                 reason = f"the task's own code failed ({exc}); fix the task file"
