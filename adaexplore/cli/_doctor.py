@@ -88,7 +88,9 @@ def _home(settings: Settings) -> list[_Line]:
         place = _Line("home", f"{home}" + ("" if home.exists() else " (made at the first command that writes)"))
     url = settings.database_url
     where = url.removeprefix("sqlite:///")
-    if tools.database_exists(settings):
+    if not url.startswith("sqlite:///"):  # a server's database: its size is the server's business
+        database = _Line("database", f"PostgreSQL {tools.database_label(settings)}")
+    elif tools.database_exists(settings):
         database = _Line("database", f"{where} ({Path(where).stat().st_size / 2**20:.1f} MiB)")
     else:
         database = _Line("database", f"{where}: none yet (`adaexplore explore TASK` makes it)")

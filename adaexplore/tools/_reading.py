@@ -11,7 +11,16 @@ from adaexplore.config import Settings
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import AdaexploreError, NotFoundError, RequestError
 from adaexplore.prompts import DistillContext, render_distill_rule
-from adaexplore.store import MAX_INTEGER, ModelCall, NodeRecord, RunRecord, UsageTotals, open_store, store_exists
+from adaexplore.store import (
+    MAX_INTEGER,
+    ModelCall,
+    NodeRecord,
+    RunRecord,
+    UsageTotals,
+    open_store,
+    redact,
+    store_exists,
+)
 from adaexplore.tools._service import Services
 
 __all__ = [
@@ -49,6 +58,13 @@ class _NoEvaluator:
 def database_exists(settings: Settings) -> bool:
     """Whether the database the settings name is there already (a read-only command creates none)."""
     return store_exists(settings.database_url)
+
+
+def database_label(settings: Settings) -> str:
+    """The database the settings name, for the user: an SQLite file's path, or a PostgreSQL URL without its
+    password."""
+    url = settings.database_url
+    return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact(url)
 
 
 @contextlib.contextmanager
