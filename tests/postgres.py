@@ -62,7 +62,7 @@ class Server:
         if self.folder is not None:
             subprocess.run([str(SCRIPT), "stop", self.folder], capture_output=True, timeout=120, check=False)
 
-    def _admin(self, url: str | None = None):  # noqa: ANN202
+    def _admin(self, url: str | None = None):
         import psycopg
 
         return psycopg.connect(url or self.url, autocommit=True)
