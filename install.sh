@@ -42,3 +42,10 @@ if [ "$target" = ".[dev]" ] && ! command -v chromium >/dev/null 2>&1; then
             "'sudo apt-get install chromium' (Debian, Ubuntu), or point ADAEXPLORE_CHROMIUM at a Chromium binary" >&2
     fi
 fi
+
+# The store's tests run against a real PostgreSQL server too, a throwaway one the tests start from Debian's
+# postgresql binaries: install them where they are missing and this user may (else those tests are skipped).
+if [ "$target" = ".[dev]" ] && ! .ci/postgres install >/dev/null; then
+    echo "install.sh: PostgreSQL's server binaries are missing, so the PostgreSQL store tests will be skipped;" \
+        "install them with 'sudo apt-get install postgresql' (Debian, Ubuntu)" >&2
+fi
