@@ -50,6 +50,7 @@ from adaexplore.tools import (
     render_run_tree,
     render_runs,
     seed_starter_memory,
+    single_use,
 )
 
 __all__ = ["main"]
@@ -397,7 +398,7 @@ def _memory(args: argparse.Namespace, settings: Settings) -> int:
 async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
     check_task_file(args.task)  # a task file that is missing or unusable is named before anything starts
     code = read_code_file(args.reproducer, "reproducer")
-    async with open_services(settings) as svc:
+    async with open_services(single_use(settings)) as svc:
         seed_starter_memory(svc)
         task = create_task(svc, CreateTaskRequest(path=str(args.task)))
         result = await confirm_rule(

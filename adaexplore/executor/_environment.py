@@ -1,11 +1,17 @@
-"""What machine the evaluator runs on: versions and GPUs, read once from a subprocess."""
+"""What machine the evaluator runs on: versions and GPUs, read once from a subprocess (or, on a machine with no GPU
+device at all, from the installed packages' metadata, without importing torch)."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
+import os
+import platform
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -13,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from adaexplore import __version__
 from adaexplore.errors import EvaluatorError
 
-__all__ = ["Environment", "probe_environment"]
+__all__ = ["Environment", "environment_without_gpus", "gpu_device_present", "probe_environment"]
 
 # Bump when a change to timing or comparison makes cached reference timings (and stored verdicts, which
 # identical code reuses) incomparable. 2: strict mode draws inputs on the GPU and warms up for 100 ms.
@@ -50,12 +56,21 @@ class Environment(BaseModel):
         return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:16]
 
 
-async def probe_environment(env: dict[str, str]) -> Environment:
-    """Run the probe in a subprocess (the evaluator's own process never imports torch).
+# Where a GPU's driver shows itself: NVIDIA's (CUDA) and AMD's (ROCm builds of torch answer torch.cuda too).
+_GPU_DEVICE_FILES = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/kfd")
+
+
+async def probe_environment(env: dict[str, str], *, quick: bool = True) -> Environment:
+    """This machine's environment as workers started with `env` see it. With `quick`, on a machine that shows no
+    GPU device at all, it is read from the packages' metadata (the same answer, without the 2-3 s of CPU a
+    process importing torch costs); otherwise, or where the metadata cannot say, the probe runs in a subprocess
+    (the evaluator's own process never imports torch).
 
     Raises:
         EvaluatorError: torch or triton cannot be imported.
     """
+    if quick and (known := environment_without_gpus(env)) is not None:
+        return known
     result = await anyio.run_process(
         [sys.executable, "-m", "adaexplore.executor.worker._probe"], env=env, check=False, stderr=subprocess.PIPE
     )
@@ -69,3 +84,56 @@ async def probe_environment(env: dict[str, str]) -> Environment:
 
 def adaexplore_version() -> str:
     return __version__
+
+
+def gpu_device_present() -> bool:
+    """Whether this machine shows a GPU's device files (whether or not torch can use the GPU)."""
+    return any(Path(path).exists() for path in _GPU_DEVICE_FILES)
+
+
+def environment_without_gpus(env: dict[str, str]) -> Environment | None:
+    """The environment of a machine with no GPU device, from the installed packages' metadata; None where a GPU
+    device is present (only CUDA can name the GPUs) or the workers' packages may not be the ones this process
+    finds (another PYTHONPATH, a package the metadata does not describe)."""
+    if gpu_device_present():
+        return None
+    ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    theirs = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    added = theirs[: len(theirs) - len(ours)]  # what the workers search before this process's own path
+    if theirs[len(added) :] != ours:
+        return None
+    versions: dict[str, str] = {}
+    for name in ("torch", "triton", "numpy"):
+        try:
+            found = importlib.metadata.distribution(name)  # reads the installed metadata; imports nothing
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        versions[name] = found.version
+        home = Path(str(found.locate_file(""))).resolve()
+        if any(_holds(Path(folder), name) and Path(folder).resolve() != home for folder in added):
+            return None  # the workers would import another copy, found first on their path
+    try:
+        facts = Path(str(importlib.metadata.distribution("torch").locate_file("torch/version.py"))).read_text(
+            encoding="utf-8"
+        )
+    except OSError:
+        return None
+    # torch/version.py, as torch's build writes it: `__version__ = '2.13.0+cpu'`, `cuda: Optional[str] = None`
+    version = re.search(r"^__version__\s*=\s*'([^']*)'\s*$", facts, re.MULTILINE)
+    cuda = re.search(r"^cuda(?:\s*:[^=]*)?\s*=\s*(None|'[^']*')\s*$", facts, re.MULTILINE)
+    if version is None or version.group(1) != versions["torch"] or cuda is None:
+        return None
+    return Environment(
+        python=platform.python_version(),
+        torch=versions["torch"],
+        triton=versions["triton"],
+        numpy=versions["numpy"],
+        cuda=None if cuda.group(1) == "None" else cuda.group(1).strip("'"),
+        driver=None,
+        gpus=[],
+    )
+
+
+def _holds(folder: Path, name: str) -> bool:
+    """Whether importing `name` from `folder` would find a module there."""
+    return (folder / name).exists() or (folder / f"{name}.py").exists()

@@ -22,6 +22,7 @@ from adaexplore.tools._files import (
     profile_kernel,
     read_code_file,
     render_evaluation,
+    single_use,
     task_hash,
 )
 from adaexplore.tools._machine import (
@@ -271,6 +272,7 @@ __all__ = [
     "set_bench_status",
     "set_node_note",
     "set_rule_status",
+    "single_use",
     "speedup_text",
     "start_bench_problem",
     "start_run",

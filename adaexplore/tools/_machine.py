@@ -32,7 +32,7 @@ async def probe_machine() -> Environment:
     Raises:
         EvaluatorError: torch or triton cannot be imported there.
     """
-    return await probe_environment(dict(os.environ))
+    return await probe_environment(dict(os.environ), quick=False)  # the doctor asks: really import them
 
 
 async def probe_sandbox(settings: Settings) -> SandboxPlan:
