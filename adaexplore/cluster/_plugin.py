@@ -218,6 +218,7 @@ class EvaluatorPlugin(WorkerPlugin):
         self.__init__()  # type: ignore[misc]
 
     async def setup(self, worker: Any) -> None:
+        _lift_nanny_thread_caps()
         settings = worker_settings()
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self.portal = self._portal_cm.__enter__()
@@ -257,6 +258,19 @@ class EvaluatorPlugin(WorkerPlugin):
             await anyio.to_thread.run_sync(stop)
         cm, self._portal_cm, self.portal, self.host = self._portal_cm, None, None, None
         await anyio.to_thread.run_sync(cm.__exit__, None, None, None)
+
+
+def _lift_nanny_thread_caps() -> None:
+    """Drop the thread caps Dask's nanny puts in its worker's environment (`OMP_NUM_THREADS=1` and the like, its
+    `distributed.nanny.pre-spawn-environ`), so that the evaluator's processes, which inherit this environment,
+    are not held to one CPU thread: they are meant for Dask's own compute threads, and a judge drawing a
+    KernelBench problem's inputs on the CPU would run single-threaded. A value other than the nanny's is the
+    user's, and stays."""
+    import dask
+
+    for name, value in (dask.config.get("distributed.nanny.pre-spawn-environ", None) or {}).items():
+        if name.endswith("_NUM_THREADS") and os.environ.get(name) == str(value):
+            del os.environ[name]
 
 
 async def _declare(worker: Any, resources: dict[str, float]) -> None:

@@ -71,6 +71,14 @@ def test_the_workers_declare_adaexplore_and_no_gpu_here(client: Client) -> None:
         assert worker["resources"] == {"adaexplore": 1.0}  # one thread each; no GPU on this machine
 
 
+def test_the_evaluators_processes_are_not_held_to_the_nannys_single_thread(client: Client) -> None:
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
+    seen = client.run(lambda: {name: os.environ.get(name) for name in names})
+    for environ in seen.values():
+        assert environ["MALLOC_TRIM_THRESHOLD_"] is not None  # the nanny did set its environment here
+        assert environ["OMP_NUM_THREADS"] is None and environ["MKL_NUM_THREADS"] is None, environ
+
+
 def test_a_replay_explore_runs_its_evaluations_on_the_cluster(tmp_path: Path, cluster: LocalCluster, client: Client):
     before = sum(served(client).values())
     home = tmp_path / "home"
