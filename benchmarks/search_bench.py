@@ -3,6 +3,10 @@
 
     python benchmarks/search_bench.py                 # 1000, 10000 and 100000 nodes
     python benchmarks/search_bench.py --sizes 1000    # some of them
+    python benchmarks/search_bench.py --sizes 10000 --db postgresql://USER@HOST/DB   # on PostgreSQL
+
+Each size is grown in a new SQLite file, or as a new run in the PostgreSQL database `--db` names (an empty one
+that the benchmark may fill: `.ci/postgres start` prints the URL of a throwaway server).
 """
 
 from __future__ import annotations
@@ -84,11 +88,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--db", help="a PostgreSQL URL (default: a new SQLite file per size)")
     args = parser.parse_args()
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         home = Path(tempfile.mkdtemp(prefix="adaexplore-search-bench-"))
-        settings = Settings(home=home)
+        settings = Settings(home=home, store={"url": args.db} if args.db else {})
         svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=None)  # type: ignore[arg-type]
         started = time.perf_counter()
         run_id = grow(svc, size, seed=size)
@@ -107,6 +112,7 @@ def main() -> None:
                 latencies[-1],
             )
         )
+    print(f"store: {'PostgreSQL' if args.db else 'SQLite'}")
     print(f"{'nodes':>8} {'grow s':>8} {'depth':>6} {'root ch':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for size, grown, depth, root_children, p50, p99, worst in rows:
         print(f"{size:>8} {grown:>8.1f} {depth:>6} {root_children:>8} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f}")

@@ -67,6 +67,32 @@ def test_a_database_that_does_not_exist_gets_the_servers_message(url: str) -> No
         open_store(missing)
 
 
+def test_a_wrong_password_gets_the_servers_message_and_never_shows_the_password(
+    url: str, postgres_server: Server
+) -> None:
+    import psycopg
+
+    role = "adaexplore_pw_test"
+    with psycopg.connect(postgres_server.url, autocommit=True) as admin:
+        admin.execute(f"DROP ROLE IF EXISTS {role}")
+        admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'right-one'")
+    try:
+        parts = urlsplit(url)
+        at = parts.netloc.rpartition("@")[2]
+        wrong = parts._replace(netloc=f"{role}:hunter2@{at}").geturl()
+        try:
+            open_store(wrong).close()
+        except StoreError as exc:
+            assert f'password authentication failed for user "{role}"' in str(exc)
+            assert "hunter2" not in str(exc) and "\n" not in str(exc)
+        else:
+            pytest.skip("this test server lets every local user in without a password (ADAEXPLORE_TEST_POSTGRES)")
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {role}")  # what it made, had the server let it in
+            admin.execute(f"DROP ROLE {role}")
+
+
 def test_without_psycopg_the_message_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg fails as if it were not installed
     with pytest.raises(ConfigError, match=r"pip install 'adaexplore\[postgres\]'"):
