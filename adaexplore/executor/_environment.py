@@ -93,15 +93,15 @@ def gpu_device_present() -> bool:
 
 def environment_without_gpus(env: dict[str, str]) -> Environment | None:
     """The environment of a machine with no GPU device, from the installed packages' metadata; None where a GPU
-    device is present (only CUDA can name the GPUs) or the workers' packages may not be the ones this process
-    finds (another PYTHONPATH, a package the metadata does not describe)."""
+    device is present (only CUDA can name the GPUs) or where the workers (started with `env`) would import a
+    package from another folder than the one its metadata is in."""
     if gpu_device_present():
         return None
-    ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    theirs = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    added = theirs[: len(theirs) - len(ours)]  # what the workers search before this process's own path
-    if theirs[len(added) :] != ours:
-        return None
+    # where the workers look for a module: their PYTHONPATH, then this interpreter's own path (the same
+    # interpreter, started with -P: no script folder); each package must come from the folder its metadata is in
+    ours = {p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    search = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    search += [p for p in sys.path[1:] if p and p not in ours]
     versions: dict[str, str] = {}
     for name in ("torch", "triton", "numpy"):
         try:
@@ -109,9 +109,9 @@ def environment_without_gpus(env: dict[str, str]) -> Environment | None:
         except importlib.metadata.PackageNotFoundError:
             return None
         versions[name] = found.version
-        home = Path(str(found.locate_file(""))).resolve()
-        if any(_holds(Path(folder), name) and Path(folder).resolve() != home for folder in added):
-            return None  # the workers would import another copy, found first on their path
+        first = next((Path(folder) for folder in search if _holds(Path(folder), name)), None)
+        if first is None or first.resolve() != Path(str(found.locate_file(""))).resolve():
+            return None  # the workers would import another copy than the one the metadata describes
     try:
         facts = Path(str(importlib.metadata.distribution("torch").locate_file("torch/version.py"))).read_text(
             encoding="utf-8"

@@ -24,11 +24,23 @@ KERNEL = (ROOT / "examples/kernels/row_softmax/correct.py").read_text()
 pytestmark = pytest.mark.anyio
 
 
+def slow_start_path(tmp_path: Path) -> str:
+    """A PYTHONPATH whose first folder reaches torch by a link: the workers would import torch from elsewhere than
+    its metadata says, so the evaluator's start asks a process that imports torch (as on a GPU machine) instead
+    of reading the metadata, and takes seconds, not milliseconds."""
+    import importlib.metadata
+
+    folder = tmp_path / "torch-by-link"
+    folder.mkdir()
+    (folder / "torch").symlink_to(Path(str(importlib.metadata.distribution("torch").locate_file("torch"))))
+    return os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
+
+
 async def test_serve_answers_at_once_and_the_first_evaluation_waits_for_the_evaluator(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path)
     with tools.open_reader(settings) as svc:  # registered beforehand, so that the first call to evaluate is
         task = tools.create_task(svc, tools.CreateTaskRequest(source=TASK, name="row_softmax"))  # compile_and_profile
-    env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path))
+    env = dict(os.environ, ADAEXPLORE_HOME=str(tmp_path), PYTHONPATH=slow_start_path(tmp_path))
     env.pop("ADAEXPLORE_DB", None)
     params = StdioServerParameters(command=sys.executable, args=["-m", "adaexplore", "serve"], env=env, cwd=str(ROOT))
     heard: list[str] = []
@@ -55,8 +67,11 @@ async def test_serve_answers_at_once_and_the_first_evaluation_waits_for_the_eval
     assert any(message.startswith("starting: the evaluator is starting") for message in heard), heard
 
 
-async def test_an_evaluator_that_cannot_start_is_a_clear_error_on_each_call_that_needs_it(tmp_path: Path) -> None:
-    # no worker imports torch and triton within 50 ms, so the start fails the same way on every machine
+async def test_an_evaluator_that_cannot_start_is_a_clear_error_on_each_call_that_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no process imports torch and triton within 50 ms, so the start fails the same way on every machine
+    monkeypatch.setenv("PYTHONPATH", slow_start_path(tmp_path))
     settings = Settings(home=tmp_path, executor=ExecutorConfig(load_timeout_s=0.05))
     with anyio.fail_after(120):
         async with Client(build_server(settings)) as client:
