@@ -115,7 +115,7 @@ def check_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any]
         if "integer" in types and isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value):
             checked[name] = int(value)
             continue
-        raise ValueError(f"{tool}: {name} must be {_takes(spec)}; not {shown(value)}")
+        raise ValueError(f"{name} must be {_takes(spec)}; not {shown(value)}")  # our_message names the tool
     return checked
 
 
@@ -150,13 +150,15 @@ def explain_validation(tool: str, exc: ValidationError, arguments: dict[str, Any
 
 
 def our_message(tool: str, message: str, arguments: dict[str, Any]) -> str:
-    """A tool's refusal as the caller reads it: the SDK's prefix gone, long arguments not repeated, capped."""
+    """A tool's refusal as the caller reads it: the SDK's prefix gone, the tool named once at its head, long
+    arguments not repeated, capped."""
     prefix = f"Error executing tool {tool}: "
     text = message[len(prefix) :] if message.startswith(prefix) else message
     for name, value in arguments.items():
         if isinstance(value, str) and len(value) > _LONG:
             text = text.replace(value, f"<the {name} you sent, {len(value)} characters>")
-    return _capped(f"{tool}: {text}")
+    named = text.startswith((f"{tool}: ", f"{tool} "))  # "get_node takes no argument …" names it already
+    return _capped(text if named else f"{tool}: {text}")
 
 
 def _capped(text: str) -> str:

@@ -57,18 +57,31 @@ async def test_every_argument_error_says_what_is_wrong_and_how_to_fix_it(tmp_pat
         assert "node_id must be at most 9223372036854775807; you sent 1180591620717411303424" in too_big
 
         not_a_number = await refused(client, "get_node", {"node_id": "twelve"})
-        assert "node_id must be a whole number such as 12" in not_a_number and '"twelve"' in not_a_number
+        assert not_a_number.startswith("get_node: node_id must be a whole number such as 12"), not_a_number
+        assert '"twelve"' in not_a_number
 
         unknown = await refused(client, "get_node", {"node_id": 1, "x" * 300: 1})
-        assert (
-            "takes no argument a name of 300 characters" in unknown and "get_node(node_id, [include_code])" in unknown
-        )
+        assert unknown.startswith("get_node takes no argument a name of 300 characters"), unknown
+        assert "get_node(node_id, [include_code])" in unknown
+
+        empty_code = await refused(client, "compile_and_profile", {"code": "", "task_id": task["task_id"]})
+        assert "code takes a string, not empty" in empty_code
+
+        # every refusal names its tool once, at its head
+        for tool, text in [
+            ("expand_node", missing),
+            ("expand_node", bad_enum),
+            ("select_uct", long_id),
+            ("compile_and_profile", long_code),
+            ("compile_and_profile", empty_code),
+            ("get_node", too_big),
+            ("get_node", not_a_number),
+            ("get_node", unknown),
+        ]:
+            assert text.startswith(tool) and not text.startswith(f"{tool}: {tool}"), text
 
         no_tool = await refused(client, "get_nodes", {})
         assert 'there is no tool "get_nodes"; the tools are best_kernel, compile_and_profile' in no_tool
-
-        empty = await refused(client, "compile_and_profile", {"code": "", "task_id": task["task_id"]})
-        assert "code takes a string, not empty" in empty
 
 
 async def test_integer_parameters_take_numeric_strings(tmp_path: Path) -> None:
