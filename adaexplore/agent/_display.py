@@ -10,11 +10,22 @@ from typing import TextIO
 
 from adaexplore import tools
 from adaexplore.agent._explore import StepRecord, TaskSummary
+from adaexplore.domain import Status
 
 __all__ = ["TerminalDisplay", "best_text", "format_speedup", "summary_table"]
 
 _BAR = 20
-_ORDER = ["ok", "mismatch", "compile_error", "runtime_error", "syntax_error", "timeout", "crashed", "rejected"]
+# the order of the counts on a line: correct first, then the failures from the most telling
+_ORDER: list[Status] = [
+    Status.ok,
+    Status.mismatch,
+    Status.compile_error,
+    Status.runtime_error,
+    Status.syntax_error,
+    Status.timeout,
+    Status.crashed,
+    Status.rejected,
+]
 
 
 def format_speedup(speedup: float | None) -> str:
@@ -148,7 +159,7 @@ def summary_table(summaries: list[TaskSummary]) -> str:
     header = ["task", "run", "status", "steps", "correct", "best", "tokens", "cost", "best kernel"]
     rows = []
     for s in summaries:
-        correct = s.counts.get("ok", 0)
+        correct = s.counts.get(Status.ok, 0)
         evaluated = sum(s.counts.values())
         best = best_text(s)
         if s.best_node_id is not None and s.verified:

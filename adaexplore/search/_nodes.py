@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adaexplore.domain import Kind
+from adaexplore.domain import Kind, Status
 
 __all__ = ["NodeStats", "compiled", "correct"]
 
-_NOT_COMPILED = {"syntax_error", "compile_error"}
+_NOT_COMPILED = frozenset({Status.syntax_error, Status.compile_error})
 
 
 def compiled(status: str | None) -> bool:
+    """Whether a verdict's kernel got past compiling. `status` is a `Status` or its value as the store keeps it
+    (a `Status` is a str enum, so either compares equal)."""
     return status is not None and status not in _NOT_COMPILED
 
 
 def correct(status: str | None) -> bool:
-    return status == "ok"
+    return status == Status.ok
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 import random
 
 from adaexplore.config import SearchConfig
-from adaexplore.domain import Kind
+from adaexplore.domain import Kind, Status
 from adaexplore.search import Tree, best_correct, reward, select, untimed_note
+from adaexplore.search._nodes import compiled, correct
 
 
 def untimed_tree() -> Tree:
@@ -64,3 +65,11 @@ def test_the_reward_of_an_untimed_correct_kernel_says_so() -> None:
     note = untimed_note("ok", None)
     assert note is not None and note.startswith("untimed:") and "0.509" in note and "tie" in note
     assert untimed_note("ok", 1.3) is None and untimed_note("mismatch", None) is None
+
+
+def test_the_search_reads_verdicts_as_status_values_and_as_the_store_keeps_them() -> None:
+    for status in Status:
+        assert correct(status) == correct(status.value) == (status is Status.ok)
+        not_compiled = status in (Status.syntax_error, Status.compile_error)
+        assert compiled(status) == compiled(status.value) == (not not_compiled)
+    assert not compiled(None) and not correct(None)
