@@ -80,7 +80,7 @@ class WorkerChannel(Protocol):
 class SpawnRequest:
     """One worker to start."""
 
-    role: Literal["candidate", "judge", "synth"]
+    role: Literal["candidate", "judge", "synth", "sizes"]
     backend: str
     device: int
     env: Mapping[str, str]

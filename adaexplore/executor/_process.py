@@ -128,7 +128,7 @@ class WorkerProcess:
         cls,
         task_group: TaskGroup,
         *,
-        role: Literal["candidate", "judge", "synth"],
+        role: Literal["candidate", "judge", "synth", "sizes"],
         backend: str,
         device: int,
         env: Mapping[str, str],

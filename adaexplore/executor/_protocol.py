@@ -23,6 +23,7 @@ from adaexplore.domain import (
     TrialResult,
 )
 from adaexplore.executor._modes import TimingSpec
+from adaexplore.executor._small_sizes import Attempt, Candidate
 
 __all__ = [
     "Command",
@@ -234,6 +235,18 @@ class Synthesize(_Msg):
     request: dict[str, Any]
 
 
+class ProbeSizes(_Msg):
+    """A size probe's request (`executor/worker/_size_probe.py`): run the reference of the task module at
+    `task_path` at each candidate's sizes in turn, until one runs within `budget_s` CPU seconds or is slower.
+    `threads`: torch's CPU threads for it (None: torch's own choice)."""
+
+    kind: Literal["probe_sizes"] = "probe_sizes"
+    task_path: str
+    candidates: list[Candidate]
+    budget_s: float
+    threads: int | None = None
+
+
 Command = Annotated[
     RunCandidate
     | Inputs
@@ -247,7 +260,8 @@ Command = Annotated[
     | TimeReference
     | Release
     | MemoryQuery
-    | Synthesize,
+    | Synthesize
+    | ProbeSizes,
     Field(discriminator="kind"),
 ]
 
@@ -404,6 +418,13 @@ class Synthesized(_Msg):
     error: str | None = None
 
 
+class SizeTried(_Msg):
+    """One candidate as the size probe ran it; `Done` follows the last one of a request."""
+
+    kind: Literal["size_tried"] = "size_tried"
+    attempt: Attempt
+
+
 Event = Annotated[
     Started
     | Ready
@@ -419,7 +440,8 @@ Event = Annotated[
     | ReferenceTimed
     | TaskFailed
     | Done
-    | Synthesized,
+    | Synthesized
+    | SizeTried,
     Field(discriminator="kind"),
 ]
 

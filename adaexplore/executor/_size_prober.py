@@ -1,154 +1,197 @@
-"""Deriving small sizes: candidates from the module's text, checked by the size probe in its own process."""
+"""Deriving small sizes: candidates from the module's text, checked by running the reference in a worker of role
+`sizes` (`executor/worker/_size_probe.py`), on the evaluator's own process machinery.
+
+The worker is started by the evaluator's `ProcessSpawner` in the evaluator's sandbox (`detect_sandbox` on the
+same settings: no sandbox on the machine is a `ConfigError` unless `executor.sandbox` is 'none', exactly as for
+candidates), with the memory and file limits of a candidate's worker, no credentials in its environment, and
+`executor.load_timeout_s` to start. The task's module is written to a task folder the worker may only read;
+the worker may write to its own exchange directory only. A derivation that runs past its timeout, or a worker
+that dies, has its whole process group killed, and the next derivation starts a fresh worker.
+"""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import select
-import subprocess
-import sys
+import secrets
+import shutil
 import tempfile
 import time
-from typing import IO, Any
+from pathlib import Path
 
-from adaexplore.executor._small_sizes import BUDGET_S, Attempt, Derivation, candidates, sequence_sizes
+import anyio
+from anyio.abc import TaskGroup
+
+from adaexplore.config import Settings
+from adaexplore.errors import EvaluatorError
+from adaexplore.executor import _workspace as workspace
+from adaexplore.executor._channel import ProcessSpawner, SpawnRequest, WorkerChannel
+from adaexplore.executor._process import WorkerDied, WorkerTimeout
+from adaexplore.executor._protocol import Done, ProbeSizes, SizeTried
+from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
+from adaexplore.executor._small_sizes import BUDGET_S, Attempt, Candidate, Derivation, candidates, sequence_sizes
 
 __all__ = ["SizeProber", "derive_small_sizes"]
 
-_START_S = 120.0  # importing torch in a fresh process, on a loaded machine
+_TAIL = 600  # characters of what a worker that did not start wrote, in the error
 
 
 class SizeProber:
-    """One probe process, kept for many tasks (torch is imported once); restarted after a task that hangs or
-    kills it. `threads`: torch's CPU threads in the probe (default: torch's own choice)."""
+    """One size probe worker, kept for many tasks (torch is imported once); restarted after a task that hangs or
+    kills it. Use as `async with SizeProber(settings) as prober:`.
 
-    def __init__(self, *, threads: int | None = None, budget_s: float = BUDGET_S) -> None:
+    `settings`: the sandbox and the workers' limits (default: the settings file and environment, as every
+    command reads them). `sandbox`: the plan already found for these settings (an evaluator's), else found
+    here. `threads`: torch's CPU threads in the worker (default: torch's own choice).
+
+    Raises (on entry):
+        ConfigError: no sandbox is available and the settings do not accept running without one.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        sandbox: SandboxPlan | None = None,
+        threads: int | None = None,
+        budget_s: float = BUDGET_S,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings()
+        self.sandbox = sandbox
         self.threads = threads
         self.budget_s = budget_s
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self._buffer = b""
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self._root: Path | None = None
+        self._spawner: ProcessSpawner | None = None
+        self._worker: WorkerChannel | None = None
+        self._count = 0
 
-    def __enter__(self) -> SizeProber:
+    async def __aenter__(self) -> SizeProber:
+        if self.sandbox is None:
+            self.sandbox = await detect_sandbox(self.settings)
+        self._stack = contextlib.AsyncExitStack()
+        await self._stack.__aenter__()
+        root = self._root = Path(
+            tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-sizes-", dir=workspace.exchange_root())
+        )
+        self._stack.callback(shutil.rmtree, root, ignore_errors=True)
+        (root / "tasks").mkdir()  # what the worker reads the task from, and may not write to
+        self._tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self._close_worker)
+        self._spawner = ProcessSpawner(self._tg, sandbox=self.sandbox, exchange_root=root, settings=self.settings)
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._stack is not None and self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._stack.__aexit__(*exc_info)
 
-    def close(self) -> None:
-        process, self._process = self._process, None
-        if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+    async def _close_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.aclose()
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
-        self.close()
-        env = dict(os.environ)
-        if self.threads is not None:
-            env["ADAEXPLORE_PROBE_THREADS"] = str(self.threads)
-        self._log = tempfile.TemporaryFile()
-        self._buffer = b""
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "adaexplore.executor.worker._size_probe"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=env,
-            start_new_session=True,
+    async def _started(self) -> WorkerChannel:
+        """The running worker, or a fresh one.
+
+        Raises:
+            EvaluatorError: it could not be started, or did not say it was ready in time.
+        """
+        if self._worker is not None:
+            return self._worker
+        assert self._spawner is not None and self._root is not None
+        self._count += 1
+        request = SpawnRequest(
+            role="sizes",
+            backend="compile",  # the CPU: no GPU device is shown to it
+            device=0,
+            env=workspace.worker_env(self.settings),
+            exchange=self._root / f"w{self._count}",
         )
-        if self._read(time.monotonic() + _START_S) is None:
-            detail = self._stderr_tail()
-            self.close()
-            raise RuntimeError(f"the size probe did not start{': ' + detail if detail else ''}")
-        return self._process
+        try:
+            worker = await self._spawner.spawn(request)
+        except OSError as exc:
+            raise EvaluatorError(f"the size probe could not be started: {exc}") from exc
+        try:
+            await worker.ready(self.settings.executor.load_timeout_s)
+        except (WorkerDied, WorkerTimeout) as exc:
+            tail = worker.output.text().strip()[-_TAIL:]
+            await worker.aclose()
+            detail = str(exc) or f"no answer within {self.settings.executor.load_timeout_s:g} s"
+            raise EvaluatorError(f"the size probe did not start ({detail}){': ' + tail if tail else ''}") from exc
+        self._worker = worker
+        return worker
 
-    def _stderr_tail(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace").strip()[-600:]
-
-    def _read(self, deadline: float) -> dict[str, Any] | None:
-        """The probe's next answer, or None if it died or sent nothing before the deadline."""
-        assert self._process is not None and self._process.stdout is not None
-        fd = self._process.stdout.fileno()
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    def derive(self, source: str, *, timeout_s: float = 60.0) -> Derivation:
+    async def derive(self, source: str, *, timeout_s: float = 60.0) -> Derivation:
         """Small sizes for the module `source`, checked by running its reference; `timeout_s` bounds the
-        probe's time on it (start-up excluded)."""
+        probe's time on it (start-up excluded).
+
+        Raises:
+            EvaluatorError: the worker could not be started.
+        """
         began = time.monotonic()
+        unconfined = self.sandbox is not None and self.sandbox.kind == "none"
         try:
             tried, reason = candidates(source)
         except SyntaxError as exc:
-            return Derivation(sizes=None, reason=f"the module does not parse: {exc.msg}")
+            return Derivation(sizes=None, reason=f"the module does not parse: {exc.msg}", unconfined=unconfined)
         if not tried:
-            return Derivation(sizes=None, reason=reason, seconds=time.monotonic() - began)
-        process = self._start()
-        assert process.stdin is not None
-        request = {"source": source, "budget_s": self.budget_s, "candidates": [vars(c) for c in tried]}
-        process.stdin.write(json.dumps(request).encode() + b"\n")
-        process.stdin.flush()
-        deadline = time.monotonic() + timeout_s
-        attempts: list[Attempt] = []
-        while True:
-            answer = self._read(deadline)
-            if answer is None:
-                return self._lost(source, tried, attempts, timeout_s, began)
-            if answer.get("done"):
-                break
-            attempts.append(Attempt.model_validate(answer["attempt"]))
+            return Derivation(sizes=None, reason=reason, seconds=time.monotonic() - began, unconfined=unconfined)
+        worker = await self._started()
+        assert self._root is not None
+        path = self._root / "tasks" / f"task_{secrets.token_hex(6)}.py"
+        path.write_text(source, encoding="utf-8")
+        try:
+            attempts, lost = await self._ask(worker, path, tried, timeout_s)
+        finally:
+            path.unlink(missing_ok=True)
+        if lost is not None:
+            return self._refused(source, lost, attempts, began, unconfined)
         chosen = next((a for a in attempts if a.ok), None)
         if chosen is not None:
-            return Derivation(sizes=chosen.sizes, attempts=attempts, seconds=time.monotonic() - began)
+            return Derivation(
+                sizes=chosen.sizes, attempts=attempts, seconds=time.monotonic() - began, unconfined=unconfined
+            )
         last = attempts[-1]
         reason = (
             f"the reference is too slow: {last.reason} ({last.how})"
             if (last.forward_s or 0.0) > self.budget_s
             else f"the reference fails at every candidate; the largest ({last.how}): {last.reason}"
         )
-        return Derivation(
-            sizes=None, reason=reason + _sequence_hint(source), attempts=attempts, seconds=time.monotonic() - began
-        )
+        return self._refused(source, reason, attempts, began, unconfined)
 
-    def _lost(
-        self, source: str, tried: list[Any], attempts: list[Attempt], timeout_s: float, began: float
-    ) -> Derivation:
-        process = self._process
-        died = process is not None and process.poll() is not None
-        code = process.returncode if process is not None else None
-        detail = self._stderr_tail().splitlines()[-1:] if died else []
-        if process is not None and not died:
-            os.killpg(process.pid, 9)
-            process.wait()
-        self.close()
-        at = tried[len(attempts)].how if len(attempts) < len(tried) else "the last candidate"
-        reason = (
-            f"the reference's process died (code {code}) at {at}{': ' + detail[0] if detail else ''}"
-            if died
-            else f"the reference took longer than {timeout_s:g} s at {at}"
-        )
+    async def _ask(
+        self, worker: WorkerChannel, path: Path, tried: list[Candidate], timeout_s: float
+    ) -> tuple[list[Attempt], str | None]:
+        """The attempts the worker answered with, and why it did not finish in time, if it did not (it is then
+        closed)."""
+        deadline = time.monotonic() + timeout_s
+        attempts: list[Attempt] = []
+        request = ProbeSizes(task_path=str(path), candidates=tried, budget_s=self.budget_s, threads=self.threads)
+        try:
+            await worker.send(request)
+            while not isinstance(event := await worker.receive(max(0.0, deadline - time.monotonic())), Done):
+                if not isinstance(event, SizeTried):
+                    raise WorkerDied(worker.returncode, f"the size probe answered {event.kind!r}")
+                attempts.append(event.attempt)
+        except (WorkerDied, WorkerTimeout) as exc:
+            at = tried[len(attempts)].how if len(attempts) < len(tried) else "the last candidate"
+            await self._close_worker()
+            if isinstance(exc, WorkerTimeout):
+                return attempts, f"the reference took longer than {timeout_s:g} s at {at}"
+            detail = worker.violation or next(iter(worker.output.text().strip().splitlines()[-1:]), "")
+            code = worker.returncode
+            return attempts, f"the reference's process died (code {code}) at {at}{': ' + detail if detail else ''}"
+        return attempts, None
+
+    def _refused(self, source: str, reason: str, attempts: list[Attempt], began: float, unconfined: bool) -> Derivation:
         return Derivation(
-            sizes=None, reason=reason + _sequence_hint(source), attempts=attempts, seconds=time.monotonic() - began
+            sizes=None,
+            reason=reason + _sequence_hint(source),
+            attempts=attempts,
+            seconds=time.monotonic() - began,
+            unconfined=unconfined,
         )
 
 
@@ -162,7 +205,14 @@ def _sequence_hint(source: str) -> str:
     )
 
 
-def derive_small_sizes(source: str, *, timeout_s: float = 60.0) -> Derivation:
-    """`SizeProber.derive` in a probe process of its own, closed after."""
-    with SizeProber() as prober:
-        return prober.derive(source, timeout_s=timeout_s)
+async def derive_small_sizes(
+    source: str, *, settings: Settings | None = None, sandbox: SandboxPlan | None = None, timeout_s: float = 60.0
+) -> Derivation:
+    """`SizeProber.derive` in a probe worker of its own, closed after.
+
+    Raises:
+        ConfigError: no sandbox is available and the settings do not accept running without one.
+        EvaluatorError: the worker could not be started.
+    """
+    async with SizeProber(settings, sandbox=sandbox) as prober:
+        return await prober.derive(source, timeout_s=timeout_s)

@@ -1,5 +1,6 @@
 """Small sizes for a task module that has none: its module-level integer sizes scaled down, then checked by
-running the reference at those sizes in a probe process (never in the caller's).
+running the reference at those sizes in a sandboxed worker of role `sizes` (never in the caller's process;
+`_size_prober.py` starts it, `worker/_size_probe.py` runs it).
 
 Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
 A size that a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`) keeps its
@@ -20,7 +21,6 @@ import ast
 import math
 import re
 import threading
-from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,6 +72,8 @@ class Derivation(BaseModel):
     reason: str | None = None  # why none were found
     attempts: list[Attempt] = []
     seconds: float = 0.0  # wall time of the whole derivation, probe start included
+    # the reference ran without a sandbox: the settings say executor.sandbox = 'none', as for candidates
+    unconfined: bool = False
 
     @property
     def chosen(self) -> Attempt | None:
@@ -79,6 +81,10 @@ class Derivation(BaseModel):
 
     def note(self) -> str:
         """One sentence for the caller: which sizes were derived and how, or why none were."""
+        unconfined = "; the reference ran without a sandbox (executor.sandbox is 'none')" if self.unconfined else ""
+        return self._note() + unconfined
+
+    def _note(self) -> str:
         chosen = self.chosen
         if self.sizes is None or chosen is None:
             return f"no small sizes derived: {self.reason}; CPU checks run at the task's full sizes"
@@ -94,8 +100,11 @@ class Derivation(BaseModel):
         )
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(BaseModel):
+    """One size set to try, and how it was made."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     how: str
     sizes: dict[str, int]
 
@@ -214,9 +223,8 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
     leaves = {n: v for n, v in leaves.items() if n not in frozen}
     scalable = {n: v for n, v in leaves.items() if v > _KEPT_BELOW and not _STRUCTURAL.search(n)}
     if not scalable and not any(_BATCH.search(n) and v > _BATCH_CAP for n, v in leaves.items()):
-        if sizes:
-            return [Candidate("the module's own sizes: none is larger than 8 or all are structural", {})], None
-        return [Candidate("the module's own sizes: it defines no module-level integer", {})], None
+        why = "none is larger than 8 or all are structural" if sizes else "it defines no module-level integer"
+        return [Candidate(how=f"the module's own sizes: {why}", sizes={})], None
     found: list[Candidate] = []
 
     def add(how: str, chosen: dict[str, int]) -> None:
@@ -227,7 +235,7 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
                 env[name] = value
         changed = {n: v for n, v in env.items() if v != sizes.get(n) and n in sizes}
         if changed and all(c.sizes != changed for c in found):
-            found.append(Candidate(how, changed))
+            found.append(Candidate(how=how, sizes=changed))
 
     batch = {n: _capped(v, _BATCH_CAP, 1) for n, v in leaves.items() if _BATCH.search(n) and v > _BATCH_CAP}
     lowered = f", the batch at {_BATCH_CAP}" if batch else ""

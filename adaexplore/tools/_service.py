@@ -234,7 +234,7 @@ async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: 
         TaskError: the text is not a usable task module, or its code fails, with the reason.
     """
     task, requested = _requested_task(req)
-    task, note = await sized_task(task, req.small_sizes)  # derived where the module has none
+    task, note = await sized_task(task, req.small_sizes, svc.settings)  # derived where the module has none
     await svc.evaluator.check_task(task)
     return _stored_task(svc, task, origin or requested, note)
 

@@ -1,9 +1,8 @@
-"""The small sizes a new task gets: the caller's, the module's own, or derived and checked in a probe process."""
+"""The small sizes a new task gets: the caller's, the module's own, or derived and checked in a sandboxed worker."""
 
 from __future__ import annotations
 
-import anyio.to_thread
-
+from adaexplore.config import Settings
 from adaexplore.executor import Task, derive_small_sizes, task_from_source, with_small_sizes
 
 __all__ = ["given_sizes", "sized_task"]
@@ -25,16 +24,19 @@ def given_sizes(task: Task, given: dict[str, int | float] | None) -> tuple[Task,
     return sized, f"SMALL_SIZES given with the request: {listed}" if given else f"SMALL_SIZES {how}"
 
 
-async def sized_task(task: Task, given: dict[str, int | float] | None) -> tuple[Task, str]:
+async def sized_task(task: Task, given: dict[str, int | float] | None, settings: Settings) -> tuple[Task, str]:
     """As `given_sizes`; but a module with no SMALL_SIZES, given none, gets sizes derived from its
-    module-level integers, each candidate run in a probe process (never this one) until the reference runs.
+    module-level integers, each candidate run in a worker of the evaluator's kind (never this process), in the
+    sandbox and with the limits `settings` give candidates, until the reference runs.
 
     Raises:
         TaskError: the given sizes are not names to numbers.
+        ConfigError: no sandbox is available and the settings do not accept running without one.
+        EvaluatorError: the worker could not be started.
     """
     if given is not None or task.small_sizes is not None:
         return given_sizes(task, given)
-    derivation = await anyio.to_thread.run_sync(derive_small_sizes, task.source)
+    derivation = await derive_small_sizes(task.source, settings=settings)
     if not derivation.sizes:
         return task, derivation.note()
     chosen = derivation.chosen

@@ -1,20 +1,26 @@
 """Small sizes derived for task modules that have none: the candidates read from the text, and the probe that
-runs the reference at them in its own process."""
+runs the reference at them in a sandboxed worker of the evaluator's (role `sizes`), never in this process."""
 
 from __future__ import annotations
 
 import ast
-import queue
+import os
+import secrets
+import sys
 import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anyio
 import pytest
 
+import adaexplore
+from adaexplore.config import Settings
+from adaexplore.errors import ConfigError
 from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
-from adaexplore.executor._small_sizes import BUDGET_S, candidates, module_sizes, with_small_sizes
+from adaexplore.executor._small_sizes import BUDGET_S, Derivation, candidates, module_sizes, with_small_sizes
 from adaexplore.executor._task import task_from_source
+from tests.conftest import fast_settings
 
 KERNELBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "kernelbench"
 
@@ -66,65 +72,158 @@ def test_a_derived_assignment_is_read_back_and_overrides_an_earlier_one() -> Non
     assert ast.parse(source)  # still a module
 
 
-def test_the_probe_derives_sizes_under_which_the_reference_runs() -> None:
-    derivation = derive_small_sizes(GROUPED, timeout_s=60)
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return fast_settings(tmp_path / "home")
+
+
+@pytest.mark.anyio
+async def test_the_probe_derives_sizes_under_which_the_reference_runs(settings: Settings) -> None:
+    derivation = await derive_small_sizes(GROUPED, settings=settings, timeout_s=60)
     assert derivation.sizes is not None, derivation.reason
     assert derivation.sizes["channels"] % 12 == 0
     chosen = derivation.chosen
     assert chosen is not None and chosen.forward_s is not None and chosen.forward_s < BUDGET_S
     assert "SMALL_SIZES derived" in derivation.note() and "channels=" in derivation.note()
+    assert "sandbox" not in derivation.note()
 
 
-def test_a_kernel_larger_than_the_smallest_input_moves_to_a_larger_candidate() -> None:
+@pytest.mark.anyio
+async def test_a_kernel_larger_than_the_smallest_input_moves_to_a_larger_candidate(settings: Settings) -> None:
     source = GROUPED.replace("kernel_size = 5", "kernel_size = 21")
-    derivation = derive_small_sizes(source, timeout_s=60)
+    derivation = await derive_small_sizes(source, settings=settings, timeout_s=60)
     assert derivation.sizes is not None, derivation.reason
     assert min(derivation.sizes["height"], derivation.sizes["width"]) >= 21
     refused = derivation.attempts[0]
     assert not refused.ok and "Kernel size" in (refused.reason or "")
 
 
-def test_a_reference_that_hangs_is_stopped_and_named() -> None:
+@pytest.mark.anyio
+async def test_a_reference_that_hangs_is_stopped_and_named_and_the_next_task_gets_a_fresh_worker(
+    settings: Settings,
+) -> None:
     source = GROUPED.replace("return self.conv(x)", "import time; time.sleep(60); return self.conv(x)")
-    began = time.monotonic()
-    derivation = derive_small_sizes(source, timeout_s=3)
-    assert time.monotonic() - began < 30
+    async with SizeProber(settings) as prober:
+        began = time.monotonic()
+        derivation = await prober.derive(source, timeout_s=3)
+        assert time.monotonic() - began < 30
+        assert derivation.sizes is None
+        assert "longer than 3 s" in (derivation.reason or "")
+        assert "no small sizes derived" in derivation.note()
+        assert (await prober.derive(GROUPED, timeout_s=60)).sizes, "the hung worker was not replaced"
+
+
+@pytest.mark.anyio
+async def test_a_reference_that_kills_its_process_is_named(settings: Settings) -> None:
+    source = GROUPED.replace("return self.conv(x)", "import os; os._exit(7)")
+    derivation = await derive_small_sizes(source, settings=settings, timeout_s=60)
     assert derivation.sizes is None
-    assert "longer than 3 s" in (derivation.reason or "")
-    assert "no small sizes derived" in derivation.note()
+    assert "died (code 7)" in (derivation.reason or ""), derivation.reason
 
 
-def test_a_reference_that_fails_at_every_size_says_why() -> None:
+@pytest.mark.anyio
+async def test_a_reference_that_fails_at_every_size_says_why(settings: Settings) -> None:
     source = GROUPED.replace("return self.conv(x)", "raise ValueError('broken on purpose')")
-    derivation = derive_small_sizes(source, timeout_s=60)
+    derivation = await derive_small_sizes(source, settings=settings, timeout_s=60)
     assert derivation.sizes is None
     assert "fails at every candidate" in (derivation.reason or "") and "broken on purpose" in (derivation.reason or "")
 
 
+# A task module whose module-level code, run by the probe, tries to leave a file outside its worker's directory
+# (the host's temporary folder, the user's home, the folder its own file is read from) and to list the user's
+# home. It raises (so no candidate runs, and no sizes are derived) when a listing shows one of the user's files
+# or a write into its task folder succeeds; a write elsewhere it cannot see, so the test looks for the files.
+ESCAPING = (
+    textwrap.dedent("""
+    import os
+    from pathlib import Path
+
+    for target in TARGETS:
+        try:
+            Path(target).write_text("escaped")
+        except OSError:
+            pass
+    seen = {}
+    for place in HOMES:
+        try:
+            seen[place] = os.listdir(place)
+        except OSError:
+            pass
+    if any(set(names) & set(PRIVATE) for names in seen.values()):
+        raise RuntimeError(f"the task module listed {seen}")
+    try:
+        Path(__file__).with_name("planted.py").write_text("escaped")
+    except OSError:
+        pass
+    else:
+        raise RuntimeError("the task module wrote into its task folder")
+""")
+    + GROUPED
+)
+
+
+def _escaping(targets: list[Path], home: Path) -> str:
+    # what the home holds on this machine, but for the way to the Python installation and the package, which the
+    # sandbox puts back read-only (a mount point is all a listing shows of them)
+    needed = (sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), adaexplore.__file__)
+    put_back = {Path(p).resolve().relative_to(home).parts[0] for p in needed if Path(p).resolve().is_relative_to(home)}
+    private = sorted({entry.name for entry in home.iterdir()} - put_back)
+    assert private
+    return f"TARGETS = {[str(t) for t in targets]!r}\nHOMES = {[str(home)]!r}\nPRIVATE = {private!r}\n" + ESCAPING
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["bwrap", "landlock"])
+async def test_module_code_cannot_write_outside_its_directory_nor_list_the_home(kind: str, tmp_path: Path) -> None:
+    token = secrets.token_hex(4)
+    secret = Path.home() / f".adaexplore-sizes-secret-{token}"  # the home shows something to whoever can list it
+    targets = [tmp_path / "audit" / "pwned", Path("/tmp") / f"adaexplore-sizes-pwned-{token}"]
+    targets.append(Path.home() / f".adaexplore-sizes-pwned-{token}")
+    (tmp_path / "audit").mkdir()
+    secret.write_text("secret")
+    try:
+        settings = fast_settings(tmp_path / "home", sandbox=kind)
+        try:
+            derivation = await derive_small_sizes(_escaping(targets, Path.home()), settings=settings, timeout_s=60)
+        except ConfigError as exc:
+            pytest.skip(f"no {kind} sandbox on this machine: {exc}")
+        assert derivation.sizes, derivation.note()  # the module ran, and saw nothing
+        assert derivation.sizes["channels"] % 12 == 0
+        assert [t for t in targets if t.exists()] == []
+    finally:
+        secret.unlink(missing_ok=True)
+        for target in targets:
+            target.unlink(missing_ok=True)
+
+
+@pytest.mark.anyio
+async def test_without_a_sandbox_only_where_the_settings_say_so_and_the_answer_says_it(tmp_path: Path) -> None:
+    settings = fast_settings(tmp_path / "home", sandbox="none")
+    derivation = await derive_small_sizes(GROUPED, settings=settings, timeout_s=60)
+    assert derivation.sizes and derivation.unconfined
+    assert derivation.note().endswith("the reference ran without a sandbox (executor.sandbox is 'none')")
+
+
 @pytest.mark.slow
+@pytest.mark.anyio
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="the KernelBench problems (shared/data/kernelbench) are absent")
-def test_every_kernelbench_problem_gets_small_sizes_or_a_reason() -> None:
+async def test_every_kernelbench_problem_gets_small_sizes_or_a_reason(settings: Settings) -> None:
     files = sorted(p for level in ("level1", "level2", "level3") for p in (KERNELBENCH / level).glob("*.py"))
     assert len(files) > 200
-    probers: queue.Queue[SizeProber] = queue.Queue()
-    for _ in range(2):  # CI has two cores: one single-threaded probe on each
-        probers.put(SizeProber(threads=1))
+    pending = iter(files)
+    results: list[tuple[Path, Derivation, float]] = []
 
-    def derive(path: Path) -> tuple[Path, object, float]:
-        prober = probers.get()
-        try:
-            began = time.monotonic()
-            derivation = prober.derive(path.read_text(), timeout_s=15)
-            return path, derivation, time.monotonic() - began
-        finally:
-            probers.put(prober)
+    async def derive_in_turn() -> None:
+        async with SizeProber(settings, threads=1) as prober:
+            for path in pending:
+                began = time.monotonic()
+                derivation = await prober.derive(path.read_text(), timeout_s=15)
+                results.append((path, derivation, time.monotonic() - began))
 
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(derive, files))
-    finally:
-        while not probers.empty():
-            probers.get().close()
+    async with anyio.create_task_group() as group:
+        for _ in range(2):  # CI has two cores: one single-threaded probe on each
+            group.start_soon(derive_in_turn)
+    results.sort()
     failures = []
     for path, derivation, _ in results:
         name = f"{path.parent.name}/{path.name}"
@@ -132,7 +231,7 @@ def test_every_kernelbench_problem_gets_small_sizes_or_a_reason() -> None:
             assert derivation.reason, f"{name}: no sizes and no reason"
             failures.append(f"{name}: {derivation.reason}")
         else:
-            assert derivation.chosen is not None and derivation.chosen.forward_s < BUDGET_S, name
+            assert derivation.chosen is not None and (derivation.chosen.forward_s or 0.0) < BUDGET_S, name
     total = sum(seconds for *_, seconds in results)
     print(f"\n{len(results) - len(failures)}/{len(results)} got sizes; {total / len(results):.2f} s per problem")
     print("\n".join(failures))

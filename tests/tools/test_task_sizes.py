@@ -1,8 +1,9 @@
 """create_checked_task gives a task without SMALL_SIZES derived ones, checked in the judge; a caller's dict,
-or `{}` for none, overrides them."""
+or `{}` for none, overrides them. The task's code runs only in the evaluator's sandboxed workers."""
 
 from __future__ import annotations
 
+import secrets
 import textwrap
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from adaexplore.errors import TaskError
 from adaexplore.executor import Evaluator, task_from_source
 from adaexplore.store import open_store
 from adaexplore.tools import CreateTaskRequest, Services, create_checked_task, create_task
+from tests.executor.test_small_sizes import _escaping
 
 pytestmark = pytest.mark.anyio
 
@@ -80,3 +82,21 @@ async def test_given_sizes_the_task_does_not_define_are_refused_by_the_judge(
     svc = services(evaluator, tmp_path)
     with pytest.raises(TaskError, match="'channels'"):
         await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes={"channels": 4}))
+
+
+async def test_a_task_whose_code_tries_to_escape_gets_sizes_and_leaves_nothing_behind(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    token = secrets.token_hex(4)
+    secret = Path.home() / f".adaexplore-sizes-secret-{token}"
+    targets = [Path("/tmp") / f"adaexplore-sizes-pwned-{token}", Path.home() / f".adaexplore-sizes-pwned-{token}"]
+    secret.write_text("secret")
+    try:
+        svc = services(evaluator, tmp_path)
+        result = await create_checked_task(svc, CreateTaskRequest(source=_escaping(targets, Path.home())))
+        assert result.small_sizes and "SMALL_SIZES derived" in result.small_sizes_note, result.small_sizes_note
+        assert [t for t in targets if t.exists()] == []
+    finally:
+        secret.unlink(missing_ok=True)
+        for target in targets:
+            target.unlink(missing_ok=True)

@@ -40,7 +40,7 @@ def _driver_version() -> str | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m adaexplore.executor.worker")
-    parser.add_argument("--role", choices=["candidate", "judge", "synth"], required=True)
+    parser.add_argument("--role", choices=["candidate", "judge", "synth", "sizes"], required=True)
     parser.add_argument("--backend", choices=["cuda", "compile", "interpret"], required=True)
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--compile-target", default="cuda:90")
@@ -101,10 +101,15 @@ def main() -> None:
             install_is_cuda()
         tracker = LaunchTracker(backend)
         tracker.install()
-    if options.role == "synth":
-        # task synthesis: our own code on the CPU, no kernels; confined like any other worker
+    if options.role in ("synth", "sizes"):
+        # task synthesis, and the size probe (a task's reference at candidate small sizes): on the CPU, no
+        # kernels; confined like any other worker before any task's code runs
         from adaexplore.executor.worker._confine import confine
-        from adaexplore.executor.worker._synth import serve
+
+        if options.role == "synth":
+            from adaexplore.executor.worker._synth import serve
+        else:
+            from adaexplore.executor.worker._size_probe import serve
 
         versions = {"torch": torch.__version__, "sandbox": confine(confinement, on_gpu=False)}
         channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
