@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import math
 import re
-import threading
 
 from pydantic import BaseModel, ConfigDict
 
@@ -109,17 +108,6 @@ class Candidate(BaseModel):
     sizes: dict[str, int]
 
 
-# CPython 3.11's AST constructor keeps its recursion depth per interpreter, not per thread: two threads parsing at
-# once can fail with "SystemError: AST constructor recursion depth mismatch" (the MCP server derives sizes in
-# worker threads, one per create_task call).
-_PARSING = threading.Lock()
-
-
-def _parse(source: str) -> ast.Module:
-    with _PARSING:
-        return ast.parse(source)
-
-
 def _value(node: ast.expr, env: dict[str, int]) -> int | None:
     """The integer an expression of integer literals, known names and + - * // % ** evaluates to, else None."""
     if isinstance(node, ast.Constant):
@@ -168,7 +156,7 @@ def module_sizes(source: str) -> tuple[dict[str, int], dict[str, ast.expr]]:
     from other names. Raises SyntaxError on a module that does not parse."""
     env: dict[str, int] = {}
     derived: dict[str, ast.expr] = {}
-    for name, expr in _assignments(_parse(source)):
+    for name, expr in _assignments(ast.parse(source)):
         value = _value(expr, env)
         if value is None:
             env.pop(name, None)
@@ -186,7 +174,7 @@ def sequence_sizes(source: str) -> list[str]:
     """Module-level names bound to a tuple or list of integers (`input_shape = (32768,)`): SMALL_SIZES holds
     numbers only, so these keep their full values."""
     found = []
-    for name, expr in _assignments(_parse(source)):
+    for name, expr in _assignments(ast.parse(source)):
         if isinstance(expr, ast.Tuple | ast.List) and expr.elts:
             if all(_value(e, {}) is not None for e in expr.elts):
                 found.append(name)
@@ -197,7 +185,7 @@ def _in_sequences(source: str) -> set[str]:
     """Names a module-level tuple or list is built from: they keep their values, or the tuple would no longer
     match them."""
     names: set[str] = set()
-    for _, expr in _assignments(_parse(source)):
+    for _, expr in _assignments(ast.parse(source)):
         if isinstance(expr, ast.Tuple | ast.List):
             names |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
     return names
