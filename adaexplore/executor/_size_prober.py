@@ -38,7 +38,7 @@ _TAIL = 600  # characters of what a worker that did not start wrote, in the erro
 
 class SizeProber:
     """One size probe worker, kept for many tasks (torch is imported once); restarted after a task that hangs or
-    kills it. Use as `async with SizeProber(settings) as prober:`.
+    kills it. Use as `async with SizeProber(settings) as prober:`; concurrent derivations take turns.
 
     `settings`: the sandbox and the workers' limits (default: the settings file and environment, as every
     command reads them). `sandbox`: the plan already found for these settings (an evaluator's), else found
@@ -66,6 +66,7 @@ class SizeProber:
         self._spawner: ProcessSpawner | None = None
         self._worker: WorkerChannel | None = None
         self._count = 0
+        self._one_at_a_time = anyio.Lock()  # the worker answers one request at a time
 
     async def __aenter__(self) -> SizeProber:
         if self.sandbox is None:
@@ -138,14 +139,15 @@ class SizeProber:
             return Derivation(sizes=None, reason=f"the module does not parse: {exc.msg}", unconfined=unconfined)
         if not tried:
             return Derivation(sizes=None, reason=reason, seconds=time.monotonic() - began, unconfined=unconfined)
-        worker = await self._started()
         assert self._root is not None
         path = self._root / "tasks" / f"task_{secrets.token_hex(6)}.py"
-        path.write_text(source, encoding="utf-8")
-        try:
-            attempts, lost = await self._ask(worker, path, tried, timeout_s)
-        finally:
-            path.unlink(missing_ok=True)
+        async with self._one_at_a_time:
+            worker = await self._started()
+            path.write_text(source, encoding="utf-8")
+            try:
+                attempts, lost = await self._ask(worker, path, tried, timeout_s)
+            finally:
+                path.unlink(missing_ok=True)
         if lost is not None:
             return self._refused(source, lost, attempts, began, unconfined)
         chosen = next((a for a in attempts if a.ok), None)
