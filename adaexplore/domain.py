@@ -16,6 +16,7 @@ __all__ = [
     "Correctness",
     "ErrorDetail",
     "Evaluation",
+    "InputSetResult",
     "KernelCost",
     "Kind",
     "Mode",
@@ -49,6 +50,8 @@ class Mode(StrEnum):
     strict = "strict"
     kernelbench = "kernelbench"
     paper = "paper"
+    # FlashInfer-Bench's default evaluator: the task's own dtypes and tolerance (its TOLERANCE)
+    flashinfer = "flashinfer"
 
 
 class Backend(StrEnum):
@@ -73,9 +76,11 @@ class _Model(BaseModel):
 
 class Tolerance(_Model):
     """What counts as equal. `allclose`: |out-ref| <= atol + rtol*|ref| per element.
-    `scaled`: per element |out-ref| <= atol*rms(ref) + rtol*|ref|, and ||out-ref|| <= norm_rtol*||ref||."""
+    `scaled`: per element |out-ref| <= atol*rms(ref) + rtol*|ref|, and ||out-ref|| <= norm_rtol*||ref||.
+    `either`: per element |out-ref| <= atol or |out-ref| <= rtol*|ref| (an element fails only where it misses
+    both, FlashInfer-Bench's rule)."""
 
-    kind: Literal["allclose", "scaled"]
+    kind: Literal["allclose", "scaled", "either"]
     atol: float
     rtol: float
     norm_rtol: float | None = None
@@ -232,8 +237,24 @@ class Provenance(_Model):
     tensor_exchange: str | None = None
 
 
+class InputSetResult(_Model):
+    """The verdict on one input set of a task that has several (a FlashInfer-Bench definition's workloads)."""
+
+    label: str
+    # the module-level names the set assigns (the workload's axes) and their values
+    sizes: dict[str, int | float] = Field(default_factory=dict)
+    status: Status
+    message: str = ""
+    speedup: float | None = None
+    speedup_vs_compile: float | None = None
+    candidate_ms: float | None = None
+    reference_ms: float | None = None
+
+
 class Evaluation(_Model):
-    """The verdict on one candidate: what happened, how it was measured, and where."""
+    """The verdict on one candidate: what happened, how it was measured, and where. A task with several input
+    sets is judged on each (`input_sets`); its status is the first that fails, and its speedup their geometric
+    mean."""
 
     status: Status
     message: str
@@ -247,6 +268,7 @@ class Evaluation(_Model):
     output: str = ""
     phases: dict[str, float] = Field(default_factory=dict)
     provenance: Provenance
+    input_sets: list[InputSetResult] = Field(default_factory=list)
 
     @property
     def speedup(self) -> float | None:

@@ -29,6 +29,7 @@ from anyio.abc import TaskGroup
 from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
+from adaexplore.executor import _input_sets as input_sets
 from adaexplore.executor import _workspace as workspace
 from adaexplore.executor._channel import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
 from adaexplore.executor._device_lock import DeviceLock, default_lock_dir, physical_gpu
@@ -406,14 +407,62 @@ class Evaluator:
 
         Raises:
             TaskError: the task's own code failed (its reference cannot be computed).
-            ConfigError: a backend was asked for that this machine lacks.
+            ConfigError: a backend was asked for that this machine lacks, or mode flashinfer of a task without
+                a TOLERANCE of its own.
             EvaluatorError: the evaluator could not start (see `ready`).
+
+        A task with input sets (INPUT_SETS) is judged on each at full size (see `_input_sets`).
         """
         await self.ready(progress)
+        chosen_mode = Mode(mode or self.config.mode)
+        if chosen_mode is Mode.flashinfer and task.tolerance is None:
+            raise ConfigError(
+                f"mode flashinfer holds outputs to the task's own TOLERANCE, and task {task.name!r} declares none; "
+                "tasks imported from FlashInfer-Bench definitions carry it (choose another mode for this one)"
+            )
+
+        async def one(part: Task, budget: float | None, part_progress: Progress | None) -> tuple[Evaluation, float]:
+            return await self._evaluate_one(
+                part,
+                code,
+                mode=chosen_mode,
+                backend=backend,
+                with_compile=with_compile,
+                fresh_reference=fresh_reference,
+                fresh_seeds=fresh_seeds,
+                progress=part_progress,
+                budget=budget,
+            )
+
+        if task.input_sets is None:
+            return (await one(task, candidate_budget_s, progress))[0]
+        backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
+        if Backend.cuda in backends:
+            return await input_sets.evaluate_each(task, one, budget_s=candidate_budget_s, progress=progress)
+        # at small sizes, the set that SMALL_SIZES names stands for all of them
+        evaluation = (await one(task, candidate_budget_s, progress))[0]
+        note = f"; on a GPU each of the task's {len(task.input_sets)} input sets is judged at full size"
+        return evaluation.model_copy(update={"message": evaluation.message + note})
+
+    async def _evaluate_one(
+        self,
+        task: Task,
+        code: str,
+        *,
+        mode: Mode,
+        backend: str | None,
+        with_compile: bool,
+        fresh_reference: bool,
+        fresh_seeds: bool,
+        progress: Progress | None,
+        budget: float | None,
+    ) -> tuple[Evaluation, float]:
+        """One task's evaluation (see `evaluate`), and the time the candidate spent of its budget."""
+        candidate_budget_s = budget
         first: Verdict | None = None
         started = time.perf_counter()
         for attempt in range(1, _ATTEMPTS + 1):
-            run = Run(task, code, Mode(mode or self.config.mode), progress)
+            run = Run(task, code, mode, progress)
             run.started = started  # a retry's phases and progress count from the evaluation's start
             run.candidate_budget_s = candidate_budget_s
             if fresh_seeds and not run.spec.fresh_seeds:
@@ -431,7 +480,7 @@ class Evaluator:
             else:
                 message += faults.retried_note(first)
         await run.report("done", status.value)
-        return result.build(
+        evaluation = result.build(
             run,
             status,
             message,
@@ -441,6 +490,7 @@ class Evaluator:
             sandbox=self.sandbox,
             attempts=attempt,
         )
+        return evaluation, run.candidate_spent_s
 
     async def _attempt(
         self, run: Run, backend: str | None, with_compile: bool, fresh_reference: bool
@@ -478,6 +528,10 @@ class Evaluator:
             EvaluatorError: the judge could not be asked, or the evaluator could not start (see `ready`).
         """
         await self.ready()
+        if task.input_sets is not None and Backend.cuda in self._default_backends():
+            for label in task.input_sets:  # each set at full size, as its evaluations will run it
+                await task_check.run(self, input_sets.set_task(task, label))
+            return
         await task_check.run(self, task)
 
     def _task_file(self, task: Task) -> Path:

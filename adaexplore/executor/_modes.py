@@ -3,6 +3,10 @@
 `strict` is ours. `kernelbench` follows KernelBench's current evaluation (per-dtype tolerances, five
 trials, CUDA-event timing with an L2 flush, mean of 100). `paper` follows the protocol behind the
 AdaExplore numbers (atol = rtol = 5e-2, fp32 with TF32 off, trimmed mean of 100 calls, no flush).
+`flashinfer` follows FlashInfer-Bench's default evaluator (its `BenchmarkConfig` defaults in 0.1.2: three
+trials, inputs drawn on the device in the task's own dtypes, 10 warm-up calls and the mean of 50, a 256 MiB
+buffer zeroed before each call) and holds outputs to the task's own TOLERANCE, which the import read from
+the package: an element fails where it misses both atol and rtol.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.domain import Mode, Tolerance
 
-__all__ = ["ModeSpec", "TimingSpec", "mode_spec", "tolerance_for"]
+__all__ = ["ModeSpec", "NoTaskTolerance", "TimingSpec", "mode_spec", "tolerance_for"]
 
 Statistic = Literal["median", "mean", "trimmed_mean"]
 
@@ -129,6 +133,29 @@ _SPECS: dict[Mode, ModeSpec] = {
 }
 
 
+_SPECS[Mode.flashinfer] = ModeSpec(
+    mode=Mode.flashinfer,
+    trials=3,
+    fresh_seeds=False,
+    generate_on_device=True,
+    reference_precision="native",
+    cast_floats_to=None,
+    # PyTorch's defaults, which FlashInfer-Bench leaves alone
+    allow_tf32_matmul=False,
+    allow_tf32_cudnn=True,
+    require_triton=False,
+    timing=TimingSpec(
+        method="flashinfer-bench do_bench: mean of 50 after 10 warm-up calls, 256 MiB zeroed before each",
+        statistic="mean",
+        warmup_calls=10,
+        reps=50,
+        flush_l2="fill256",
+        fresh_inputs=False,
+        no_grad=True,
+    ),
+)
+
+
 def mode_spec(mode: Mode) -> ModeSpec:
     return _SPECS[mode]
 
@@ -166,15 +193,34 @@ def _precision_row(dtype: str) -> str | None:
     return name if name in _STRICT else None
 
 
-def tolerance_for(mode: Mode, dtype: str, allowed_precision: str | None = None) -> Tolerance:
+class NoTaskTolerance(ValueError):
+    """Mode `flashinfer` was asked of a task that declares no TOLERANCE of its own."""
+
+
+def tolerance_for(
+    mode: Mode, dtype: str, allowed_precision: str | None = None, task_tolerance: dict[str, float] | None = None
+) -> Tolerance:
     """The tolerance for an output of `dtype` (torch dtype name) under `mode`.
 
     `allowed_precision` is a task's declaration that a lower internal precision is acceptable
-    (for example "tf32" or "bfloat16"); the looser of the two rows applies.
+    (for example "tf32" or "bfloat16"); the looser of the two rows applies. `task_tolerance` is the task's own
+    TOLERANCE ({"atol", "rtol"}), which mode `flashinfer` uses, for every dtype, as FlashInfer-Bench does.
+
+    Raises:
+        NoTaskTolerance: mode `flashinfer` without a task tolerance.
     """
     row = _precision_row(dtype)
     spec = mode_spec(mode)
     ref_dtype = "float64" if spec.reference_precision == "float64" else (spec.cast_floats_to or dtype)
+    if mode is Mode.flashinfer:
+        if task_tolerance is None:
+            raise NoTaskTolerance(
+                "mode flashinfer holds outputs to the task's own TOLERANCE, and this task declares none; tasks "
+                "imported from FlashInfer-Bench definitions carry it (choose another mode for this one)"
+            )
+        return Tolerance(
+            kind="either", atol=task_tolerance["atol"], rtol=task_tolerance["rtol"], dtype=dtype, reference_dtype=dtype
+        )
     if row is None:  # integers and booleans compare exactly
         return Tolerance(kind="allclose", atol=0.0, rtol=0.0, dtype=dtype, reference_dtype=dtype)
     if mode is Mode.paper:

@@ -117,6 +117,8 @@ class JobSpec(_Msg):
     allow_tf32_matmul: bool = False
     allow_tf32_cudnn: bool = False
     allowed_precision: str | None = None
+    # the task's own TOLERANCE ({"atol", "rtol"}), which mode flashinfer holds outputs to
+    task_tolerance: dict[str, float] | None = None
     # Call get_inputs, get_init_inputs and the model constructors with the (CUDA) device as default device.
     generate_on_device: bool = False
     # Check the candidate's names against the real modules before importing it (the policy's second half).

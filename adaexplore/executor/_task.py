@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.errors import TaskError
 
-__all__ = ["Task", "code_hash", "load_task", "read_task_file", "task_from_source"]
+__all__ = ["Task", "code_hash", "load_task", "model_view", "read_task_file", "task_from_source"]
 
 _REQUIRED = {"Model": "class", "get_inputs": "function", "get_init_inputs": "function"}
 
@@ -20,6 +20,10 @@ class Task(BaseModel):
 
     `small_sizes` (the module's `SMALL_SIZES` dict) replaces module-level names for CPU checks;
     `allowed_precision` (the module's `ALLOWED_PRECISION`) admits a lower internal precision.
+    `input_sets` (the module's `INPUT_SETS`: a label for each set of module-level names and their values, as
+    the workloads of a FlashInfer-Bench definition) makes a kernel be judged on every set at full size;
+    `tolerance` (the module's `TOLERANCE`, {"atol": ..., "rtol": ...}) is the task's own, which mode
+    `flashinfer` holds outputs to.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,8 +33,39 @@ class Task(BaseModel):
     hash: str
     small_sizes: dict[str, int | float] | None = None
     allowed_precision: str | None = None
+    input_sets: dict[str, dict[str, int | float]] | None = None
+    tolerance: dict[str, float] | None = None
     init_params: list[str] = []
     forward_params: list[str] = []
+
+    @property
+    def model_view(self) -> str:
+        """The source as a model should read it: the value of a module-level GIVEN_TENSORS (the encoded bytes
+        of inputs a workload gives, such as a page table) replaced by a note of its size."""
+        return model_view(self.source)
+
+
+def model_view(source: str) -> str:
+    """`source` with the value of its module-level GIVEN_TENSORS assignment elided (see Task.model_view)."""
+    if "GIVEN_TENSORS" not in source:
+        return source
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "GIVEN_TENSORS"
+            and node.end_lineno is not None
+        ):
+            lines = source.splitlines(keepends=True)
+            held = sum(len(line) for line in lines[node.lineno - 1 : node.end_lineno])
+            note = f"GIVEN_TENSORS = {{...}}  # {held:,} characters of encoded input tensors, not shown\n"
+            return "".join(lines[: node.lineno - 1]) + note + "".join(lines[node.end_lineno :])
+    return source
 
 
 def code_hash(source: str) -> str:
@@ -112,6 +147,8 @@ def task_from_source(source: str, name: str = "task") -> Task:
         hash=code_hash(source),
         small_sizes=_small_sizes(name, literals.get("SMALL_SIZES")),
         allowed_precision=_allowed_precision(name, literals.get("ALLOWED_PRECISION")),
+        input_sets=_input_sets(name, literals.get("INPUT_SETS")),
+        tolerance=_tolerance(name, literals.get("TOLERANCE")),
         init_params=_method_params(model, "__init__"),
         forward_params=_method_params(model, "forward"),
     )
@@ -129,6 +166,54 @@ def _small_sizes(name: str, node: ast.expr | None) -> dict[str, int | float] | N
     ):
         raise TaskError(f"task {name!r}: SMALL_SIZES must map module-level names (str) to numbers")
     return value
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _input_sets(name: str, node: ast.expr | None) -> dict[str, dict[str, int | float]] | None:
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except ValueError as exc:
+        raise TaskError(
+            f"task {name!r}: INPUT_SETS must be a dict literal of labels to dicts of names to numbers"
+        ) from exc
+    if (
+        not isinstance(value, dict)
+        or not value
+        or not all(
+            isinstance(label, str)
+            and isinstance(sizes, dict)
+            and all(isinstance(k, str) and _number(v) for k, v in sizes.items())
+            for label, sizes in value.items()
+        )
+    ):
+        raise TaskError(
+            f"task {name!r}: INPUT_SETS must map each set's label (str) to the module-level names it assigns and "
+            "their numbers, with at least one set"
+        )
+    return value
+
+
+def _tolerance(name: str, node: ast.expr | None) -> dict[str, float] | None:
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except ValueError as exc:
+        raise TaskError(
+            f"task {name!r}: TOLERANCE must be a dict literal such as {{'atol': 0.01, 'rtol': 0.01}}"
+        ) from exc
+    if (
+        not isinstance(value, dict)
+        or set(value) != {"atol", "rtol"}
+        or not all(_number(v) and v >= 0 for v in value.values())
+    ):
+        raise TaskError(f"task {name!r}: TOLERANCE must be {{'atol': number, 'rtol': number}}, both at least 0")
+    return {k: float(v) for k, v in value.items()}
 
 
 def _allowed_precision(name: str, node: ast.expr | None) -> str | None:

@@ -72,6 +72,7 @@ def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: Exe
         allow_tf32_matmul=spec.allow_tf32_matmul,
         allow_tf32_cudnn=spec.allow_tf32_cudnn,
         allowed_precision=run.task.allowed_precision,
+        task_tolerance=run.task.tolerance,
         generate_on_device=spec.generate_on_device and backend is Backend.cuda,
         enforce_policy=config.policy_on,
         runtime_guard=not config.disable_guards_for_tests,

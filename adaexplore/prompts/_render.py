@@ -54,7 +54,7 @@ class PrecisionContext(BaseModel):
 
     mode: str
     reference_dtype: str
-    kind: Literal["allclose", "scaled"]
+    kind: Literal["allclose", "scaled", "either"]
     atol: float
     rtol: float
     norm_rtol: float | None

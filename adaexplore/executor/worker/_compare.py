@@ -63,6 +63,9 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: 
     if tol.kind == "scaled":
         rms = ref_norm / math.sqrt(rf.numel()) if rf.numel() else 0.0
         allowed = atol * rms + rtol * rf.abs()
+    elif tol.kind == "either":
+        # FlashInfer-Bench's rule: an element fails where |out-ref| > atol and |out-ref| / (|ref| + 1e-8) > rtol
+        allowed = torch.maximum(torch.full_like(rf, atol), rtol * (rf.abs() + 1e-8))
     else:
         allowed = atol + rtol * rf.abs()
     if diff.numel():

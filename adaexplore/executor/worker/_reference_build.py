@@ -97,7 +97,8 @@ class ReferenceBuilder:
         ref.refs = refs
         ref.dtypes = [t.dtype for t in natives[0]]
         ref.tolerances = [
-            tolerance_for(spec.mode, str(d).removeprefix("torch."), spec.allowed_precision) for d in ref.dtypes
+            tolerance_for(spec.mode, str(d).removeprefix("torch."), spec.allowed_precision, spec.task_tolerance)
+            for d in ref.dtypes
         ]
         flags: list[AuditFlag] = []
         ref.allowance = [1.0] * len(ref.dtypes)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from adaexplore.domain import Tolerance
 from adaexplore.executor import Mode, tolerance_for
 from adaexplore.executor.worker._compare import compare
 
@@ -155,3 +156,17 @@ def test_tensor_subclass_outputs_are_refused_before_anything_is_read_from_them()
     with pytest.raises(TypeError, match=r"output 0 is a Deferred, not a plain torch\.Tensor"):
         flatten_output(torch.ones(2).as_subclass(Deferred))
     assert read == []
+
+
+def test_either_fails_an_element_only_where_it_misses_both_atol_and_rtol_as_flashinfer_bench_does() -> None:
+    tol = Tolerance(kind="either", atol=0.01, rtol=0.01, dtype="bfloat16", reference_dtype="bfloat16")
+    ref = torch.tensor([0.0, 100.0, 0.5])
+    # 0.009 off a zero (within atol), 0.9 off 100 (within rtol), 0.004 off 0.5 (within both)
+    assert compare(torch.tensor([0.009, 100.9, 0.504]), ref, tol).passed
+    # 0.02 off a zero misses both (|ref| is 0); allclose's atol + rtol*|ref| would have passed 1.05 off 100 too
+    failed = compare(torch.tensor([0.02, 100.0, 0.5]), ref, tol)
+    assert not failed.passed and "1 of 3 elements exceed the tolerance" in (failed.message or "")
+    assert not compare(torch.tensor([0.0, 101.05, 0.5]), ref, tol).passed
+    allclose = Tolerance(kind="allclose", atol=0.01, rtol=0.01, dtype="bfloat16", reference_dtype="bfloat16")
+    assert compare(torch.tensor([0.0, 101.005, 0.5]), ref, allclose).passed
+    assert not compare(torch.tensor([0.0, 101.005, 0.5]), ref, tol).passed
