@@ -22,6 +22,14 @@ else
 fi
 echo "install.sh: adaexplore installed in .venv ($(.venv/bin/python -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'))"
 
+# The FlashInfer-Bench tests read and write that format with the flashinfer-bench package's own models. The
+# package's requirements pull in flashinfer itself (about 1.5 GB of CUDA libraries, and cuda-bindings 13, which the
+# evaluator's cuda-bindings 12 pin excludes) that its data models never import; the tests take the package and the
+# two small libraries its models use, and nothing else. `pip install 'adaexplore[flashinfer]'` takes it whole.
+if [ "$target" = ".[dev]" ]; then
+    .venv/bin/python -m pip install -q --no-deps "flashinfer-bench>=0.1.2,<0.2" "safetensors>=0.5" "docstring-parser>=0.16"
+fi
+
 # The browser tests of the report pages drive the system's Chromium through Playwright (never a browser
 # build of Playwright's own): install Debian's package where it is missing and this user may.
 if [ "$target" = ".[dev]" ] && ! command -v chromium >/dev/null 2>&1; then

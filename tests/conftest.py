@@ -48,6 +48,8 @@ END_TO_END = (
     "executor/test_evaluator.py",
     "executor/test_candidate_budget.py",
     "executor/test_construction.py",
+    "executor/test_input_sets.py",
+    "flashinfer/",
     "memory/test_confirm_rule.py",
     "memory/test_starter.py",
     "memory/test_memory_cli.py",

@@ -208,8 +208,15 @@ _SKIPPED_SAMPLES = {"hang"}
 
 
 def replay_kernels(task_path: Path) -> dict[str, str]:
-    """The sample kernels beside an example task: `<tasks>/../kernels/<task name>/*.py`, by file stem."""
-    folder = task_path.resolve().parent.parent / "kernels" / task_path.stem
+    """The sample kernels beside an example task: `<tasks>/../kernels/<task name>/*.py`, by file stem; for a
+    FlashInfer-Bench definition (`<root>/definitions/<family>/<name>.json`), `<root>/kernels/<name>/` or else
+    `<root>/kernels/<family>/`."""
+    path = task_path.resolve()
+    folder = path.parent.parent / "kernels" / path.stem
+    if path.suffix == ".json" and not folder.is_dir():
+        folder = path.parent.parent.parent / "kernels" / path.stem
+        if not folder.is_dir():
+            folder = path.parent.parent.parent / "kernels" / path.parent.name
     if not folder.is_dir():
         return {}
     return {p.stem: p.read_text() for p in sorted(folder.glob("*.py")) if p.stem not in _SKIPPED_SAMPLES}

@@ -134,7 +134,7 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
         kernels = _kernels(stored, suite)
         model = str(stored["model"])
         if kernels is None and model == "replay":
-            if bench is None and options.suite != EXAMPLES:
+            if bench is None and options.suite != EXAMPLES and not _has_samples(suite):
                 raise RequestError(
                     "without a model, --steps searches with `replay`, which serves only the sample kernels of the "
                     "example tasks (suite `examples`); give --replay DIR for this suite, or a model (--model NAME "
@@ -161,7 +161,7 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
                     svc,
                     suite=suite.name,
                     suite_hash=suite.hash,
-                    mode=options.mode or settings.executor.mode,
+                    mode=_bench_mode(options.mode, settings, suite),
                     backend=options.backend or settings.executor.backend,
                     source="replay" if kernels is not None else "search",
                     options=stored,
@@ -189,6 +189,21 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _bench_mode(asked: str | None, settings: Settings, suite: Suite) -> str:
+    """The bench's mode: the one asked for; else the settings' own where they name one; else flashinfer for a
+    FlashInfer-Bench trace set; else the default."""
+    if asked is not None:
+        return asked
+    if "mode" in settings.executor.model_fields_set or suite.kind != "flashinfer":
+        return settings.executor.mode
+    return "flashinfer"
+
+
+def _has_samples(suite: Suite) -> bool:
+    """Whether replay has sample kernels for every problem of the suite (a trace set with a kernels/ folder)."""
+    return all(replay_kernels(problem.path) for problem in suite.problems)
 
 
 def _add_samples(writer: ReplayWriter, svc: tools.Services, path: Path) -> None:

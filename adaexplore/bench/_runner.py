@@ -168,7 +168,7 @@ class BenchRunner:
             try:
                 task = await tools.create_checked_task(
                     self.svc,
-                    tools.CreateTaskRequest(source=problem.source(), name=problem.name),
+                    problem.task_request(),
                     origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
                 )
             except TaskError as exc:

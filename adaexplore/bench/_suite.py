@@ -1,5 +1,6 @@
-"""Suites: a directory of KernelBench-format problems (`17_Name.py`), or `examples` (the tasks shipped with
-adaexplore); the problems picked by `--ids`; and a replay directory's kernels matched to them."""
+"""Suites: a directory of KernelBench-format problems (`17_Name.py`), a FlashInfer-Bench trace set (its
+definitions, numbered in the order of their names), or `examples` (the tasks shipped with adaexplore); the problems
+picked by `--ids`; and a replay directory's kernels matched to them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from adaexplore import tools
 from adaexplore.errors import RequestError
 
 __all__ = ["EXAMPLES", "Problem", "Suite", "examples_dir", "parse_ids", "read_suite", "replay_files"]
@@ -22,9 +24,14 @@ class Problem:
     name: str  # the task's name: the file's stem
     path: Path
     file_hash: str  # sha256 of the file's bytes
+    # "flashinfer": the file is a FlashInfer-Bench definition, read with the workloads of its trace set
+    kind: str = "kernelbench"
 
-    def source(self) -> str:
-        return self.path.read_text()
+    def task_request(self) -> tools.CreateTaskRequest:
+        """The create_task request of this problem."""
+        if self.kind == "flashinfer":
+            return tools.CreateTaskRequest(flashinfer_definition=str(self.path), name=self.name)
+        return tools.CreateTaskRequest(source=self.path.read_text(), name=self.name)
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,11 @@ class Suite:
     name: str  # what the user named: a directory, or "examples"
     path: Path
     problems: list[Problem]  # the picked ones, by id
+
+    @property
+    def kind(self) -> str:
+        """"flashinfer" for a FlashInfer-Bench trace set, else "kernelbench"."""
+        return self.problems[0].kind if self.problems else "kernelbench"
 
     @property
     def hash(self) -> str:
@@ -69,6 +81,9 @@ def _digest(path: Path) -> str:
 
 
 def _problems(folder: Path, examples: bool) -> list[Problem]:
+    if not examples and tools.is_trace_set(folder):  # definitions carry no number: numbered by their names
+        files = tools.definition_files(folder)
+        return [Problem(i, p.stem, p, _digest(p), kind="flashinfer") for i, p in enumerate(files, start=1)]
     files = sorted(p for p in folder.glob("*.py") if p.is_file() and not p.name.startswith("_"))
     if examples:  # our own tasks carry no number: they are numbered in the order of their names
         return [Problem(i, p.stem, p, _digest(p)) for i, p in enumerate(files, start=1)]
@@ -100,13 +115,13 @@ def read_suite(name: str, ids: str | None = None) -> Suite:
         what = "is a file, not a directory" if folder.exists() else "does not exist"
         raise RequestError(
             f"suite {name} {what}; give a directory of KernelBench problems (a KernelBench checkout's "
-            "KernelBench/level2, say) or `examples`"
+            "KernelBench/level2, say), a FlashInfer-Bench trace set (a folder with definitions/), or `examples`"
         )
     problems = _problems(folder, examples)
     if not problems:
         raise RequestError(
             f"suite {name} holds no problems: a suite is a directory of KernelBench-format modules named by "
-            "number, like 17_Conv2d_ReLU.py"
+            "number, like 17_Conv2d_ReLU.py, or a FlashInfer-Bench trace set with definitions/*/*.json"
         )
     if ids is not None:
         wanted = parse_ids(ids)

@@ -11,6 +11,7 @@ from adaexplore.domain import Evaluation
 from adaexplore.executor import ProgressUpdate, Task, load_task, read_task_file
 from adaexplore.executor._environment import gpu_device_present
 from adaexplore.executor._render import render_evaluation
+from adaexplore.tools._flashinfer import load_any_task, run_mode
 from adaexplore.tools._service import Progress
 
 __all__ = [
@@ -41,7 +42,7 @@ def check_task_file(path: Path) -> None:
     Raises:
         TaskError: the file is missing, unreadable, or not a usable task module.
     """
-    load_task(path)
+    load_any_task(path)
 
 
 def task_hash(path: Path) -> str:
@@ -50,7 +51,7 @@ def task_hash(path: Path) -> str:
     Raises:
         TaskError: as `check_task_file`.
     """
-    return load_task(path).hash
+    return load_any_task(path).hash
 
 
 def read_code_file(path: Path, what: str) -> str:
@@ -79,13 +80,14 @@ async def profile_kernel(
         TaskError: a file is missing or not usable.
         EvaluatorError: the evaluator could not start.
     """
-    task = load_task(task_path)
+    task = load_any_task(task_path)
     code = read_task_file(kernel_path, "kernel")
+    chosen = run_mode(settings, mode, task)
     async with open_evaluator(single_use(settings)) as evaluator:  # here, or on the cluster the settings name
         return await evaluator.evaluate(
             task,
             code,
-            mode=mode,
+            mode=chosen,
             backend=backend,
             with_compile=with_compile,
             fresh_reference=fresh_reference,
