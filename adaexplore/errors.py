@@ -31,7 +31,20 @@ __all__ = [
 
 
 class AdaexploreError(Exception):
-    """Base class of every error adaexplore raises on purpose."""
+    """Base class of every error adaexplore raises on purpose.
+
+    The message is in the MCP tools' words (`start_run returns the ids`); `cli`, where given, says the same in
+    the command line's (`adaexplore runs list lists the runs`). The command line prints `in_cli_words()`, the
+    MCP server `str(exc)`.
+    """
+
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli = cli
+
+    def in_cli_words(self) -> str:
+        """The message as the command line shows it."""
+        return self.cli if self.cli is not None else str(self)
 
 
 class ConfigError(AdaexploreError):

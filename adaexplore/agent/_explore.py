@@ -291,7 +291,9 @@ class Explorer:
                 if tools.run_record(svc, run.run_id).status == "finished":
                     raise
                 if self.observer:
-                    self.observer.notice(run.run_id, f"another client got there first ({exc}); choosing again")
+                    self.observer.notice(
+                        run.run_id, f"another command got there first ({exc.in_cli_words()}); choosing again"
+                    )
                 await anyio.sleep(_CONFLICT_WAIT_S)
                 continue
             except TaskError as exc:

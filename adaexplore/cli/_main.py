@@ -295,16 +295,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _report_error(exc: AdaexploreError, args: argparse.Namespace) -> int:
-    """Print an error of ours in the command line's words; its exit code from the table in _cli_options."""
+    """Print an error of ours in the command line's words (never the MCP tools' names: `in_cli_words`); its
+    exit code from the table in _options."""
     if isinstance(exc, ConflictError) and args.command == "explore":
         # another command got to the run first (a second `explore --resume` of it, or an MCP client's step)
+        run = args.resume[0] if args.resume and len(args.resume) == 1 else "RUN"
         print(
-            f"adaexplore: error: another command is working on this run now ({exc}); let it finish, then see "
-            "`adaexplore runs show RUN`, and `adaexplore explore --resume RUN` if it stopped",
+            f"adaexplore: error: {exc.in_cli_words()}: another command got to the run first; "
+            f"`adaexplore runs show {run}` shows where it stands, and once no other command works on it, "
+            f"`adaexplore explore --resume {run}` goes on with it if it is not finished",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    print(f"adaexplore: error: {exc}", file=sys.stderr)
+    print(f"adaexplore: error: {exc.in_cli_words()}", file=sys.stderr)
     if isinstance(exc, EvaluatorError):
         return EXIT_INFRA
     if isinstance(exc, ConflictError):

@@ -128,7 +128,8 @@ class MemoryTables:
         if row is None:
             raise NotFoundError(
                 f"no rule has id {rule_id} (get_skill_memory with format data lists the rules, and so does "
-                "`adaexplore memory list`)"
+                "`adaexplore memory list`)",
+                cli=f"no rule has id {rule_id}; `adaexplore memory list --all` lists the rules",
             )
         return self._rule_from(row)
 

@@ -173,7 +173,10 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
     def run(self, run_id: str) -> RunRecord:
         row = self._db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
-            raise NotFoundError(f"no run has id {run_id!r}; start_run returns the ids (`adaexplore runs list`)")
+            raise NotFoundError(
+                f"no run has id {run_id!r}; start_run returns the ids (`adaexplore runs list`)",
+                cli=f"no run has id {run_id!r} in {self.where}; `adaexplore runs list` lists the runs",
+            )
         return RunRecord(**dict(row))
 
     def runs(self) -> list[RunRecord]:

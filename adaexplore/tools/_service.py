@@ -694,23 +694,31 @@ def _refuse_other_task(req: CompileAndProfileRequest, run: RunRecord) -> None:
 def _refuse_closed_run(run: RunRecord, config: SearchConfig, under_way: _UnderWay) -> None:
     """A finished run, or one whose steps are all taken or being evaluated, takes no more (nothing is written
     or evaluated)."""
+    # `cli`: the same facts for the command line, whose explore adds what to do in its own words
     if run.status == "finished":
-        raise ConflictError(f"run {run.id} is finished; best_kernel gives its result, and start_run opens a new search")
+        raise ConflictError(
+            f"run {run.id} is finished; best_kernel gives its result, and start_run opens a new search",
+            cli=f"run {run.id} is finished",
+        )
     if under_way.finishing:
         raise ConflictError(
             f"run {run.id} is being finished (its best kernels are being measured again); best_kernel gives its "
-            "result once finish_run returns, and start_run opens a new search"
+            "result once finish_run returns, and start_run opens a new search",
+            cli=f"run {run.id} is being finished by another command (its best kernels are being measured again)",
         )
     if run.steps >= config.total_steps:
         raise ConflictError(
             f"run {run.id} has taken all {config.total_steps} of its steps; call finish_run to re-measure its best "
-            "kernels, or start_run (with a larger total_steps) for a longer search"
+            "kernels, or start_run (with a larger total_steps) for a longer search",
+            cli=f"run {run.id} has taken all {config.total_steps} of its steps",
         )
     if run.steps + under_way.steps >= config.total_steps:
         raise ConflictError(
             f"run {run.id} has taken {run.steps} of its {config.total_steps} steps and the other "
             f"{config.total_steps - run.steps} are being evaluated now; get_run shows them as they land, and "
-            "finish_run then picks the winner"
+            "finish_run then picks the winner",
+            cli=f"run {run.id} has taken {run.steps} of its {config.total_steps} steps and another command is "
+            f"evaluating the other {config.total_steps - run.steps}",
         )
 
 
@@ -720,10 +728,11 @@ def _refuse_full_node(node: NodeRecord, config: SearchConfig, under_way: _UnderW
     small = under_way.small[node.id]
     if node.small_children + small >= config.small_step_limit:
         being = f" and {small} more being evaluated" if small else ""
-        raise ConflictError(
+        facts = (
             f"node {node.id} has {node.small_children} small-step children{being} "
-            f"(small_step_limit is {config.small_step_limit}){advice}"
+            f"(small_step_limit is {config.small_step_limit})"
         )
+        raise ConflictError(f"{facts}{advice}", cli=facts)
 
 
 def _refuse_small_step_from_root(node: NodeRecord, action: Kind) -> None:
@@ -851,16 +860,22 @@ async def finish_run(svc: Services, req: FinishRunRequest, *, progress: Progress
     def check() -> ClaimSpec:
         if svc.store.run(run.id).status == "finished":
             raise ConflictError(
-                f"run {run.id} was finished by another call just now; call finish_run again for its result"
+                f"run {run.id} was finished by another call just now; call finish_run again for its result",
+                cli=f"run {run.id} was finished by another command just now",
             )
         under_way = _UnderWay.of(svc.store, run.id)
         if under_way.steps:
             raise ConflictError(
                 f"run {run.id} has {under_way.steps} step(s) being evaluated now; call finish_run again once they "
-                "have landed (get_run shows them), so that the winner is chosen among them too"
+                "have landed (get_run shows them), so that the winner is chosen among them too",
+                cli=f"run {run.id} cannot be finished yet: another command is evaluating {under_way.steps} step(s) "
+                "of it",
             )
         if under_way.finishing:
-            raise ConflictError(f"run {run.id} is being finished by another call; best_kernel gives its result after")
+            raise ConflictError(
+                f"run {run.id} is being finished by another call; best_kernel gives its result after",
+                cli=f"run {run.id} is being finished by another command",
+            )
         return ClaimSpec(run_id=run.id, parent_id=None, kind="finish")
 
     claim_id = svc.store.claim(check)
