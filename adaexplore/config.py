@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import tomllib
+import types
+import typing
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -20,6 +22,7 @@ __all__ = [
     "Settings",
     "StoreConfig",
     "default_home",
+    "setting_problem",
 ]
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
@@ -390,7 +393,7 @@ class Settings(BaseModel):
         try:
             settings = cls.model_validate(data)
         except ValidationError as exc:
-            problems = [_describe_problem(problem) for problem in exc.errors()]
+            problems = [setting_problem(problem) for problem in exc.errors()]
             raise ConfigError(f"settings file {path}:\n  " + "\n  ".join(problems)) from None
         if settings.model.base_url is not None:
             settings.model.with_base_url_source(f"base_url under [model] in the settings file {path}")
@@ -409,11 +412,85 @@ def _section(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _describe_problem(problem: Any) -> str:
-    """One problem of a settings file in its own words: the key, what is wrong, what is allowed."""
-    loc = tuple(problem["loc"])
-    key = ".".join(str(part) for part in loc) or "(top level)"
+def _without_none(annotation: Any) -> tuple[Any, bool]:
+    """`X | None` as (X, True); anything else as (it, False)."""
+    arguments = typing.get_args(annotation)
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        rest = [a for a in arguments if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0], len(rest) < len(arguments)
+    return annotation, False
+
+
+def _field_type(loc: tuple[int | str, ...]) -> tuple[Any, list[Any]] | None:
+    """The type a key path names, with its bounds (a list's item for an index into it); None when the path
+    names no setting."""
+    annotation: Any = Settings
+    metadata: list[Any] = []
+    for part in loc:
+        inner, _ = _without_none(annotation)
+        if isinstance(part, int) and typing.get_origin(inner) is list:
+            annotation, metadata = typing.get_args(inner)[0], []
+        elif isinstance(inner, type) and issubclass(inner, BaseModel) and str(part) in inner.model_fields:
+            field = inner.model_fields[str(part)]
+            annotation, metadata = field.annotation, list(field.metadata)
+        else:
+            return None
+    return annotation, metadata
+
+
+_BOUNDS = (("ge", "at least"), ("gt", "above"), ("le", "at most"), ("lt", "below"))
+
+
+def _expected(annotation: Any, metadata: list[Any]) -> str:
+    """What a setting of this type takes, in the words of a TOML file."""
+    inner, optional = _without_none(annotation)
+    unset = " (or leave the key out)" if optional else ""
+    if typing.get_origin(inner) is Literal:
+        choices = [repr(c) for c in typing.get_args(inner)]
+        return f"one of {', '.join(choices[:-1])} or {choices[-1]}{unset}" if len(choices) > 1 else choices[0]
+    if typing.get_origin(inner) is list:
+        item = _expected(typing.get_args(inner)[0], [])
+        example = "[0, 2]" if "number" in item else '["first", "second"]'
+        return f"a list in brackets, each item {item}, such as {example}{unset}"
+    words = {
+        bool: "true or false",
+        int: "a whole number",
+        float: "a number",
+        str: "text in quotes",
+        Path: "a path in quotes",
+    }.get(inner)
+    if words is None:
+        words = "a table" if isinstance(inner, type) and issubclass(inner, BaseModel) else "a value of its own kind"
+    bounds = [
+        f"{phrase} {getattr(bound, name)}"
+        for bound in metadata
+        for name, phrase in _BOUNDS
+        if getattr(bound, name, None) is not None
+    ]
+    return words + (f" {' and '.join(bounds)}" if bounds else "") + unset
+
+
+def _toml(value: Any) -> str:
+    """A value as the settings file wrote it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+def setting_problem(problem: Any, *, under: tuple[str, ...] = (), shown: str | None = None) -> str:
+    """One problem of a pydantic validation of the settings, in our own words: the key, what is wrong, what is
+    allowed (never pydantic's text, which names Python's types and links its own documentation). `under`: the
+    path of the part validated (("model",) for a ModelConfig); `shown`: what to call the key instead of its
+    dotted path (a command-line option)."""
+    loc = (*under, *problem["loc"])
+    key = shown or "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
     kind = problem["type"]
+    given = f"{key} {_toml(problem.get('input'))}" if shown else f"{key} = {_toml(problem.get('input'))}"
     if kind == "extra_forbidden":
         table = _section(loc[:-1])
         where = f"[{'.'.join(map(str, loc[:-1]))}]" if loc[:-1] else "the top level"
@@ -421,14 +498,19 @@ def _describe_problem(problem: Any) -> str:
         return f"unknown key {key!r}; the keys of {where} are: {allowed}"
     if kind == "literal_error":
         expected = problem.get("ctx", {}).get("expected", "")
-        return f"{key} = {problem['input']!r} is not allowed; it must be one of {expected}"
+        return f"{given} is not allowed; it must be one of {expected}"
     bound = problem.get("ctx", {})
-    for name, words in (("ge", "at least"), ("gt", "above"), ("le", "at most"), ("lt", "below")):
+    for name, words in _BOUNDS:
         if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than") and name in bound:
-            return f"{key} = {problem['input']!r} is out of range; it must be {words} {bound[name]}"
+            return f"{given} is out of range; it must be {words} {bound[name]}"
     if kind == "model_type":
         return f"{key} must be a table: write [{key}] on a line of its own, then its keys as `name = value` lines"
-    message = str(problem["msg"]).removeprefix("Value error, ")
-    if isinstance(problem.get("input"), dict) and kind != "model_type":
-        return f"[{key}]: {message}" if loc else message
-    return f"{key} = {problem['input']!r}: {message}"
+    if kind == "value_error":  # our own validators' words
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        if isinstance(problem.get("input"), dict):
+            return f"[{key}]: {message}" if loc else message
+        return f"{given}: {message}"
+    # a value of the wrong type (text for a number, a number for a list, ...): what the key takes, from its type
+    found = _field_type(loc)
+    expected = _expected(*found) if found is not None else "a value of the kind its key takes"
+    return f"{given} is not allowed; it must be {expected}"

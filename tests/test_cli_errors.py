@@ -10,6 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from adaexplore.cli import main
+
 
 def cli(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ADAEXPLORE_HOME": str(home / "env-home")}
@@ -53,6 +57,40 @@ def test_settings_errors_name_the_key_the_file_and_what_is_allowed(tmp_path: Pat
     assert "unknown key 'executor.modee'; the keys of [executor] are:" in text and "mode," in text
     assert "search.total_steps = 0 is out of range; it must be at least 1" in text
     assert "pydantic" not in text and "Input should" not in text
+
+
+def test_a_settings_value_of_the_wrong_type_says_what_its_key_takes(tmp_path: Path) -> None:
+    from adaexplore.config import Settings
+    from adaexplore.errors import ConfigError
+
+    settings = tmp_path / "types.toml"
+    settings.write_text(
+        "[executor]\ntrial_timeout_s = 'abc'\nenforce_policy = 'maybe'\ngpus = ['x']\nmax_concurrent = 1.5\n"
+        "cluster = 5\n[agent]\ndistill_statuses = 'timeout'\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        Settings.load(settings)
+    lines = str(refused.value).splitlines()
+    assert lines[0] == f"settings file {settings}:"
+    assert sorted(line.strip() for line in lines[1:]) == [
+        "agent.distill_statuses = 'timeout' is not allowed; it must be a list in brackets, each item text in "
+        'quotes, such as ["first", "second"]',
+        "executor.cluster = 5 is not allowed; it must be text in quotes (or leave the key out)",
+        "executor.enforce_policy = 'maybe' is not allowed; it must be true or false",
+        "executor.gpus[0] = 'x' is not allowed; it must be a whole number",
+        "executor.max_concurrent = 1.5 is not allowed; it must be a whole number at least 1 and at most 64",
+        "executor.trial_timeout_s = 'abc' is not allowed; it must be a number above 0",
+    ]
+    assert "Input should" not in str(refused.value) and "valid" not in str(refused.value)
+
+
+def test_a_model_option_out_of_its_range_is_named_as_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["explore", "task.py", "--temperature", "3"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "adaexplore: error: --temperature 3.0 is out of range; it must be at most 2.0"
+    )
 
 
 def test_runs_show_of_an_unknown_run_speaks_the_cli(tmp_path: Path) -> None:

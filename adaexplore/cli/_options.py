@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from adaexplore.config import ModelConfig, Settings
+from adaexplore.config import ModelConfig, Settings, setting_problem
 from adaexplore.errors import ConfigError
 from adaexplore.tools import MAX_INTEGER
 
@@ -149,6 +149,20 @@ def model_options(parser: argparse.ArgumentParser, *, replay: bool = True) -> No
     group.add_argument("--price-output", type=NONNEGATIVE, help="USD per million output tokens, for the cost")
 
 
+_MODEL_FLAGS = {
+    "name": "--model",
+    "base_url": "--base-url",
+    "api_key_env": "--api-key-env",
+    "temperature": "--temperature",
+    "reasoning_effort": "--reasoning-effort",
+    "max_tokens": "--max-tokens",
+    "timeout_s": "--timeout",
+    "concurrency": "--concurrency",
+    "price_input_per_mtok": "--price-input",
+    "price_output_per_mtok": "--price-output",
+}
+
+
 def with_model_options(settings: Settings, args: argparse.Namespace) -> Settings:
     updates = {
         "name": args.model,
@@ -167,9 +181,10 @@ def with_model_options(settings: Settings, args: argparse.Namespace) -> Settings
         model = ModelConfig.model_validate(merged)
     except ValidationError as exc:
         problem = exc.errors()[0]
-        raise ConfigError(
-            f"model option {'.'.join(map(str, problem['loc']))}: {problem['msg'].removeprefix('Value error, ')}"
-        ) from None
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        # the settings file was checked when it was read, so the value at fault is an option's
+        shown = _MODEL_FLAGS.get(field) if updates.get(field) is not None else None
+        raise ConfigError(setting_problem(problem, under=("model",), shown=shown)) from None
     if args.base_url is not None:
         model.with_base_url_source("--base-url")
     elif settings.model.base_url is not None:
