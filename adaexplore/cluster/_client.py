@@ -23,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from adaexplore import __version__
 from adaexplore.cluster._common import GPU, RESOURCE, Request, protocol_of, require_distributed, worker_command
+from adaexplore.cluster._probe import bad_address, scheduler_unanswered
 from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Provenance, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
@@ -115,9 +116,9 @@ class ClusterEvaluator:
         """Wait until the cluster answered and has a worker with adaexplore's plugin.
 
         Raises:
-            EvaluatorError: the scheduler did not answer within `executor.cluster_timeout_s`.
-            ConfigError: no worker runs adaexplore's plugin (with the command that starts one), or Dask
-                distributed is not installed.
+            ConfigError: the scheduler did not answer within `executor.cluster_timeout_s` (a setting that does
+                not answer, as a database URL can be), no worker runs adaexplore's plugin (with the command
+                that starts one), or Dask distributed is not installed.
         """
         if self._tg is None:
             raise EvaluatorError("use the cluster evaluator inside `async with ClusterEvaluator(...)`")
@@ -142,11 +143,9 @@ class ClusterEvaluator:
                     self.address, asynchronous=True, timeout=timeout, set_as_default=False
                 )
         except (OSError, TimeoutError) as exc:
-            raise EvaluatorError(
-                f"the Dask cluster at {self.address} did not answer within {timeout:g} s "
-                f"(executor.cluster_timeout_s): {_first_line(exc)}; check the address given by --cluster, "
-                "ADAEXPLORE_CLUSTER or executor.cluster, and that its scheduler runs (`dask scheduler`)"
-            ) from None
+            raise scheduler_unanswered(self.address, timeout, exc) from None
+        except ValueError as exc:
+            raise bad_address(self.address, exc) from None
         self._client = client
         with anyio.move_on_after(timeout):
             while not (ours := await self._plugin_workers()):
@@ -229,8 +228,8 @@ class ClusterEvaluator:
 
         Raises:
             TaskError: the task's own code failed (on the worker).
-            ConfigError: `cuda` was asked for and no worker has a GPU.
-            EvaluatorError: the cluster could not be reached (see `ready`).
+            ConfigError: `cuda` was asked for and no worker has a GPU, or the cluster could not be reached
+                (see `ready`).
         """
         await self.ready(progress)
         request = self._request(task, code, mode, backend, progress is not None)
@@ -337,6 +336,7 @@ class ClusterEvaluator:
         finally:
             self._listeners.pop(request.progress_id, None)
             send.close()
+            receive.close()
             if not future.done():
                 with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                     await self._client.cancel([future])
