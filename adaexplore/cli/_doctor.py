@@ -89,7 +89,7 @@ def _home(settings: Settings) -> list[_Line]:
     url = settings.database_url
     where = url.removeprefix("sqlite:///")
     if not url.startswith("sqlite:///"):  # a server's database: its size is the server's business
-        database = _Line("database", f"PostgreSQL {tools.database_label(settings)}")
+        database = _server_database(settings)
     elif tools.database_exists(settings):
         database = _Line("database", f"{where} ({Path(where).stat().st_size / 2**20:.1f} MiB)")
     else:
@@ -102,6 +102,51 @@ def _home(settings: Settings) -> list[_Line]:
         None if size < 20 * 2**30 else f"it is large: remove {folder} to free the space (kernels compile again)",
     )
     return [place, database, cache]
+
+
+def _server_database(settings: Settings) -> _Line:
+    """A PostgreSQL store, connected to: the server's own message when it refuses (never the password)."""
+    label = tools.database_label(settings)
+    source = "url under [store] in the settings file" if settings.store.url else "ADAEXPLORE_DB"
+    try:
+        found = tools.check_database(settings)
+    except AdaexploreError as exc:
+        return _Line("database", f"{label} (from {source})", f"{exc.in_cli_words()}; fix {source}, or the server")
+    server = f"{found.server} at {label}"
+    if found.schema_version is None:
+        return _Line("database", f"{server}: no adaexplore store yet (`adaexplore explore TASK` makes it)")
+    held = f"{server}: store schema version {found.schema_version}, {found.runs} runs"
+    if found.too_new:
+        return _Line("database", held, "its schema is newer than this adaexplore: upgrade adaexplore")
+    return _Line("database", held)
+
+
+async def _cluster(settings: Settings) -> list[_Line]:
+    """The Dask scheduler of --cluster (or ADAEXPLORE_CLUSTER, executor.cluster), asked for its workers within
+    executor.cluster_timeout_s; no line when evaluations run on this machine."""
+    address = settings.executor.cluster
+    if address is None:
+        return []
+    try:
+        found = await tools.probe_cluster(settings)
+    except AdaexploreError as exc:
+        return [_Line("cluster", f"Dask scheduler {address}: no answer", exc.in_cli_words())]
+    assert found is not None
+    others = found.workers - found.adaexplore_workers
+    without = f", {others} without adaexplore's plugin (they get no evaluations)" if others else ""
+    counted = (
+        f"Dask scheduler {address}: {found.adaexplore_workers} adaexplore worker(s) with {found.gpus} GPU(s){without}"
+    )
+    if not found.adaexplore_workers:
+        return [
+            _Line(
+                "cluster",
+                counted,
+                f"start a worker on each GPU host with `{tools.worker_command(address)}` (`adaexplore worker "
+                f"{address}` prints it)",
+            )
+        ]
+    return [_Line("cluster", counted)]
 
 
 async def _endpoint(settings: Settings) -> _Line:
@@ -126,7 +171,13 @@ async def _endpoint(settings: Settings) -> _Line:
 
 async def run_doctor(settings: Settings) -> int:
     """Print the checks; 0 when every line is ok, 1 when one says what to do."""
-    lines = [*await _machine(settings), await _sandbox(settings), *_home(settings), await _endpoint(settings)]
+    lines = [
+        *await _machine(settings),
+        await _sandbox(settings),
+        *_home(settings),
+        *await _cluster(settings),
+        await _endpoint(settings),
+    ]
     print(f"adaexplore {__version__} doctor")
     for line in lines:
         print(line.render())

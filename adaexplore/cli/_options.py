@@ -33,8 +33,9 @@ __all__ = [
 ]
 
 
-# The exit codes of every command (README.md, "Exit codes"): 0 ok; 1 a kernel failed (a normal verdict); 2 the
-# call was wrong (bad task, bad option, missing file, bad settings); 3 our own fault (the evaluator failed, a
+# The exit codes of every command (README.md, "Exit codes"): 0 ok; 1 a kernel failed (a normal verdict), or the
+# doctor found something to do; 2 the call was wrong (bad task, bad option, missing file, bad settings, among
+# them a database server or Dask scheduler that does not answer); 3 our own fault (the evaluator failed, a
 # bug); 4 interrupted (Ctrl-C, SIGTERM) or lost a race to another command (a run resumed twice at once).
 EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
 

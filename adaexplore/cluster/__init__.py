@@ -13,6 +13,7 @@ from typing import Any
 
 from adaexplore.cluster._client import ClusterEvaluator, open_evaluator
 from adaexplore.cluster._common import GPU, PLUGIN, RESOURCE, require_distributed, worker_command, worker_launch
+from adaexplore.cluster._probe import ClusterProbe, probe_cluster
 from adaexplore.errors import ConfigError
 
 __all__ = [
@@ -20,8 +21,10 @@ __all__ = [
     "PLUGIN",
     "RESOURCE",
     "ClusterEvaluator",
+    "ClusterProbe",
     "dask_setup",
     "open_evaluator",
+    "probe_cluster",
     "require_distributed",
     "worker_command",
     "worker_launch",

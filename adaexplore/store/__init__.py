@@ -8,7 +8,7 @@ from adaexplore.store._nodes import NewEvaluation, StoreTreeView
 from adaexplore.store._postgres import redact
 from adaexplore.store._records import MAX_INTEGER, EvaluationRecord, ExpansionRecord, NodeRecord, RunRecord, TaskRecord
 from adaexplore.store._schema import SCHEMA_VERSION
-from adaexplore.store._store import Store, open_store, store_exists
+from adaexplore.store._store import Store, StoreCheck, check_store, open_store, store_exists
 
 __all__ = [
     "MAX_INTEGER",
@@ -28,9 +28,11 @@ __all__ = [
     "RuleRecord",
     "RunRecord",
     "Store",
+    "StoreCheck",
     "StoreTreeView",
     "TaskRecord",
     "UsageTotals",
+    "check_store",
     "open_store",
     "redact",
     "store_exists",

@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from adaexplore.domain import Kind
 from adaexplore.errors import ConfigError, NotFoundError, StoreError
@@ -23,7 +26,7 @@ from adaexplore.store._records import EvaluationRecord, ExpansionRecord, RunReco
 from adaexplore.store._schema import CREATE, SCHEMA_VERSION, UPGRADES
 from adaexplore.store._sqlite import open_sqlite
 
-__all__ = ["Store", "open_store", "store_exists"]
+__all__ = ["Store", "StoreCheck", "check_store", "open_store", "store_exists"]
 
 _SQLITE = "sqlite:///"
 _POSTGRES = ("postgresql://", "postgres://")
@@ -40,6 +43,69 @@ def store_exists(url: str) -> bool:
     return path == ":memory:" or not url.startswith(_SQLITE) or Path(path).exists()
 
 
+@dataclass(frozen=True)
+class StoreCheck:
+    """What a database holds, read without changing it."""
+
+    where: str  # an SQLite file's path, or a PostgreSQL URL without its password
+    server: str | None  # the PostgreSQL server's version; None for SQLite
+    schema_version: int | None  # None: no store there yet (the first command that writes makes it)
+    runs: int | None
+    too_new: bool = False  # its schema is newer than this adaexplore understands
+
+
+def check_store(url: str) -> StoreCheck:
+    """Reach the database a URL names and read its schema version and number of runs, creating, upgrading and
+    writing nothing (an SQLite file that is not there is not made).
+
+    Raises:
+        ConfigError: the URL is of neither kind, is malformed, or names PostgreSQL without its driver installed.
+        StoreError: the server cannot be reached or refused the connection (its message says why, without the
+            password), or the database cannot be read.
+    """
+    if url.startswith(_SQLITE):
+        path = url.removeprefix(_SQLITE)
+        if path == ":memory:" or not Path(path).exists():
+            return StoreCheck(where=path, server=None, schema_version=None, runs=None)
+        try:
+            with contextlib.closing(sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)) as db:
+                return _read_check(db.execute, path, None, lambda name: _sqlite_table(db, name))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read the database {path}: {one_line(exc)}") from exc
+    if not url.startswith(_POSTGRES):
+        raise _unsupported(url)
+    server = open_postgres(url)
+    try:
+        version = str(server.execute("SHOW server_version").fetchone()[0])
+        return _read_check(server.execute, server.where, f"PostgreSQL {version}", server.table_exists)
+    except server.errors as exc:
+        raise StoreError(f"cannot read the database {server.where}: {one_line(exc)}") from exc
+    finally:
+        server.close()
+
+
+def _unsupported(url: str) -> ConfigError:
+    shown = url.split("@", 1)[-1] if "@" in url else url  # whatever precedes an @ may hold a password
+    return ConfigError(
+        f"database URL {shown!r} is not supported; use sqlite:///path/to/file.db or "
+        "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+    )
+
+
+def _sqlite_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+
+def _read_check(
+    execute: Callable[[str], Any], where: str, server: str | None, table_exists: Callable[[str], bool]
+) -> StoreCheck:
+    if not table_exists("meta"):
+        return StoreCheck(where=where, server=server, schema_version=None, runs=None)
+    version = int(execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+    runs = int(execute("SELECT COUNT(*) FROM runs").fetchone()[0]) if table_exists("runs") else 0
+    return StoreCheck(where=where, server=server, schema_version=version, runs=runs, too_new=version > SCHEMA_VERSION)
+
+
 def open_store(url: str) -> Store:
     """Open (and create or upgrade) the store a database URL names: sqlite:///PATH or postgresql://...
 
@@ -54,11 +120,7 @@ def open_store(url: str) -> Store:
     elif url.startswith(_POSTGRES):
         db = open_postgres(url)  # psycopg is imported here, only for a postgresql:// URL
     else:
-        shown = url.split("@", 1)[-1] if "@" in url else url  # whatever precedes an @ may hold a password
-        raise ConfigError(
-            f"database URL {shown!r} is not supported; use sqlite:///path/to/file.db or "
-            "postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
-        )
+        raise _unsupported(url)
     try:
         return Store(db)
     except db.errors as exc:

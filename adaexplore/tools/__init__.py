@@ -26,10 +26,12 @@ from adaexplore.tools._files import (
     task_hash,
 )
 from adaexplore.tools._machine import (
+    ClusterProbe,
     Environment,
     SandboxPlan,
     has_gpu,
     machine,
+    probe_cluster,
     probe_machine,
     probe_sandbox,
 )
@@ -100,10 +102,12 @@ from adaexplore.tools._prompting import (
 )
 from adaexplore.tools._reading import (
     MAX_INTEGER,
+    DatabaseCheck,
     ModelCall,
     NodeRecord,
     RunRecord,
     UsageTotals,
+    check_database,
     database_exists,
     database_label,
     distill_prompt,
@@ -156,6 +160,7 @@ __all__ = [
     "BenchRecord",
     "BestKernelRequest",
     "BestKernelResult",
+    "ClusterProbe",
     "CompileAndProfileRequest",
     "CompileAndProfileResult",
     "ConfirmRuleRequest",
@@ -163,6 +168,7 @@ __all__ = [
     "ContextKernel",
     "CreateTaskRequest",
     "CreateTaskResult",
+    "DatabaseCheck",
     "DistillContext",
     "Environment",
     "EvaluatorLike",
@@ -214,6 +220,7 @@ __all__ = [
     "bench_record",
     "bench_rows",
     "best_kernel",
+    "check_database",
     "check_rule_text",
     "check_task_file",
     "compile_and_profile",
@@ -244,6 +251,7 @@ __all__ = [
     "node_record",
     "open_reader",
     "open_services",
+    "probe_cluster",
     "probe_machine",
     "probe_sandbox",
     "profile_kernel",

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import os
 
+from adaexplore.cluster import ClusterProbe
+from adaexplore.cluster import probe_cluster as _probe_cluster
 from adaexplore.config import Settings
 from adaexplore.executor import Environment
 from adaexplore.executor._environment import probe_environment
 from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.tools._service import Services
 
-__all__ = ["Environment", "SandboxPlan", "has_gpu", "machine", "probe_machine", "probe_sandbox"]
+__all__ = [
+    "ClusterProbe",
+    "Environment",
+    "SandboxPlan",
+    "has_gpu",
+    "machine",
+    "probe_cluster",
+    "probe_machine",
+    "probe_sandbox",
+]
 
 
 def machine(svc: Services) -> Environment | None:
@@ -42,3 +53,17 @@ async def probe_sandbox(settings: Settings) -> SandboxPlan:
         ConfigError: the sandbox asked for is not available here, with what is missing.
     """
     return await detect_sandbox(settings)
+
+
+async def probe_cluster(settings: Settings) -> ClusterProbe | None:
+    """Whether the Dask scheduler of `executor.cluster` answers, within `executor.cluster_timeout_s`, and how
+    many of its workers evaluate for adaexplore; nothing is sent to them. None when no cluster is set.
+
+    Raises:
+        ConfigError: Dask distributed is not installed, the address is malformed, or the scheduler did not
+            answer in time.
+    """
+    address = settings.executor.cluster
+    if address is None:
+        return None
+    return await _probe_cluster(address, settings.executor.cluster_timeout_s)

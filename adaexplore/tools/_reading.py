@@ -17,18 +17,22 @@ from adaexplore.store import (
     NodeRecord,
     RunRecord,
     UsageTotals,
+    check_store,
     open_store,
     redact,
     store_exists,
 )
+from adaexplore.store import StoreCheck as DatabaseCheck
 from adaexplore.tools._service import Services
 
 __all__ = [
     "MAX_INTEGER",
+    "DatabaseCheck",
     "ModelCall",
     "NodeRecord",
     "RunRecord",
     "UsageTotals",
+    "check_database",
     "database_exists",
     "distill_prompt",
     "node_code",
@@ -65,6 +69,18 @@ def database_label(settings: Settings) -> str:
     password."""
     url = settings.database_url
     return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact(url)
+
+
+def check_database(settings: Settings) -> DatabaseCheck:
+    """Reach the database the settings name (a PostgreSQL server is connected to, with a trivial query) and read
+    its schema version and number of runs, changing nothing.
+
+    Raises:
+        ConfigError: the URL is malformed or of no supported kind, or psycopg is missing for a PostgreSQL URL.
+        StoreError: the server cannot be reached or refused the connection (its own message, without the
+            password), or the database cannot be read.
+    """
+    return check_store(settings.database_url)
 
 
 @contextlib.contextmanager
