@@ -46,6 +46,24 @@ def test_an_argument_error_is_one_line_and_a_pointer_to_help(tmp_path: Path) -> 
     assert "usage:" not in nested.stderr
 
 
+def test_an_unknown_argument_points_to_the_help_of_the_subcommand_it_follows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for args, command, extras in (
+        (["explore", "task.py", "--bogus"], "adaexplore explore", "--bogus"),
+        (["runs", "show", "run-x", "--bogus", "1"], "adaexplore runs show", "--bogus 1"),
+        (["memory", "--bogus", "list"], "adaexplore memory", "--bogus"),
+        (["--bogus", "runs", "list"], "adaexplore", "--bogus"),  # before any subcommand: the top's help
+    ):
+        with pytest.raises(SystemExit) as done:
+            main(args)
+        assert done.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"{command}: error: unrecognized arguments: {extras}",
+            f"see `{command} --help`",
+        ], args
+
+
 def test_settings_errors_name_the_key_the_file_and_what_is_allowed(tmp_path: Path) -> None:
     settings = tmp_path / "settings.toml"
     settings.write_text('[executor]\nbackend = "gpu"\nmodee = "strict"\n[search]\ntotal_steps = 0\n')

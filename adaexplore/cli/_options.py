@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -46,6 +47,29 @@ class OneLineErrors(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
         sys.exit(EXIT_USAGE)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        # argparse reports arguments that no parser took from the top parser (`see adaexplore --help`); they
+        # are reported here by the subcommand they follow, whose --help lists what it takes
+        words = list(sys.argv[1:] if args is None else args)
+        parsed, extras = self.parse_known_args(words, namespace)
+        if extras:
+            self._before(words, words.index(extras[0]), parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _before(self, words: list[str], at: int, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The innermost subcommand's parser that `parsed` went through whose name comes before words[at]."""
+        parser: argparse.ArgumentParser = self
+        start = 0
+        while True:
+            subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            if not subcommands:
+                return parser
+            name = getattr(parsed, subcommands[0].dest, None)
+            if name not in subcommands[0].choices or name not in words[start:at]:
+                return parser
+            start = words.index(name, start) + 1
+            parser = subcommands[0].choices[name]
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
