@@ -104,8 +104,7 @@ def _register_search(mcp: MCPServer) -> None:
         kernels = f"{len(result.pool)} pool kernels" if action == "large" else "the kernel to edit"
         return answer(
             tools.StepAnswer.of(result),
-            f"expansion {result.expansion_id}: a {action} step from node {node_id}; the instructions hold the task, "
-            f"{kernels} and the skill memory's rules. Follow `instructions`.",
+            f"expansion {result.expansion_id}: a {action} step from node {node_id} ({kernels}); follow `instructions`",
             {"instructions": f"the {action}_step prompt with run_id={run_id!r}, node_id={node_id}"},
         )
 

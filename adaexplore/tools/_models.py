@@ -142,23 +142,21 @@ class ExpandNodeResult(_Out):
 
 
 class StepKernel(_Out):
-    """A kernel of a step's context without its code: the instructions hold the code they use, and every
-    kernel's code is the resource node://{node_id}/code."""
+    """A kernel of a step's context by id and status: the instructions hold its step, its verdict (with its speed)
+    and the code they use; its code is the resource node://{node_id}/code, and get_node gives the rest."""
 
     node_id: int
-    kind: str
     status: str | None
-    speedup: float | None
-    verdict: str
 
     @classmethod
     def of(cls, kernel: ContextKernel) -> StepKernel:
-        return cls.model_validate(kernel.model_dump(exclude={"code"}))
+        return cls(node_id=kernel.node_id, status=kernel.status)
 
 
 class StepAnswer(_Out):
-    """expand_node's answer to an MCP client: each text once. The task, the kernel to edit, the pool's kernels
-    and the skill memory's rules are all in `instructions`; the kernels are listed beside them by id only."""
+    """expand_node's answer to an MCP client: each text once. The task, the kernel to edit, the pool's kernels,
+    every kernel's verdict and the skill memory's rules are all in `instructions`; the kernels are listed beside
+    them by id and status only."""
 
     expansion_id: int
     run_id: str

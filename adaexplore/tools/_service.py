@@ -68,6 +68,7 @@ from adaexplore.tools._models import (
     TrailStep,
 )
 from adaexplore.tools._precision import precision_context
+from adaexplore.tools._step_text import step_verdict
 from adaexplore.tools._task_sizes import given_sizes, sized_task
 
 __all__ = [
@@ -195,6 +196,11 @@ def _context(svc: Services, stats: NodeStats) -> ContextKernel:
         verdict=_verdict(record, svc),
         code=record.code,
     )
+
+
+def _brief(kernel: ContextKernel, *, method: bool = True) -> ContextKernel:
+    """A kernel of a step's context with its verdict as the step shows it, each fact once (`step_verdict`)."""
+    return kernel.model_copy(update={"verdict": step_verdict(kernel.verdict, method=method)})
 
 
 def _prompt_kernel(kernel: ContextKernel) -> KernelContext:
@@ -386,7 +392,8 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     if action is Kind.small:
         _refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
-        current, history, representatives = memory[-1], memory[:-1], []
+        # the kernel to edit says how every kernel of the line was checked; the earlier ones leave that out
+        current, history, representatives = _brief(memory[-1]), [_brief(k, method=False) for k in memory[:-1]], []
         instructions = render_small_step(
             SmallStepContext(
                 task_source=task.source,
@@ -397,8 +404,9 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         )
         context_ids = [k.node_id for k in memory]
     else:
-        representatives = [_context(svc, n) for n in pool(view, node.id, config, _rng(run, "pool", node.id))]
-        current, memory = None, []
+        chosen = pool(view, node.id, config, _rng(run, "pool", node.id))
+        representatives = [_brief(_context(svc, n)) for n in chosen]
+        current, history = None, []
         instructions = render_large_step(
             LargeStepContext(
                 task_source=task.source, pool=[_prompt_kernel(k) for k in representatives], precision=precision
@@ -414,7 +422,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         action,
         task.source,
         current,
-        memory[:-1],  # the nodes before the current one: the current kernel is given once, as `current`
+        history,  # the nodes before the current one: the current kernel is given once, as `current`
         representatives,
         render_with_memory(block, instructions),
         context_ids,

@@ -1,5 +1,6 @@
-"""The budgets of what a client reads (issue 27, item 4): tools/list in 20 KB, expand_node carrying each text
-once (about 12 K characters for a KernelBench Level 2 task), get_skill_memory's text once."""
+"""The budgets of what a client reads (issue 27, item 4): tools/list in 20 KB, expand_node
+carrying each text once (at most 12 K characters for a small or large step on a KernelBench Level 2 task, with the
+verdicts the evaluator writes on a CPU machine), get_skill_memory's text once."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import pytest
 from mcp import Client
 
 from adaexplore.config import Settings
-from adaexplore.executor import Status
+from adaexplore.domain import Audit, Backend, Correctness, Evaluation, KernelCost, Mode, Tolerance, TrialResult
+from adaexplore.executor import Status, Task
+from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.result import ok_message
 from adaexplore.server import build_server
 from adaexplore.store import open_store
 from adaexplore.tools import Services
-from tests.fakes import FakeEvaluator
+from tests.fakes import FakeEvaluator, make_evaluation
 
 ROOT = Path(__file__).resolve().parents[2]
 LEVEL2 = ROOT.parent / "shared/data/kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py"
@@ -56,16 +60,60 @@ def ok_verdict(code: str, _: int) -> tuple[Status, float | None]:
     return Status.ok, 1.0 + len(code) % 7 / 10
 
 
-def server_with(settings: Settings):  # type: ignore[no-untyped-def]
+class CpuEvaluator(FakeEvaluator):
+    """Correct verdicts worded as the real evaluator words them on a machine without a GPU (compile, then
+    interpret at the small sizes): its own `ok_message`, over a static cost at the small and the full sizes for
+    two autotune configs, which differs from kernel to kernel."""
+
+    def __init__(self) -> None:
+        super().__init__(ok_verdict)
+
+    async def evaluate(self, task: Task, code: str, **_: object) -> Evaluation:  # type: ignore[override]
+        self.calls += 1
+        run = Run(task, code, Mode.strict, None)
+        run.backends = [Backend.compile, Backend.interpret]
+        run.sizes = "small"
+        tolerance = Tolerance(
+            kind="scaled", atol=1e-4, rtol=1e-4, norm_rtol=2e-5, dtype="float32", reference_dtype="float64"
+        )
+        run.correctness = Correctness(
+            passed=True, trials=[TrialResult(index=i, seed=i, passed=True) for i in range(5)], tolerance=tolerance
+        )
+        registers = 200 + sum(map(ord, code)) % 97  # the kernels differ in a digit: so do their registers
+        run.audit = Audit(
+            static_cost=[
+                KernelCost(
+                    kernel="linear_scale_leaky_kernel",
+                    sizes=sizes,
+                    config=config,
+                    autotuned=True,
+                    registers=registers + index,
+                    spill_stores=40 if sizes == "full" else 0,
+                    shared_memory=(98_304 if sizes == "full" else 16_384) // (index + 1),
+                )
+                for sizes in ("full", "small")
+                for index, config in enumerate(("BLOCK_M=128, BLOCK_N=128", "BLOCK_M=64, BLOCK_N=128"))
+            ]
+        )
+        evaluation = make_evaluation(task, code, Status.ok, None, "strict", (Backend.compile, Backend.interpret))
+        return evaluation.model_copy(update={"message": ok_message(run), "audit": run.audit})
+
+
+def server_with(settings: Settings, evaluator: FakeEvaluator | None = None):  # type: ignore[no-untyped-def]
     @contextlib.asynccontextmanager
     async def services(s: Settings) -> AsyncIterator[Services]:
         store = open_store(s.database_url)
         try:
-            yield Services(settings=s, store=store, evaluator=FakeEvaluator(ok_verdict))
+            yield Services(settings=s, store=store, evaluator=evaluator or FakeEvaluator(ok_verdict))
         finally:
             store.close()
 
     return build_server(settings, services=services)
+
+
+def once(text: str, answer: str) -> int:
+    """How often `text` occurs in an answer's JSON."""
+    return answer.count(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
 async def call(client: Client, tool: str, **arguments: object) -> tuple[str, dict]:
@@ -94,48 +142,62 @@ async def test_the_tool_list_fits_its_budget_and_names_the_reviewed_parameters(t
 
 @pytest.mark.skipif(not LEVEL2.is_file(), reason="the KernelBench data (../shared/data/kernelbench) is not here")
 async def test_a_step_on_a_level2_task_carries_each_text_once_within_its_budget(tmp_path: Path) -> None:
+    """A line of five kernels (the most a small step shows: memory_rounds is 5), each with the verdict the
+    evaluator writes on a CPU machine (its static cost clause included): every small step along the line, and
+    a large step from its end, fit the budget and carry each kernel, verdict and rule once."""
     task_source = LEVEL2.read_text()
-    edited = KERNEL.replace("num_stages=3", "num_stages=4")
-    async with Client(server_with(Settings(home=tmp_path))) as client:
+    kernels = [KERNEL] + [KERNEL.replace("num_stages=3", f"num_stages={n}") for n in (2, 4, 5, 1)]
+    settings = Settings(home=tmp_path)
+    assert settings.search.memory_rounds == len(kernels)
+    async with Client(server_with(settings, CpuEvaluator())) as client:
         _, task = await call(client, "create_task", source=task_source, name="gemm_multiply_leakyrelu")
         _, run = await call(client, "start_run", task_id=task["task_id"], seed=1)
-        _, first = await call(
-            client,
-            "compile_and_profile",
-            code=KERNEL,
-            run_id=run["run_id"],
-            parent_id=run["root_node_id"],
-            action="large",
-        )
-        _, second = await call(
-            client, "compile_and_profile", code=edited, run_id=run["run_id"], parent_id=first["node_id"], action="small"
-        )
         _, memory = await call(client, "get_skill_memory")
         skill = memory["prompt"]
         assert skill and len(skill) > 1_000  # the starter memory is injected, so the budget covers it
+        parent, action, line = run["root_node_id"], "large", []
+        for code in kernels:
+            _, made = await call(
+                client, "compile_and_profile", code=code, run_id=run["run_id"], parent_id=parent, action=action
+            )
+            assert made["status"] == "ok" and "static cost linear_scale_leaky_kernel at full sizes" in made["message"]
+            assert "compiles for sm_90 at the small sizes" in made["message"]  # the evaluator's words, whole
+            parent, action = made["node_id"], "small"
+            line.append((made["node_id"], code, made["message"]))
 
-        summary, small = await call(
-            client, "expand_node", run_id=run["run_id"], node_id=second["node_id"], action="small"
-        )
-        answer = summary + json.dumps(small, ensure_ascii=False)
-        assert len(answer) <= STEP_BUDGET, f"a small step's answer is {len(answer)} characters"
-        assert answer.count(json.dumps(skill, ensure_ascii=False)[1:-1]) == 1
-        assert answer.count(json.dumps(edited, ensure_ascii=False)[1:-1]) == 1  # the kernel to edit, once
-        # the earlier kernel of this line: the instructions list its verdict, not its code, so its code is absent
-        assert json.dumps(KERNEL, ensure_ascii=False)[1:-1] not in answer
-        assert [k["node_id"] for k in small["working_memory"]] == [first["node_id"]]
-        assert small["current"]["node_id"] == second["node_id"]
-        assert task_source.strip().splitlines()[-1] in small["instructions"]
+            summary, small = await call(client, "expand_node", run_id=run["run_id"], node_id=parent, action="small")
+            answer = summary + json.dumps(small, ensure_ascii=False)
+            assert len(answer) <= STEP_BUDGET, f"a small step after {len(line)} kernels is {len(answer)} characters"
+            assert once(skill, answer) == 1
+            assert once(code, answer) == 1  # the kernel to edit, once
+            for earlier in {c for _, c, _ in line[:-1]} - {code}:
+                assert once(earlier, answer) == 0  # the earlier kernels: their verdicts, not their code
+            # the kernels by id and status: their verdicts are in the instructions
+            assert small["current"] == {"node_id": parent, "status": "ok"}
+            assert small["working_memory"] == [{"node_id": n, "status": "ok"} for n, _, _ in line[:-1]]
+            # each verdict once: the current kernel's whole (less where it was compiled, which its static cost
+            # and the task's SMALL_SIZES say), the earlier ones without what it says for all of them
+            instructions = small["instructions"]
+            for node_id, _, message in line:
+                cost = next(c for c in message.split("; ") if c.startswith("static cost "))
+                assert once(cost, answer) == 1, (node_id, cost)
+            assert answer.count("no timing was taken: there is no GPU here") == 1
+            assert answer.count("in the interpreter at small sizes") == 1
+            assert "compiles for sm_90 at" not in answer
+            assert task_source.strip().splitlines()[-1] in instructions
 
-        summary, large = await call(
-            client, "expand_node", run_id=run["run_id"], node_id=second["node_id"], action="large"
-        )
+        summary, large = await call(client, "expand_node", run_id=run["run_id"], node_id=parent, action="large")
         answer = summary + json.dumps(large, ensure_ascii=False)
-        assert answer.count(json.dumps(skill, ensure_ascii=False)[1:-1]) == 1
+        assert len(answer) <= STEP_BUDGET, f"a large step is {len(answer)} characters"
+        assert once(skill, answer) == 1
         assert large["pool"], "a large step from a correct line has that line's best kernel in its pool"
+        codes = {node_id: code for node_id, code, _ in line}
+        messages = {node_id: message for node_id, _, message in line}
         for kernel in large["pool"]:
-            code = edited if kernel["node_id"] == second["node_id"] else KERNEL
-            assert answer.count(json.dumps(code, ensure_ascii=False)[1:-1]) == 1, kernel["node_id"]
+            assert once(codes[kernel["node_id"]], answer) == 1, kernel["node_id"]
+            assert set(kernel) == {"node_id", "status"}
+            cost = next(c for c in messages[kernel["node_id"]].split("; ") if c.startswith("static cost "))
+            assert once(cost, answer) == 1
 
 
 async def test_the_skill_memory_comes_once_and_its_counts_on_request(tmp_path: Path) -> None:
