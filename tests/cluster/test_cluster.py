@@ -1,12 +1,17 @@
 """Evaluations on a Dask cluster: a real LocalCluster of two worker processes, each started with the preload a
 user gives `dask worker` (`--preload adaexplore.cluster`), and the CLI or the tools as a user drives them.
 
-One cluster serves the module. Without a GPU its workers evaluate on the compile and interpret backends."""
+One cluster serves the module. Without a GPU its workers evaluate on the compile and interpret backends. The
+faults: a worker killed mid-evaluation (Dask runs it again, or gives it up as infra_error), the only worker lost,
+and the store's PostgreSQL connection ended mid-run, each followed by `explore --resume` where the search stopped."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -32,11 +37,15 @@ from adaexplore.tools import (
 )
 from tests.agent.scripted import adaexplore, cli_env
 from tests.conftest import EXAMPLES, ROOT
+from tests.postgres import Server
 
 pytestmark = pytest.mark.slow
 
 KERNELS = EXAMPLES / "kernels"
 TASKS = EXAMPLES / "tasks"
+# A scheduler serves HTTP (its health and metrics routes) even with no dashboard: with None it takes 8787, so
+# two clusters at once (another test process's, or this module's second) collide. Port 0: a free one each.
+DASHBOARD = ":0"
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +57,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         processes=True,
         preload=["adaexplore.cluster"],
         env={"ADAEXPLORE_HOME": str(home)},
-        dashboard_address=None,
+        dashboard_address=DASHBOARD,
     ) as local:
         yield local
 
@@ -62,6 +71,53 @@ def client(cluster: LocalCluster) -> Iterator[Client]:
 def served(client: Client) -> dict[str, int]:
     """The requests each worker's plugin has answered."""
     return client.run(lambda dask_worker: dask_worker.plugins["adaexplore"].host.served)
+
+
+def running_evaluation(client: Client) -> str | None:
+    """The address of a worker that holds an evaluation (or a task check) now."""
+    for address, keys in client.processing().items():
+        if any(str(k).startswith("adaexplore-") for k in keys):
+            return address
+    return None
+
+
+def kill_worker(client: Client, address: str) -> None:
+    pid: Any = client.run(os.getpid, workers=[address])[address]
+    os.kill(pid, signal.SIGKILL)
+
+
+async def both_workers_back(client: Client) -> None:
+    """The nanny restarts a killed worker: wait until both are back with the plugin, for the tests after."""
+    with anyio.fail_after(90):
+        while len(await anyio.to_thread.run_sync(lambda: client.scheduler_info(n_workers=-1)["workers"])) < 2:
+            await anyio.sleep(0.5)
+    assert len(await anyio.to_thread.run_sync(served, client)) == 2
+
+
+def tree(store: Any, run_id: str) -> list[tuple[Any, ...]]:
+    """What a finished step left: each node's place, kernel and verdict."""
+    return [(n.id, n.parent_id, n.kind, n.seq, n.code_hash, n.evaluation_id, n.status) for n in store.nodes(run_id)]
+
+
+def check_complete(store: Any, run_id: str, steps: int, before: list[tuple[Any, ...]]) -> None:
+    """A run that took exactly its `steps`, one node each, kept every node it had `before`, judged no code
+    twice and stored no verdict of a lost evaluation."""
+    run = store.run(run_id)
+    nodes = {n.id: n for n in store.nodes(run_id)}
+    assert run.status == "finished" and run.steps == steps, run
+    assert sorted(n.seq for n in nodes.values() if n.parent_id is not None) == list(range(1, steps + 1))
+    assert set(before) <= set(tree(store, run_id)), "a node that had landed before the fault changed or went"
+    for n in nodes.values():
+        mine = [c for c in nodes.values() if c.parent_id == n.id]
+        assert n.children == len(mine)
+        assert n.visits == (0 if n.parent_id is None else 1) + sum(c.visits for c in mine)
+    assert nodes[run.root_id].visits == steps
+    assert store.claims(run_id) == []
+    count, distinct, lost = store._db.execute(
+        "SELECT count(*), count(DISTINCT code_hash), "
+        "coalesce(sum(CASE WHEN status = 'infra_error' THEN 1 ELSE 0 END), 0) FROM evaluations"
+    ).fetchone()
+    assert count == distinct and lost == 0, (count, distinct, lost)
 
 
 def test_the_workers_declare_adaexplore_and_no_gpu_here(client: Client) -> None:
@@ -79,12 +135,15 @@ def test_the_evaluators_processes_are_not_held_to_the_nannys_single_thread(clien
         assert environ["OMP_NUM_THREADS"] is None and environ["MKL_NUM_THREADS"] is None, environ
 
 
-def test_a_replay_explore_runs_its_evaluations_on_the_cluster(tmp_path: Path, cluster: LocalCluster, client: Client):
+@pytest.mark.parametrize("backend", ["compile", "interpret"])
+def test_a_replay_explore_runs_its_evaluations_on_the_cluster(
+    tmp_path: Path, cluster: LocalCluster, client: Client, backend: str
+) -> None:
     before = sum(served(client).values())
     home = tmp_path / "home"
     done = adaexplore(
         "--cluster", cluster.scheduler_address, "explore", str(TASKS / "row_softmax.py"), "--steps", "4",
-        "--seed", "2", "--parallel", "2", env=cli_env(home, None, backend="interpret"), timeout=300,
+        "--seed", "2", "--parallel", "2", env=cli_env(home, None, backend=backend), timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     store = open_store(f"sqlite:///{home / 'adaexplore.db'}")
@@ -93,9 +152,11 @@ def test_a_replay_explore_runs_its_evaluations_on_the_cluster(tmp_path: Path, cl
         nodes = store.nodes(run.id)
         assert run.status == "finished" and run.steps == 4 and run.model == "replay"
         assert len(nodes) == 5  # the root and one node per step: none lost, none twice
-        evaluated = store._db.execute("SELECT count(*) FROM evaluations").fetchone()[0]
+        results = [json.loads(r[0]) for r in store._db.execute("SELECT result FROM evaluations").fetchall()]
+        evaluated = len(results)
     finally:
         store.close()
+    assert results and all(r["backends"] == [backend] for r in results)  # judged by the backend asked for
     # every evaluation (and the task's check) was answered by a worker, none on the searching machine
     assert sum(served(client).values()) - before >= 1 + evaluated >= 2
 
@@ -150,7 +211,7 @@ def test_an_address_that_does_not_answer_fails_fast_with_the_address_and_the_tim
 
 @pytest.mark.anyio
 async def test_a_cluster_whose_workers_lack_the_plugin_is_refused_with_the_command(tmp_path: Path) -> None:
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as plain:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=DASHBOARD) as plain:
         settings = Settings(
             home=tmp_path, executor=ExecutorConfig(cluster=plain.scheduler_address, cluster_timeout_s=1)
         )
@@ -161,6 +222,84 @@ async def test_a_cluster_whose_workers_lack_the_plugin_is_refused_with_the_comma
     assert f"the Dask cluster at {plain.scheduler_address} has no worker that evaluates for adaexplore" in message
     assert "its 1 worker(s) run without adaexplore's plugin" in message
     assert f"dask worker {plain.scheduler_address} --preload adaexplore.cluster" in message
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Server) -> Iterator[str]:
+    made = postgres_server.store_database()
+    yield made
+    postgres_server.give_back(made)
+
+
+def test_an_explore_whose_postgresql_connection_is_ended_mid_run_resumes_and_takes_each_step_once(
+    tmp_path: Path, cluster: LocalCluster, postgres_url: str
+) -> None:
+    """The store on PostgreSQL, as a team shares it: the explore's connection is ended while an evaluation is
+    under way (the next write makes a new one), and then in the middle of a write (the command fails with the
+    server's message). `explore --resume` takes the rest of the steps, and no node that landed is lost."""
+    import psycopg
+
+    from adaexplore.store._postgres import WRITER_LOCK
+
+    home = tmp_path / "home"
+    env = {**cli_env(home, None, backend="compile"), "ADAEXPLORE_DB": postgres_url}
+    command = [sys.executable, "-m", "adaexplore", "--cluster", cluster.scheduler_address]
+    steps = 4
+    explore = subprocess.Popen(
+        [*command, "explore", str(TASKS / "row_softmax.py"), "--steps", str(steps), "--seed", "2"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    ours = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'adaexplore'"
+    ended: list[int] = []
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+
+        def end(extra: str = "") -> None:
+            pids = [r[0] for r in admin.execute(ours + extra).fetchall()]
+            for pid in pids:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            ended.extend(pids)
+
+        def under_way() -> bool:  # a step landed, and the next one's evaluation is in flight
+            if not admin.execute("SELECT to_regclass('claims') IS NOT NULL").fetchone()[0]:
+                return False
+            landed = admin.execute("SELECT coalesce(max(steps), 0) FROM runs").fetchone()[0]
+            return landed >= 1 and bool(admin.execute("SELECT count(*) FROM claims").fetchone()[0])
+
+        deadline = time.monotonic() + 240
+        while not under_way() and explore.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert explore.poll() is None, "the explore ended before an evaluation was seen in flight"
+        admin.execute("SELECT pg_advisory_lock(%s)", (WRITER_LOCK,))  # the explore's next write waits for it
+        try:
+            end()  # idle (the evaluation runs outside any transaction): its next write connects again
+            first = len(ended)
+            while explore.poll() is None and time.monotonic() < deadline:
+                waiting = " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                if admin.execute(ours + waiting).fetchone() is not None:
+                    end(waiting)  # in the middle of its write, on the new connection
+                    break
+                time.sleep(0.02)
+        finally:
+            admin.execute("SELECT pg_advisory_unlock(%s)", (WRITER_LOCK,))
+    out, err = explore.communicate(timeout=240)
+    assert first >= 1 and len(ended) > first, (ended, out, err[-3000:])
+    assert explore.returncode != 0, out + err[-3000:]
+    assert "terminating connection due to administrator command" in err, err[-3000:]
+    assert "internal error" not in err and "Traceback" not in err, err[-3000:]
+    store = open_store(postgres_url)
+    try:
+        (run,) = store.runs()
+        before = tree(store, run.id)
+        assert run.steps >= 1 and len(before) == run.steps + 1, (run, before)
+    finally:
+        store.close()
+    resumed = adaexplore(*command[3:], "explore", "--resume", run.id, env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr[-4000:]
+    store = open_store(postgres_url)
+    try:
+        check_complete(store, run.id, steps, before)
+    finally:
+        store.close()
 
 
 @pytest.mark.anyio
@@ -177,18 +316,11 @@ async def test_a_worker_killed_mid_evaluation_is_replaced_and_the_step_lands_onc
     killed: list[str] = []
 
     async def kill_the_worker_running_it() -> None:
-        def running() -> str | None:
-            for address, keys in client.processing().items():
-                if any(str(k).startswith("adaexplore-") for k in keys):
-                    return address
-            return None
-
         with anyio.fail_after(120):
-            while (address := await anyio.to_thread.run_sync(running)) is None:
+            while (address := await anyio.to_thread.run_sync(running_evaluation, client)) is None:
                 await anyio.sleep(0.2)
         await anyio.sleep(2.0)  # the candidate is loading or spinning by now
-        pid: Any = (await anyio.to_thread.run_sync(lambda: client.run(os.getpid, workers=[address])))[address]
-        os.kill(pid, signal.SIGKILL)
+        await anyio.to_thread.run_sync(kill_worker, client, address)
         killed.append(address)
 
     async with open_services(settings) as svc:
@@ -207,11 +339,138 @@ async def test_a_worker_killed_mid_evaluation_is_replaced_and_the_step_lands_onc
     # step landed once
     assert result.status == "timeout", result
     assert steps == 1 and len(nodes) == 2 and nodes[1].status == "timeout"
-    # the nanny restarts the killed worker: both are back with the plugin
-    with anyio.fail_after(60):
-        while len(await anyio.to_thread.run_sync(lambda: client.scheduler_info(n_workers=-1)["workers"])) < 2:
-            await anyio.sleep(0.5)
-    assert len(served(client)) == 2
+    await both_workers_back(client)
+
+
+@pytest.mark.anyio
+async def test_the_only_plugin_worker_lost_for_good_is_an_infra_error_that_adds_no_node(tmp_path: Path) -> None:
+    """The one worker, started as a user starts one (`dask worker ... --preload adaexplore.cluster`, without a
+    nanny that would start it again), is killed holding the evaluation: no worker is left to run it again, so
+    after `cluster_timeout_s` the verdict is infra_error, and the step adds no node, counts no step, leaves no
+    claim and stores nothing to be reused."""
+    code = (KERNELS / "elementwise_chain" / "hang.py").read_text()
+    with (
+        LocalCluster(n_workers=0, processes=True, dashboard_address=DASHBOARD) as lone,
+        Client(lone) as lone_client,
+        (tmp_path / "worker.log").open("w") as log,
+    ):
+        address = lone.scheduler_address
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "dask", "worker", address, "--preload", "adaexplore.cluster", "--no-nanny",
+             "--nthreads", "1"],
+            cwd=ROOT, env={**os.environ, "ADAEXPLORE_HOME": str(tmp_path / "worker")}, stdout=log, stderr=log,
+        )  # fmt: skip
+        try:
+            await anyio.to_thread.run_sync(lambda: lone_client.wait_for_workers(1, timeout=120))
+            settings = Settings(
+                home=tmp_path / "home",
+                executor=ExecutorConfig(cluster=address, backend="interpret", cluster_timeout_s=1.0),
+            )
+
+            async def kill_the_worker_holding_it() -> None:
+                with anyio.fail_after(60):
+                    while await anyio.to_thread.run_sync(running_evaluation, lone_client) is None:
+                        await anyio.sleep(0.05)
+                worker.kill()
+
+            async with open_services(settings) as svc:
+                task = create_task(svc, CreateTaskRequest(path=str(TASKS / "elementwise_chain.py")))
+                run = start_run(svc, StartRunRequest(task_id=task.task_id, total_steps=3, seed=1))
+                step = CompileAndProfileRequest(
+                    run_id=run.run_id, parent_id=run.root_node_id, action="large", code=code
+                )
+                with anyio.fail_after(60):  # the search does not wait forever on a cluster with no worker
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(kill_the_worker_holding_it)
+                        result = await compile_and_profile(svc, step)
+                store = svc.store
+                assert worker.poll() is not None, "the worker was not killed"
+                assert result.status == "infra_error" and result.node_id is None, result
+                assert f"no worker with adaexplore's plugin was left in the Dask cluster at {address}" in result.message
+                assert f"dask worker {address} --preload adaexplore.cluster" in result.message
+                assert "not added to the tree" in result.message
+                assert store.run(run.run_id).steps == 0 and len(store.nodes(run.run_id)) == 1
+                assert store.claims(run.run_id) == []
+                assert store._db.execute("SELECT count(*) FROM evaluations").fetchone()[0] == 0
+        finally:
+            worker.kill()
+            worker.wait()
+
+
+def steps_taken(database: Path) -> int:
+    """The steps of the (one) run in a SQLite store that another process writes, 0 before it has one."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)) as db:
+            row = db.execute("SELECT max(steps) FROM runs").fetchone()
+    except sqlite3.Error:
+        return 0
+    return int(row[0] or 0)
+
+
+def test_an_explore_stopped_by_a_killed_worker_resumes_and_takes_each_step_once(
+    tmp_path: Path, cluster: LocalCluster, client: Client
+) -> None:
+    # replay's samples for a copy of the task: a kernel that fails at once, and one that hangs (in flight long
+    # enough for its worker to be killed); the seed draws the failing one first, so a node lands before the kill
+    tasks, samples = tmp_path / "tasks", tmp_path / "kernels" / "elementwise_chain"
+    tasks.mkdir()
+    samples.mkdir(parents=True)
+    task_file = tasks / "elementwise_chain.py"
+    task_file.write_text((TASKS / "elementwise_chain.py").read_text())
+    (samples / "compile_error.py").write_text((KERNELS / "elementwise_chain" / "compile_error.py").read_text())
+    (samples / "spins.py").write_text((KERNELS / "elementwise_chain" / "hang.py").read_text())  # replay skips "hang"
+    config = tmp_path / "settings.toml"  # one lost evaluation stops the search (the default gives up at 5)
+    config.write_text("[executor]\ntrial_timeout_s = 4.0\nload_timeout_s = 120.0\n[agent]\nmax_failed_steps = 1\n")
+    home = tmp_path / "home"
+    database = home / "adaexplore.db"
+    command = [sys.executable, "-m", "adaexplore", "--config", str(config), "--cluster", cluster.scheduler_address]
+    env = cli_env(home, None, backend="interpret")
+    steps = 4
+    scheduler = cluster.scheduler
+    allowed = scheduler.allowed_failures
+    scheduler.allowed_failures = 0  # Dask gives an evaluation up when the first worker running it dies
+    try:
+        explore = subprocess.Popen(
+            [*command, "explore", str(task_file), "--steps", str(steps), "--seed", "3"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        killed, held_since = None, None
+        deadline = time.monotonic() + 240
+        while killed is None and explore.poll() is None and time.monotonic() < deadline:
+            address = running_evaluation(client) if steps_taken(database) >= 1 else None
+            if address is None:
+                held_since = None
+            elif held_since is None:
+                held_since = time.monotonic()
+            elif time.monotonic() - held_since >= 1.0:  # the candidate is loading or spinning by now
+                kill_worker(client, address)
+                killed = address
+            time.sleep(0.1)
+        out, err = explore.communicate(timeout=240)
+    finally:
+        scheduler.allowed_failures = allowed
+    assert killed, f"no evaluation was in flight after the first step to kill: {out}{err[-3000:]}"
+    said = out + err
+    assert explore.returncode == 1, said[-4000:]  # stopped, resumably
+    assert "KilledWorker" in said and "failed in adaexplore's evaluator" in said, said[-4000:]
+    store = open_store(f"sqlite:///{database}")
+    try:
+        (run,) = store.runs()
+        before = tree(store, run.id)
+        # the lost evaluation added no node and counted no step; the nodes before it stay
+        assert run.status == "stopped" and run.steps >= 1 and len(before) == run.steps + 1, (run, before)
+        assert f"Resume with: adaexplore explore --resume {run.id}" in out
+    finally:
+        store.close()
+    resumed = adaexplore(*command[3:], "explore", "--resume", run.id, str(task_file), env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr[-4000:]
+    assert f"(resuming after step {len(before) - 1})" in resumed.stdout + resumed.stderr
+    store = open_store(f"sqlite:///{database}")
+    try:
+        check_complete(store, run.id, steps, before)
+    finally:
+        store.close()
+    anyio.run(both_workers_back, client)
 
 
 def test_dask_setup_refuses_to_be_the_schedulers_preload() -> None:
