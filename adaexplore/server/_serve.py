@@ -20,7 +20,7 @@ from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
 from adaexplore.server._app import build_server
 
-__all__ = ["is_loopback", "loopback_guard", "serve_http", "serve_stdio"]
+__all__ = ["client_url", "is_loopback", "loopback_guard", "serve_http", "serve_stdio"]
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +114,19 @@ def _check_bindable(host: str, port: int) -> None:
             raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def client_url(host: str, port: int) -> str:
+    """The URL a client gives to reach a server listening on host:port. An address that stands for every
+    interface (0.0.0.0, ::) is no address to connect to: the URL names this machine by its host name instead."""
+    name, note = host, ""
+    if host != "localhost" and ipaddress.ip_address(host).is_unspecified:
+        name = socket.gethostname()
+        note = f" (or this machine's address instead of {name}; {host} listens on all of them)"
+    shown = f"[{name}]" if ":" in name else name
+    at = str(port) if port else "PORT"
+    picked = " (PORT: the free port picked)" if not port else ""
+    return f"http://{shown}:{at}/mcp{picked}{note}"
+
+
 def serve_http(settings: Settings, host: str, port: int) -> None:
     """Streamable HTTP. On any loopback address a DNS-rebinding guard checks Host and Origin (see
     `loopback_guard`), and a token is optional (ADAEXPLORE_TOKEN). On any other address a bearer token is
@@ -141,8 +154,7 @@ def serve_http(settings: Settings, host: str, port: int) -> None:
                 flush=True,
             )
     _check_bindable(host, port)
-    shown = f"[{host}]" if ":" in host else host
-    where = f"http://{shown}:{port}/mcp" if port else f"http://{shown}:PORT/mcp (PORT: the free port picked)"
+    where = client_url(host, port)
     if token is None:
         header = ""
     elif os.environ.get("ADAEXPLORE_TOKEN"):

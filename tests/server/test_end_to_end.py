@@ -227,6 +227,9 @@ async def test_http_on_all_interfaces_generates_a_token_and_requires_it(tmp_path
         line = process.stderr.readline()
         token = re.search(r"Bearer (\S+)'", line)
         assert token, line
+        url = process.stderr.readline()  # one a client can use, with the token: not http://0.0.0.0:...
+        assert f"give your client the URL http://{socket.gethostname()}:{port}/mcp (or this machine's" in url, url
+        assert f"send the header 'Authorization: Bearer {token.group(1)}'" in url, url
         assert post(port, {}).status_code == 401
         assert await tools_over_http(port, token=token.group(1)) == 12
     finally:

@@ -7,7 +7,7 @@ import pytest
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 
-from adaexplore.server._serve import is_loopback, loopback_guard
+from adaexplore.server._serve import client_url, is_loopback, loopback_guard
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +46,19 @@ async def test_every_loopback_bind_lets_its_own_name_through_and_nothing_else(ho
     assert await status(host, 8765, {"host": "evil.example.com:8765"}) == 421
     assert await status(host, 8765, {"host": f"{as_named}:9999"}) == 421
     assert await status(host, 8765, {"host": f"{as_named}:8765", "origin": "http://evil.example.com:8765"}) == 403
+
+
+def test_the_url_given_to_clients_names_an_address_they_can_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("socket.gethostname", lambda: "gpu-box")
+    assert client_url("127.0.0.1", 8765) == "http://127.0.0.1:8765/mcp"
+    assert client_url("::1", 8765) == "http://[::1]:8765/mcp"
+    assert client_url("10.1.2.3", 80) == "http://10.1.2.3:80/mcp"
+    for everywhere in ("0.0.0.0", "::"):
+        assert client_url(everywhere, 8765) == (
+            f"http://gpu-box:8765/mcp (or this machine's address instead of gpu-box; {everywhere} listens on all "
+            "of them)"
+        )
+    assert client_url("0.0.0.0", 0).startswith("http://gpu-box:PORT/mcp (PORT: the free port picked)")
 
 
 async def test_a_free_port_chosen_at_bind_time_and_the_default_http_port() -> None:
