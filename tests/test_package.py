@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -40,6 +41,19 @@ def test_server_json_names_this_package_and_version():
             [sys.executable, "-m", "adaexplore", "--help"], capture_output=True, text=True, check=True
         ).stdout
     )
+
+
+def test_server_json_lists_the_environment_variables_the_readme_names():
+    (package,) = json.loads((ROOT / "server.json").read_text())["packages"]
+    listed = {v["name"]: v["description"] for v in package["environmentVariables"]}
+    readme = (ROOT / "README.md").read_text()
+    paragraph = readme.split("`server.json` describes the server")[1].split("\n\n")[0]
+    assert sorted(listed) == sorted(re.findall(r"`((?:ADAEXPLORE|CUDA)_[A-Z_]+)`", paragraph))
+    assert {"ADAEXPLORE_HOME", "ADAEXPLORE_DB", "ADAEXPLORE_CLUSTER"} <= set(listed)
+    # the settings read them from the environment (adaexplore/config.py)
+    config = (ROOT / "adaexplore" / "config.py").read_text()
+    assert all(f'"{name}"' in config for name in ("ADAEXPLORE_HOME", "ADAEXPLORE_DB", "ADAEXPLORE_CLUSTER"))
+    assert "sqlite:///" in listed["ADAEXPLORE_DB"] and "postgresql://" in listed["ADAEXPLORE_DB"]
 
 
 def test_license_file_is_the_mit_license_the_metadata_names():
