@@ -70,6 +70,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
         if where.startswith(END_TO_END):
             item.add_marker(pytest.mark.slow)
+        # written into a JUnit report (--junitxml), where .ci/lanes times the fast lane from the full run
+        item.user_properties.append(("lane", "slow" if item.get_closest_marker("slow") else "fast"))
 
 
 @pytest.fixture(scope="session")

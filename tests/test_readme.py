@@ -20,6 +20,42 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert first_commands()[1] in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_checks_the_fast_lane_from_the_full_runs_report() -> None:
+    """Both lanes in one run: the full suite writes a JUnit report, and .ci/lanes times its fast lane."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    full = next(i for i, line in enumerate(lines) if line.startswith(first_commands()[1]))
+    assert lines[full] == first_commands()[1] + ' --junitxml="$junit"'
+    assert lines[full + 1] == '.venv/bin/python .ci/lanes "$junit"'
+
+
+def _lanes(tmp_path, cases: str, *args: str):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    report = tmp_path / "report.xml"
+    report.write_text(f'<testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>')
+    return subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "lanes"), str(report), *args], capture_output=True, text=True
+    )
+
+
+def _case(name: str, seconds: float, lane: str | None) -> str:
+    properties = f'<properties><property name="lane" value="{lane}"/></properties>' if lane else ""
+    return f'<testcase classname="tests.t" name="{name}" time="{seconds}">{properties}</testcase>'
+
+
+def test_the_lanes_check_fails_when_the_fast_lane_is_over_its_budget_or_a_test_has_no_lane(tmp_path) -> None:
+    ok = _lanes(tmp_path, _case("a", 100, "fast") + _case("b", 900, "slow"))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == (
+        "lanes: fast 1 tests, 100 s of test time (about 50 s on 2 workers); slow 1 tests, 900 s"
+    )
+    slow = _lanes(tmp_path, _case("a", 300, "fast") + _case("b", 100, "fast"))
+    assert slow.returncode == 1 and "over its 180 s" in slow.stderr and "tests.t::a" in slow.stderr
+    unlaned = _lanes(tmp_path, _case("a", 1, "fast") + _case("b", 1, None))
+    assert unlaned.returncode == 1 and "carry no lane property, e.g. tests.t::b" in unlaned.stderr
+
+
 def test_the_example_paths_in_the_run_command_exist() -> None:
     run = first_commands()[0]
     for word in run.split():
