@@ -14,6 +14,9 @@ from adaexplore.server._requests import MAX_CODE, MAX_INTEGER
 __all__ = ["compact_input", "compact_output", "one_line"]
 
 _NULL = {"type": "null"}
+# An object type held in a result with more fields than this (an Evaluation, the SearchConfig) is listed as an
+# object: the field's description says what it holds, and the data has it whole.
+_MAX_NESTED_FIELDS = 8
 # What an output's field may hold was checked when it was made: bounds and `required` say nothing to a reader.
 _OUTPUT_NOISE = ("default", "required", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 
@@ -112,9 +115,14 @@ def _flatten_deep(schema: Any, defs: dict[str, Any]) -> Any:
     return {key: _flatten_deep(value, defs) for key, value in schema.items()}
 
 
+def _large(body: dict[str, Any]) -> bool:
+    return body.get("type") == "object" and len(body.get("properties", {})) > _MAX_NESTED_FIELDS
+
+
 def compact_output(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """An output schema two levels deep: the result's fields and the fields of the objects it holds, typed and
-    described; objects nested deeper are described as objects (the data itself has them whole)."""
+    """An output schema two levels deep: the result's fields and the fields of the small objects it holds (a
+    trail step, a kernel of a step), typed and described; a large object (more than `_MAX_NESTED_FIELDS` fields)
+    and objects nested deeper are described as objects (the data itself has them whole)."""
     if schema is None:
         return None
     out: dict[str, Any] = _drop_output_noise(_compact(schema, optional_null=False))
@@ -125,6 +133,8 @@ def compact_output(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     }
     if not defs:
         return out
+    # a large object, nullable, becomes {"type": ["object", "null"]} as any other nullable field
+    out = _compact(_flatten_deep(out, {name: body for name, body in defs.items() if _large(body)}), optional_null=False)
     top = _refs(out)
     kept = {name: defs[name] for name in top if name in defs}
     kept = {name: _flatten_deep(body, defs) if body.get("type") == "object" else body for name, body in kept.items()}

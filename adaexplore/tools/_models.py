@@ -38,6 +38,13 @@ __all__ = [
 
 Action = Literal["small", "large"]
 
+# What the large objects of a result hold: the tool list describes them as objects (server/_schema.py)
+_CONFIG = "the run's search settings: total_steps, p_large, small_step_limit, memory_rounds, pool_size, reward_cap, …"
+_EVALUATION = (
+    "the whole verdict: status, message, mode, backends, timed, correctness (trials, tolerance), timing, audit "
+    "(flags, static_cost per kernel, size and config), error, output, phases, provenance"
+)
+
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -83,7 +90,7 @@ class StartRunResult(_Out):
     task_id: str
     root_node_id: int
     seed: int
-    config: SearchConfig
+    config: SearchConfig = Field(description=_CONFIG)
 
 
 class TrailStep(_Out):
@@ -202,7 +209,7 @@ class CompileAndProfileResult(_Out):
     is_new_best: bool
     best_node_id: int | None
     reused_evaluation: bool = Field(description="identical code was evaluated before; its result was reused")
-    evaluation: Evaluation
+    evaluation: Evaluation = Field(description=_EVALUATION)
 
 
 class GetNodeRequest(_In):
@@ -227,7 +234,7 @@ class NodeResult(_Out):
     children: int
     context_node_ids: list[int]
     code: str | None
-    evaluation: Evaluation | None
+    evaluation: Evaluation | None = Field(description=_EVALUATION)
 
 
 class GetRunRequest(_In):
@@ -252,7 +259,7 @@ class RunResult(_Out):
     best_node_id: int | None
     best_speedup: float | None
     final_node_id: int | None
-    config: SearchConfig
+    config: SearchConfig = Field(description=_CONFIG)
     created_at: str
     updated_at: str
 
