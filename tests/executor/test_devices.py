@@ -1,19 +1,35 @@
 """Every GPU of a host, on a fake multi-device backend: the evaluator's real stages, one judge and one worker pool
 per device, talking to scripted in-process workers (tests/executor/scripted.py) on a machine that shows several
 "GPUs". An evaluation goes to the device with the fewest under way, names it, and divides by a reference timed
-on that same device."""
+on that same device. Above the evaluator, MCP calls at once and an explore of runs in parallel spread the same way."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
 
+from adaexplore.agent import Explorer, ReplayWriter, run_all
+from adaexplore.config import SearchConfig
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, load_task
 from adaexplore.executor._protocol import ReferenceTimed, Timed
+from adaexplore.store import open_store
+from adaexplore.tools import (
+    CompileAndProfileRequest,
+    CompileAndProfileResult,
+    CreateTaskRequest,
+    Services,
+    StartRunRequest,
+    compile_and_profile,
+    create_task,
+    start_run,
+)
 from tests.conftest import fast_settings
 from tests.executor.scripted import Pause, ScriptedSpawner, _stats, fake_environment, no_sandbox
 
@@ -101,3 +117,103 @@ async def test_a_gpu_the_machine_does_not_show_is_refused_with_what_it_shows(tmp
     with pytest.raises(ConfigError, match=r"names GPU 3, but this machine shows GPUs 0-1"):
         async with evaluator(tmp_path, ScriptedSpawner(), shown=2, gpus=[0, 3]):
             pass
+
+
+# ---- above the evaluator: the MCP tools and the headless explore on one evaluator ------------------------------
+def _services(tmp_path: Path, ev: Evaluator) -> Services:
+    return Services(settings=ev.settings, store=open_store(f"sqlite:///{tmp_path / 'adaexplore.db'}"), evaluator=ev)
+
+
+def _check_spread(svc: Services, node_ids: list[int]) -> None:
+    """Each node's verdict names its GPU, and its speedup is against that GPU's reference (2 ms on GPU 0, 4 ms
+    on GPU 1; every candidate takes 1 ms); both GPUs took some."""
+    devices = []
+    for node_id in node_ids:
+        node = svc.store.node(node_id)
+        assert node.evaluation_id is not None
+        verdict = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
+        device = verdict.provenance.device
+        assert device in (0, 1) and f"on GPU {device}" in verdict.message, verdict.message
+        assert verdict.timing is not None and verdict.timing.reference.median_ms == {0: 2.0, 1: 4.0}[device]
+        assert node.speedup == pytest.approx({0: 2.0, 1: 4.0}[device])
+        devices.append(device)
+    assert set(devices) == {0, 1}, devices
+
+
+@contextlib.asynccontextmanager
+async def _both_busy(ev: Evaluator) -> AsyncIterator[list[bool]]:
+    """Watches the evaluator's load while the caller works: the list holds True once both GPUs had an
+    evaluation under way at the same moment (evaluations sent one after another never do)."""
+    seen = [False]
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            while not seen[0]:
+                load = ev.load()
+                seen[0] = load.get("cuda:0", 0) >= 1 and load.get("cuda:1", 0) >= 1
+                await anyio.sleep(0.005)
+
+        group.start_soon(watch)
+        yield seen
+        group.cancel_scope.cancel()
+
+
+def _slow_start_spawner() -> ScriptedSpawner:
+    # GPU 1 is slower at the reference; each candidate takes a moment to start, so evaluations sent together overlap
+    return ScriptedSpawner(device_judges={1: {"time_reference": [ReferenceTimed(stats=_stats(4.0))]}}, ready_delay=0.2)
+
+
+async def test_compile_and_profile_calls_at_once_spread_over_the_gpus_each_against_its_own_reference(
+    tmp_path: Path,
+) -> None:
+    spawner = _slow_start_spawner()
+    async with evaluator(tmp_path, spawner, shown=2) as ev:
+        svc = _services(tmp_path, ev)
+        task = create_task(svc, CreateTaskRequest(path=str(DATA / "scale_relu_task.py")))
+        run = start_run(svc, StartRunRequest(task_id=task.task_id, total_steps=8, seed=1))
+        results: list[CompileAndProfileResult] = []
+
+        async def step(i: int) -> None:  # as MCP clients call it: a large step from the root, each its own kernel
+            request = CompileAndProfileRequest(
+                run_id=run.run_id, parent_id=run.root_node_id, action="large", code=f"{KERNEL}\n# variant {i}\n"
+            )
+            results.append(await compile_and_profile(svc, request))
+
+        with anyio.fail_after(30):
+            async with _both_busy(ev) as both, anyio.create_task_group() as group:
+                for i in range(4):
+                    group.start_soon(step, i)
+        assert both[0], "the calls were never under way on both GPUs at once"
+        assert all(r.status == "ok" and r.node_id is not None for r in results), results
+        for r in results:  # what the caller is told is what was stored
+            assert r.evaluation is not None and r.speedup == svc.store.node(r.node_id).speedup  # type: ignore[arg-type]
+        _check_spread(svc, [r.node_id for r in results if r.node_id is not None])
+        assert svc.store.run(run.run_id).steps == 4
+        svc.store.close()
+
+
+async def test_an_explore_of_two_runs_in_parallel_spreads_them_over_the_gpus(tmp_path: Path) -> None:
+    """`explore --parallel 2` on two tasks: the Explorer's runs share the evaluator, and their steps go to both GPUs."""
+    spawner = _slow_start_spawner()
+    async with evaluator(tmp_path, spawner, shown=2) as ev:
+        settings = ev.settings.model_copy(update={"search": SearchConfig(reuse_identical=False, final_reevaluation=0)})
+        svc = dataclasses.replace(_services(tmp_path, ev), settings=settings)
+        run_ids, kernels = [], {}
+        for name in ("first", "second"):
+            source = DATA / "scale_relu_task.py"
+            (tmp_path / f"{name}.py").write_text(source.read_text())
+            task = create_task(svc, CreateTaskRequest(path=str(tmp_path / f"{name}.py")))
+            kernels[task.task_id] = {f"v{i}": f"{KERNEL}\n# {name} {i}\n" for i in range(3)}
+            run_ids.append(start_run(svc, StartRunRequest(task_id=task.task_id, total_steps=3, seed=2)).run_id)
+        explorer = Explorer(
+            svc, ReplayWriter(kernels=kernels, svc=svc), out_dir=tmp_path / "runs", memory_updates=False
+        )
+        with anyio.fail_after(60):
+            async with _both_busy(ev) as both:
+                summaries = await run_all(explorer, run_ids, parallel=2)
+        assert both[0], "the two runs' steps were never under way on both GPUs at once"
+        assert [s.status for s in summaries] == ["finished", "finished"], summaries
+        nodes = [n.id for run_id in run_ids for n in svc.store.nodes(run_id) if n.parent_id is not None]
+        assert len(nodes) == 6
+        _check_spread(svc, nodes)
+        svc.store.close()
