@@ -1,12 +1,22 @@
 """Latency of one search decision, store included: `select_uct` followed by `expand_node`, on runs of
 10^3, 10^4 and 10^5 nodes grown by the search itself (with scripted verdicts).
 
-    python benchmarks/search_bench.py                 # 1000, 10000 and 100000 nodes
-    python benchmarks/search_bench.py --sizes 1000    # some of them
-    python benchmarks/search_bench.py --sizes 10000 --db postgresql://USER@HOST/DB   # on PostgreSQL
+From the repository root, after `./install.sh --dev` (which installs psycopg, the `postgres` extra):
 
-Each size is grown in a new SQLite file, or as a new run in the PostgreSQL database `--db` names (an empty one
-that the benchmark may fill: `.ci/postgres start` prints the URL of a throwaway server).
+    .venv/bin/python benchmarks/search_bench.py                 # SQLite: 1000, 10000 and 100000 nodes
+    .venv/bin/python benchmarks/search_bench.py --sizes 1000    # some of them
+
+On PostgreSQL (issue 25's target: p99 of select_uct + expand_node at most 10 ms at 10^4 nodes, the server on
+the same machine), a throwaway server of `.ci/postgres` (Debian's postgresql binaries, `.ci/postgres install`
+where they are missing; it listens on a Unix socket in a new temporary folder only, without fsync):
+
+    server=$(.ci/postgres start)    # two lines: the server's folder, then its URL
+    .venv/bin/python benchmarks/search_bench.py --sizes 10000 --db "$(tail -n 1 <<<"$server")"
+    .ci/postgres stop "$(head -n 1 <<<"$server")"
+
+or any server's `--db postgresql://USER:PASSWORD@HOST:5432/DATABASE`. Each size is grown in a new SQLite file,
+or as a new run in the PostgreSQL database `--db` names (one the benchmark may fill: it adds a task "bench" and
+a run per size, and removes nothing).
 """
 
 from __future__ import annotations
