@@ -1,6 +1,6 @@
 """The search: UCT with the expand option, small and large steps, working memory and pools (pure Python)."""
 
-from adaexplore.search._best import SearchBest, TieBreak, best_correct, speed_key, tie_phrase
+from adaexplore.search._best import SearchBest, TieBreak, best_correct, speed_key, tie_order, tie_phrase
 from adaexplore.search._context import path_to_root, pool, working_memory
 from adaexplore.search._nodes import NodeStats, compiled, correct
 from adaexplore.search._reward import reward, untimed_note
@@ -27,6 +27,7 @@ __all__ = [
     "reward",
     "select",
     "speed_key",
+    "tie_order",
     "tie_phrase",
     "uct_score",
     "untimed_note",

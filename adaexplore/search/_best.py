@@ -2,22 +2,23 @@
 
 Correct kernels tie when their speed is the same: always when nothing was timed (no GPU: every correct kernel
 counts as speedup 1 and gets the same reward), and now and then when two measured the same. A tie is broken by
-`TieBreak`, a key where lower is better; without one (today) the first found, the lowest node id, wins. The
-hook is meant for the static cost of the sm_90 compile (registers, spills, shared memory) once evaluations
-carry it: pass a key built from it to `best_correct` and `select`, and name it in `tie_break_name`.
+`TieBreak`, a key where lower is better (None: the node has none, and ranks after those that do), then by the
+node id (the first found). Without a key the first found wins. The tools pass the static cost of the sm_90
+compile (tools/_best.py); `tie_phrase` says which rule chose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from adaexplore.search._nodes import NodeStats
 
-__all__ = ["SearchBest", "TieBreak", "best_correct", "speed_key", "tie_phrase"]
+__all__ = ["SearchBest", "TieBreak", "best_correct", "speed_key", "tie_order", "tie_phrase"]
 
-# The tie-break hook: a key on a node, lower is better, used only among nodes that tie on speed or score.
-TieBreak = Callable[[NodeStats], float]
+# The tie-break hook: a key on a node, lower is better (None: it has none), used only among nodes that tie on
+# speed or score.
+TieBreak = Callable[[NodeStats], tuple[float, ...] | float | None]
 
 
 def speed_key(node: NodeStats) -> float:
@@ -25,9 +26,33 @@ def speed_key(node: NodeStats) -> float:
     return node.speedup if node.speedup is not None else 1.0
 
 
-def tie_phrase(tie_break: TieBreak | None, tie_break_name: str) -> str:
-    """How a tie was broken, in words: 'the first found' or 'the lowest <key>'."""
-    return "the first found" if tie_break is None else f"the lowest {tie_break_name}"
+def tie_order(tie_break: TieBreak | None, node: NodeStats) -> tuple[object, ...]:
+    """Where `node` ranks among those it ties with, lowest first: by its key (a node without one after those
+    with one), then by its id (the first found)."""
+    if tie_break is None:
+        return (node.id,)
+    key = tie_break(node)
+    return (key is None, () if key is None else key, node.id)
+
+
+def tie_phrase(
+    tie_break: TieBreak | None,
+    tie_break_name: str,
+    winner: NodeStats | None = None,
+    others: Sequence[NodeStats] = (),
+) -> str:
+    """How `winner` was chosen among `others` it tied with, in words: the one with the lowest key, the first found
+    of those with the lowest (some share it), or the first found (no key, or none of them has one)."""
+    if tie_break is None:
+        return "the first found"
+    if winner is None:
+        return f"the one with the lowest {tie_break_name}"
+    key = tie_break(winner)
+    if key is None:
+        return f"the first found (none has a {tie_break_name} to tell them apart)"
+    if any(tie_break(other) == key for other in others):
+        return f"the first found of those with the lowest {tie_break_name}"
+    return f"the one with the lowest {tie_break_name}"
 
 
 @dataclass(frozen=True)
@@ -39,6 +64,7 @@ class SearchBest:
     timed: bool  # whether the winner's speed was measured
     correct: int  # how many correct nodes there are
     why: str  # why this node, in words
+    tie_rule: str = "the first found"  # how it was chosen among `tied` (tie_phrase)
 
 
 def best_correct(
@@ -51,16 +77,13 @@ def best_correct(
         return None
     fastest = max(speed_key(n) for n in candidates)
     equal = [n for n in candidates if speed_key(n) == fastest]
-    winner = equal[0] if tie_break is None else min(equal, key=lambda n: (tie_break(n), n.id))
+    winner = min(equal, key=lambda n: tie_order(tie_break, n))
     tied = tuple(n.id for n in equal if n.id != winner.id)
     timed = winner.speedup is not None
-    how = tie_phrase(tie_break, tie_break_name)
+    how = tie_phrase(tie_break, tie_break_name, winner, [n for n in equal if n.id != winner.id])
     if not timed:
         if tied:
-            why = (
-                f"untimed: no GPU timed the {len(equal)} correct kernels, so they tie; node {winner.id} is {how} "
-                "of them"
-            )
+            why = f"untimed: no GPU timed the {len(equal)} correct kernels, so they tie; node {winner.id} is {how}"
         else:
             why = "untimed: the only correct kernel, and no GPU timed it"
     elif tied:
@@ -68,4 +91,4 @@ def best_correct(
         why = f"the fastest correct kernel measured, tied with node(s) {others}; node {winner.id} is {how}"
     else:
         why = "the fastest correct kernel measured during the search"
-    return SearchBest(node=winner, tied=tied, timed=timed, correct=len(candidates), why=why)
+    return SearchBest(node=winner, tied=tied, timed=timed, correct=len(candidates), why=why, tie_rule=how)

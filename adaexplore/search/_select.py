@@ -9,7 +9,7 @@ from typing import Protocol
 
 from adaexplore.config import SearchConfig
 from adaexplore.domain import Kind
-from adaexplore.search._best import TieBreak
+from adaexplore.search._best import TieBreak, tie_order
 from adaexplore.search._nodes import NodeStats
 from adaexplore.search._uct import expand_score, uct_score
 
@@ -38,7 +38,7 @@ class Decision:
     best_child_score: float | None
     expanded: bool
     # the other children whose UCT score equals the best child's (untimed correct kernels often do): the best
-    # child is the first of them, or the lowest by the tie-break key when one is given
+    # child is the lowest by the tie-break key when one is given (then the first), else the first of them
     tied: tuple[int, ...] = ()
 
 
@@ -69,7 +69,7 @@ def select(
         scores = [uct_score(c, current.visits, weight, config.reward_alpha) for c in children]
         top = max(scores)
         equal = [i for i in range(len(children)) if scores[i] == top]
-        best = equal[0] if tie_break is None else min(equal, key=lambda i: (tie_break(children[i]), i))
+        best = equal[0] if tie_break is None else min(equal, key=lambda i: (tie_order(tie_break, children[i]), i))
         tied = tuple(children[i].id for i in equal if i != best)
         if expand > scores[best]:
             trail.append(Decision(current.id, expand, children[best].id, scores[best], True, tied))

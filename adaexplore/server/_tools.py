@@ -227,7 +227,7 @@ def _register_reading(mcp: MCPServer) -> None:
         ctx: Context, request: tools.BestKernelRequest
     ) -> Annotated[CallToolResult, tools.BestKernelResult]:
         """The best correct kernel of a run: after finish_run, the winner of fresh re-measurements; before, the
-        best measured during the search."""
+        best measured during the search. Kernels of the same speed go to the lowest static cost."""
         result = call(lambda: tools.best_kernel(services(ctx), request))
         return answer(result, result.message, {"code": f"node://{result.node_id}/code"})
 

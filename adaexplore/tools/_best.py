@@ -2,29 +2,71 @@
 `runs show`, the best_kernel tool and the report page all call `run_best`).
 
 The number is the re-measured speedup where finish_run re-measured the winner in fresh processes, else the
-speedup measured during the search, else none (untimed). `measured` says which.
+speedup measured during the search, else none (untimed). `measured` says which. Among correct kernels of the
+same speed (every correct one, where nothing was timed) the lowest static cost of the sm_90 compile wins
+(`tie_break_key`), and `tie_rule` says whether it or the first found decided.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from adaexplore.search import SearchBest, TieBreak, best_correct, tie_phrase
+from adaexplore.search import NodeStats, SearchBest, TieBreak, best_correct
 from adaexplore.store import RunRecord, Store
 
-__all__ = ["Measured", "RunBest", "run_best", "speedup_text", "tie_break_key"]
+__all__ = ["TIE_RULE", "Measured", "RunBest", "run_best", "speedup_text", "static_cost_key", "tie_break_key"]
 
 Measured = Literal["re-measured", "search-time", "untimed"]
 
+# The tie-break among correct kernels of the same speed, as messages name it.
+TIE_RULE = "static cost (fewest spilled bytes, then registers, then shared memory)"
 
-def tie_break_key(store: Store, run: RunRecord) -> tuple[TieBreak | None, str]:
-    """The hook that breaks ties between correct kernels of the same speed (all of them, where nothing was
-    timed), with its name for messages: (None, "") today, so the first found wins. Return a key on a node,
-    lower is better (the static compile cost of its kernel, say), to rank tied kernels by it in select_uct,
-    best_kernel, `runs` and the report alike."""
-    return None, ""
+
+def static_cost_key(evaluation: dict[str, Any]) -> tuple[float, float, float] | None:
+    """A kernel's static cost from its evaluation (as stored, JSON), lower is cheaper: the bytes it spills to
+    local memory (stores and loads), its registers per thread and its shared memory in bytes, each summed over
+    the module's kernels, every kernel taken at the largest sizes it was compiled at (full, else small) and at
+    its cheapest config that compiled (in that order of the three). None where the evaluation holds no static
+    cost (it was not compiled for sm_90)."""
+    costs = [c for c in (evaluation.get("audit") or {}).get("static_cost") or [] if c.get("skipped") is None]
+    if not costs:
+        return None
+    spills = registers = shared = 0.0
+    for kernel in sorted({c["kernel"] for c in costs}):
+        own = [c for c in costs if c["kernel"] == kernel]
+        sizes = "full" if any(c["sizes"] == "full" for c in own) else "small"
+        cheapest = min(
+            (
+                float(c.get("spill_stores", 0) + c.get("spill_loads", 0)),
+                float(c["registers"]) if c.get("registers") is not None else float("inf"),
+                float(c.get("shared_memory") or 0),
+            )
+            for c in own
+            if c["sizes"] == sizes
+        )
+        spills, registers, shared = spills + cheapest[0], registers + cheapest[1], shared + cheapest[2]
+    return spills, registers, shared
+
+
+def tie_break_key(store: Store, run: RunRecord) -> tuple[TieBreak, str]:
+    """What breaks ties between correct kernels of the same speed (all of them, where nothing was timed) in
+    select_uct, best_kernel, `runs` and the report alike, with its name for messages: the lower static cost
+    (`static_cost_key`), read from a node's evaluation when a tie needs it; a node without one ranks after those
+    with one, and equal costs go to the first found."""
+    cache: dict[int, tuple[float, float, float] | None] = {}
+
+    def key(node: NodeStats) -> tuple[float, float, float] | None:
+        if node.id not in cache:
+            record = store.node(node.id, run_id=run.id)
+            found = None
+            if record.evaluation_id is not None:
+                found = static_cost_key(json.loads(store.evaluation(record.evaluation_id).result))
+            cache[node.id] = found
+        return cache[node.id]
+
+    return key, TIE_RULE
 
 
 def speedup_text(speedup: float | None) -> str:
@@ -82,7 +124,7 @@ def run_best(store: Store, run: RunRecord) -> RunBest | None:
             verified=True,
             tied=found.tied if speedup is None and node_id == found.node.id else (),
             why=why,
-            tie_rule=tie_phrase(tie_break, name),
+            tie_rule=found.tie_rule,
         )
     why = _search_why(found, node_id, run, final)
     return RunBest(
@@ -93,7 +135,7 @@ def run_best(store: Store, run: RunRecord) -> RunBest | None:
         verified=False,
         tied=found.tied if node_id == found.node.id else (),
         why=why,
-        tie_rule=tie_phrase(tie_break, name),
+        tie_rule=found.tie_rule,
     )
 
 

@@ -43,7 +43,7 @@ from adaexplore.prompts import (
 )
 from adaexplore.search import NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, Store, open_store
-from adaexplore.tools._best import run_best, speedup_text, tie_break_key
+from adaexplore.tools._best import TIE_RULE, run_best, speedup_text, tie_break_key
 from adaexplore.tools._models import (
     BestKernelRequest,
     BestKernelResult,
@@ -337,11 +337,12 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     reason = chosen.reason
     ties = [d for d in chosen.trail if d.tied and d.best_child is not None]
     if ties:
-        how = tie_phrase(tie_break, tie_name)
         said = "; ".join(
             f"at node {d.node} children {', '.join(str(i) for i in (d.best_child, *d.tied))} tie on UCT score, and "
-            f"node {d.best_child} is {how}"
+            f"node {d.best_child} is "
+            + tie_phrase(tie_break, tie_name, view.node(d.best_child), [view.node(i) for i in d.tied])
             for d in ties
+            if d.best_child is not None
         )
         untimed = (
             ""
@@ -358,6 +359,10 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
         steps_done=run.steps,
         steps_total=config.total_steps,
     )
+
+
+# after an untimed kernel's reward note: which kernel of a tie the search and best_kernel prefer
+_TIE_NOTE = f", and among them the lowest {TIE_RULE} goes first"
 
 
 def _finite(value: float | None) -> float | None:
@@ -527,7 +532,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
         return CompileAndProfileResult(
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
-            f"of node {node.id}, no new step)" + (f" (reward {note})" if note else ""),
+            f"of node {node.id}, no new step)" + (f" (reward {note}{_TIE_NOTE})" if note else ""),
             speedup=evaluation.speedup,
             timed=evaluation.timed,
             node_id=node.id,
@@ -621,7 +626,7 @@ async def _evaluate_step(
         message += " (not added to the tree: the evaluator failed, not the kernel; try again)"
     note = untimed_note(evaluation.status.value, speedup, config.reward_cap) if score is not None else None
     if note:
-        message += f" (reward {note})"
+        message += f" (reward {note}{_TIE_NOTE})"
     return CompileAndProfileResult(
         status=evaluation.status.value,
         message=message,
@@ -820,7 +825,8 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
 def best_kernel(svc: Services, req: BestKernelRequest) -> BestKernelResult:
     """The best correct kernel of a run, as `runs`, the report and explore's summary name it (`run_best`): the
     winner of the final re-measurement once the run is finished, else the fastest in-search measurement;
-    among kernels of the same speed (all correct ones, where nothing was timed) the first found.
+    among kernels of the same speed (all correct ones, where nothing was timed) the one with the lowest static
+    cost of the sm_90 compile (`tie_break_key`), then the first found.
 
     Raises:
         NotFoundError: the run id is unknown.

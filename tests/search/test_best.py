@@ -20,7 +20,7 @@ def test_untimed_correct_kernels_tie_and_the_first_found_is_the_best() -> None:
     best = best_correct(untimed_tree().nodes())
     assert best is not None and best.node.id == 2 and best.tied == (3, 4) and not best.timed
     assert best.correct == 3
-    assert best.why == "untimed: no GPU timed the 3 correct kernels, so they tie; node 2 is the first found of them"
+    assert best.why == "untimed: no GPU timed the 3 correct kernels, so they tie; node 2 is the first found"
     assert untimed_tree().best() == best.node
 
 
@@ -29,7 +29,7 @@ def test_a_tie_break_key_picks_among_equals_and_only_among_equals() -> None:
     cost = {2: 30.0, 3: 10.0, 4: 20.0}
     best = best_correct(tree.nodes(), lambda n: cost[n.id], "register count")
     assert best is not None and best.node.id == 3 and best.tied == (2, 4)
-    assert "node 3 is the lowest register count" in best.why
+    assert "node 3 is the one with the lowest register count" in best.why
     tree.add(0, Kind.large, "ok", 1.2, reward("ok", 1.2))  # faster: the key does not overrule speed
     best = best_correct(tree.nodes(), lambda n: cost.get(n.id, 99.0), "register count")
     assert best is not None and best.node.id == 5 and best.tied == () and best.timed

@@ -10,7 +10,8 @@ import pytest
 from adaexplore import tools
 from adaexplore.bench._report_data import run_page_data
 from adaexplore.config import Settings
-from adaexplore.executor import Status
+from adaexplore.domain import Audit, Evaluation, KernelCost
+from adaexplore.executor import Status, Task
 from adaexplore.store import open_store
 from adaexplore.tools import (
     BestKernelRequest,
@@ -29,6 +30,7 @@ from adaexplore.tools import (
     select_uct,
     start_run,
 )
+from adaexplore.tools._best import static_cost_key
 from tests.fakes import FakeEvaluator
 
 TASK_FILE = Path(__file__).parents[1] / "executor" / "data" / "scale_relu_task.py"
@@ -120,7 +122,8 @@ async def test_an_untimed_run_says_its_correct_kernels_tie_and_finishes_without_
     assert (after.node_id, after.speedup, after.verified) == (correct[0], None, False)
     the_views_agree(svc, run.run_id, correct[0], "untimed", None)
     (row,) = [line for line in tools.render_runs(svc).splitlines() if line.startswith(run.run_id)]
-    assert f"tied with {len(correct) - 1} more (the first found)" in row
+    # no evaluation of the fake evaluator carries a static cost, so nothing tells them apart but their order
+    assert f"tied with {len(correct) - 1} more (the first found (none has a static cost" in row
 
 
 async def test_a_re_measured_best_is_the_one_number_every_view_shows(svc: Services) -> None:
@@ -151,3 +154,69 @@ async def test_a_re_measured_best_is_the_one_number_every_view_shows(svc: Servic
     assert (final.node_id, final.speedup, final.measured, final.verified) == (winner, 2.25, "re-measured", True)
     the_views_agree(svc, run.run_id, winner, "2.250x", "re-measured")
     assert "2.044x" not in tools.render_runs(svc)  # the search-time number is not shown as the best beside it
+
+
+# (spilled bytes, registers, shared memory) of each kernel's one config at full size
+COSTS = {"k1": (40, 96, 16_384), "k2": (0, 255, 98_304), "k3": (0, 128, 98_304), "k4": (0, 128, 65_536)}
+
+
+class CostedEvaluator(FakeEvaluator):
+    """Untimed correct verdicts that carry a static cost at full size, as the compile backend records it."""
+
+    def __init__(self) -> None:
+        super().__init__(untimed)
+
+    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:  # type: ignore[override]
+        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+        spills, registers, shared = COSTS[code.split()[-1]]
+        cost = KernelCost(
+            kernel="k", sizes="full", config="BLOCK=128", registers=registers, spill_stores=spills,
+            shared_memory=shared,
+        )  # fmt: skip
+        return evaluation.model_copy(update={"audit": Audit(static_cost=[cost])})
+
+
+async def test_untimed_correct_kernels_that_tie_go_to_the_lowest_static_cost(svc: Services) -> None:
+    svc.evaluator = CostedEvaluator()
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=5, total_steps=8))
+    codes = ["k1", "k2", "k3", "k4", "again k4"]  # the last costs what k4 does, and is found later
+    results = [
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=run.root_node_id, action="large")
+        )
+        for code in codes
+    ]
+    ids = [r.node_id for r in results]
+    rule = "static cost (fewest spilled bytes, then registers, then shared memory)"
+    assert all(f"among them the lowest {rule} goes first" in r.message for r in results), results[0].message
+    # k1 spills, k2 uses more registers, k3 more shared memory; k4 and its copy cost the same: k4 came first
+    best = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert best.node_id == ids[3] and best.tied_node_ids == [ids[0], ids[1], ids[2], ids[4]]
+    assert f"node {ids[3]} is the first found of those with the lowest {rule}" in best.message, best.message
+    (row,) = [line for line in tools.render_runs(svc).splitlines() if line.startswith(run.run_id)]
+    assert f"node {ids[3]}, untimed, tied with 4 more (the first found of those with the lowest {rule})" in row
+    # the root's children tie on UCT score: select_uct descends to the cheapest, and says why
+    chosen = select_uct(svc, SelectUctRequest(run_id=run.run_id))
+    assert chosen.trail[0].best_child_id == ids[3], chosen.trail
+    assert f"node {ids[3]} is the first found of those with the lowest {rule}" in chosen.reason, chosen.reason
+    the_views_agree(svc, run.run_id, ids[3], "untimed", None)
+
+
+def test_the_static_cost_sums_kernels_at_their_largest_size_and_cheapest_config() -> None:
+    def cost(kernel: str, sizes: str, registers: int, spills: int = 0, shared: int = 0, **more: object) -> dict:
+        return KernelCost(
+            kernel=kernel, sizes=sizes, config=f"c{registers}", registers=registers, spill_stores=spills,
+            shared_memory=shared, **more,
+        ).model_dump()  # type: ignore[arg-type]  # fmt: skip
+
+    static_cost = [
+        cost("a", "full", 200, spills=8, shared=4096),
+        cost("a", "full", 128, shared=8192),  # the cheapest config of a: no spills
+        cost("a", "full", 32, skipped="out of shared memory"),  # skipped: not a config it can run
+        cost("a", "small", 16),  # a compiled at full size: its small-size costs do not count
+        cost("b", "small", 40, spills=4, shared=1024),  # b only at small sizes
+    ]
+    assert static_cost_key({"audit": {"static_cost": static_cost}}) == (4.0, 168.0, 9216.0)
+    assert static_cost_key({"audit": {"static_cost": []}}) is None
+    assert static_cost_key({}) is None
