@@ -8,8 +8,6 @@ import tempfile
 from pathlib import Path
 
 from adaexplore import tools
-from adaexplore.bench._report_data import bench_page_data, run_page_data
-from adaexplore.bench._report_html import render_bench_html, render_run_html
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
 
@@ -38,6 +36,10 @@ def run_report(args: argparse.Namespace, settings: Settings) -> int:
         NotFoundError: the id names no run or bench (or there is no database).
         RequestError: the id is neither a run's nor a bench's, or the file cannot be written.
     """
+    # here, not at the top: every command (`serve` among them) imports this module, and only this one needs them
+    from adaexplore.bench._report_data import bench_page_data, run_page_data
+    from adaexplore.bench._report_html import render_bench_html, render_run_html
+
     url = settings.database_url
     if not tools.database_exists(settings):  # a report creates no database
         raise NotFoundError(

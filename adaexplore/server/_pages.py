@@ -18,8 +18,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from adaexplore import tools
-from adaexplore.bench._report_data import bench_page_data, run_page_data
-from adaexplore.bench._report_html import render_bench_html, render_run_html
 from adaexplore.errors import NotFoundError
 
 __all__ = ["REFRESH_S", "add_report_routes"]
@@ -75,10 +73,18 @@ def add_report_routes(
         html = await anyio.to_thread.run_sync(lambda: render(data, refresh_every=REFRESH_S))
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
+    # The report's modules (and rich and the HTML templates behind them) load with the first page asked for,
+    # not before the server answers `initialize`.
     @mcp.custom_route("/runs/{run_id}", methods=["GET"])
     async def run_page(request: Request) -> Response:
+        from adaexplore.bench._report_data import run_page_data
+        from adaexplore.bench._report_html import render_run_html
+
         return await page(request, run_page_data, render_run_html, "run_id")
 
     @mcp.custom_route("/benches/{bench_id}", methods=["GET"])
     async def bench_page(request: Request) -> Response:
+        from adaexplore.bench._report_data import bench_page_data
+        from adaexplore.bench._report_html import render_bench_html
+
         return await page(request, bench_page_data, render_bench_html, "bench_id")

@@ -6,6 +6,7 @@ error when it cannot start."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -84,3 +85,13 @@ async def test_an_evaluator_that_cannot_start_is_a_clear_error_on_each_call_that
                     "create_task: the evaluator failed (not your kernel): a worker did not finish importing torch "
                     "and triton within 0.05 s (executor.load_timeout_s); try again"
                 )
+
+
+def test_serve_imports_no_report_code_before_it_answers() -> None:
+    """What `adaexplore serve` imports before it can answer `initialize` leaves out the report pages' modules (and
+    rich and the HTML templates behind them): they load with the first page or `report` command that needs them."""
+    probe = "import sys, adaexplore.cli, adaexplore.server; print(*sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    loaded = done.stdout.split()
+    assert "adaexplore.server" in loaded
+    assert [m for m in loaded if m.startswith(("adaexplore.bench", "rich"))] == [], loaded
