@@ -328,6 +328,11 @@ class CandidateRunner:
         compile_s = 0.0
         if self.backend is Backend.compile or command.compile_pass:
             compile_s = self._compile_pass(model, trial_inputs[0], command, guard)
+            if self.device.type == "cuda":
+                # The pass ran the forward's PyTorch operations too, at full size, and the caching allocator
+                # keeps what they took (a cuDNN convolution's workspace can be tens of GiB): give it back before
+                # the judge computes its references and lays out the outputs on the same GPU.
+                torch.cuda.empty_cache()
         self.channel.send(
             Compiled(
                 kernels=sorted(self.tracker.kernels),
