@@ -95,3 +95,48 @@ def test_the_settings_examples_load(tmp_path) -> None:
         path = tmp_path / f"settings-{index}.toml"
         path.write_text(block)
         Settings.load(path)  # unknown keys and bad values raise
+
+
+def readme_commands() -> list[tuple[int, str]]:
+    """Every adaexplore command line of the README's shell and terminal blocks (continuations joined, comments
+    and a `$ ` prompt dropped), with its line number."""
+    import re
+
+    lines = (ROOT / "README.md").read_text().splitlines()
+    found, fence, index = [], None, 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("```"):
+            fence = None if fence is not None else line[3:].strip()
+        elif fence in ("sh", "text"):
+            number = index + 1
+            while line.endswith("\\") and index + 1 < len(lines):
+                index += 1
+                line = line[:-1] + " " + lines[index].strip()
+            for part in line.removeprefix("$ ").split(" | ")[0].split(" && "):
+                part = re.sub(r"\s+#.*$", "", part.strip())
+                if re.match(r"(\S*/)?adaexplore ", part):
+                    found.append((number, part))
+        index += 1
+    return found
+
+
+def test_every_command_the_readme_shows_takes_the_options_it_is_shown_with() -> None:
+    import re
+    import shlex
+
+    from adaexplore.cli._main import _parser
+
+    commands = readme_commands()
+    assert len(commands) >= 25, commands
+    for number, command in commands:
+        argv = shlex.split(command)[1:]
+        if "…" in command:
+            continue  # an elided argument (`memory edit 12 "You cannot …"`)
+        try:
+            _parser().parse_args(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, f"README.md line {number}: {command}"
+        for word in argv:
+            if re.match(r"(examples|adaexplore|benchmarks|tests)/", word):
+                assert (ROOT / word).exists(), f"README.md line {number}: {word} is not in the repository"
