@@ -27,6 +27,7 @@ import triton.language as tl
 from triton.runtime import autotuner as _autotuner
 from triton.runtime import interpreter as _interp
 
+from adaexplore.executor.worker import _tensor_cores as tensor_cores
 from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault
 
 __all__ = ["BackendLimitation", "DeviceAssertFailed", "FakeTensorArgument", "KernelOOBError", "install"]
@@ -96,26 +97,10 @@ def _bf16_result(values: np.ndarray) -> _Handle:
     return _Handle(_f32_to_bf16(values), tl.bfloat16)
 
 
-# How the tensor cores take fp32 operands, as recorded on an H200 (benchmarks/tf32_probe.py; the test
-# tests/executor/worker/test_interpret_precision.py replays the recording): a `tf32` dot keeps the top 10
-# explicit mantissa bits of each operand and drops the other 13 (truncation, not rounding: every product of
-# the recording matched that bit for bit, and none matched rounding to nearest). A `tf32x3` dot is three
-# tf32 dots that Triton builds from a split of each operand: the high part rounded to tf32 by `cvt.rna`
-# (nearest, ties away from zero), the low part the rest, which the tensor cores then truncate.
-_TF32_KEEP = np.uint32(0xFFFFE000)
-
-
-def _tf32(values: np.ndarray) -> np.ndarray:
-    """fp32 values as a tensor core reads them for a tf32 product: the low 13 mantissa bits dropped."""
-    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    return np.where(np.isfinite(values), (u & _TF32_KEEP).view(np.float32), values).astype(np.float32)
-
-
-def _tf32_nearest(values: np.ndarray) -> np.ndarray:
-    """fp32 values rounded to tf32, to nearest with ties away from zero (`cvt.rna.tf32.f32`)."""
-    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = ((u + np.uint32(0x1000)) & _TF32_KEEP).view(np.float32)
-    return np.where(np.isfinite(rounded), rounded, values).astype(np.float32)
+# How the tensor cores take fp32 operands and accumulate their products, as recorded on an H200: see
+# _tensor_cores (tf32 operands truncated, products added 8 at a time after aligning them to the largest
+# exponent, which cuts a small term's low bits where the accumulator is large).
+_tf32, _tf32_nearest = tensor_cores.tf32, tensor_cores.tf32_nearest
 
 
 def _precision_name(precision: Any) -> str:
@@ -145,23 +130,25 @@ def _install_bf16_and_tf32() -> None:
     def create_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
         if _is_bf16(a) or _is_bf16(b):
             a, b = _Handle(_as_f32(a), tl.float32), _Handle(_as_f32(b), tl.float32)
-        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32":
-            a, b = _Handle(_tf32(a.data), a.dtype), _Handle(_tf32(b.data), b.dtype)
-        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32X3" and not _is_bf16(d):
-            return _tf32x3_dot(self, a, b, d, precision, max_imprecise)
+        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32" and d.data.dtype == np.float32:
+            return _Handle(tensor_cores.mma(_tf32(a.data), _tf32(b.data), d.data), d.dtype.scalar)
+        elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32X3" and d.data.dtype == np.float32:
+            return _tf32x3_dot(a, b, d)
         if _is_bf16(d):
             out = dot(self, a, b, _Handle(_as_f32(d), tl.float32), precision, max_imprecise)
             return _bf16_result(out.data)
         return dot(self, a, b, d, precision, max_imprecise)
 
-    def _tf32x3_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
-        # the small products first, as Triton orders them, each operand as the tensor cores read it
+    def _tf32x3_dot(a: _Handle, b: _Handle, d: _Handle) -> _Handle:
+        # as Triton builds it: the two small products into a fresh accumulator (a NaN there dropped), the large
+        # one on top of them, then the result added to the running accumulator in fp32
         a_hi, b_hi = _tf32_nearest(a.data), _tf32_nearest(b.data)
         a_lo, b_lo = _tf32(a.data - a_hi), _tf32(b.data - b_hi)
-        out = d
-        for x, y in ((a_hi, _tf32(b_lo)), (a_lo, _tf32(b_hi)), (_tf32(a_hi), _tf32(b_hi))):
-            out = dot(self, _Handle(x, a.dtype), _Handle(y, b.dtype), out, precision, max_imprecise)
-        return out
+        small = tensor_cores.mma(a_lo, _tf32(b_hi), np.zeros_like(d.data, dtype=np.float32))
+        small = tensor_cores.mma(_tf32(a_hi), b_lo, small)
+        small = np.where(np.isnan(small), np.float32(0), small)
+        big = tensor_cores.mma(_tf32(a_hi), _tf32(b_hi), small)
+        return _Handle((d.data + big).astype(np.float32), d.dtype.scalar)
 
     def create_fma(self: _Builder, x: _Handle, y: _Handle, z: _Handle) -> _Handle:
         if not any(_is_bf16(h) for h in (x, y, z)):
