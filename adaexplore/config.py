@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
-ModeName = Literal["strict", "kernelbench", "paper"]
+ModeName = Literal["strict", "kernelbench", "paper", "flashinfer"]
 SandboxChoice = Literal["auto", "bwrap", "landlock", "none"]
 _SANDBOX_CHOICES = ("auto", "bwrap", "landlock", "none")
 

@@ -39,7 +39,7 @@ def add_bench_parser(commands: Any) -> None:
     bench.add_argument("--replay", type=Path, metavar="DIR", help="a directory of kernels named by problem id")
     bench.add_argument("--steps", type=POSITIVE_INT, help="a search of this many evaluations per problem")
     bench.add_argument("--parallel", type=POSITIVE_INT, help="problems worked on at once (default 1)")
-    bench.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
+    bench.add_argument("--mode", choices=["strict", "kernelbench", "paper", "flashinfer"], help="evaluation protocol")
     bench.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
     bench.add_argument("--compile", action="store_true", help="also time torch.compile of each reference")
     bench.add_argument("--seed", type=SEED, help="the runs' random seed (default: drawn)")

@@ -30,6 +30,7 @@ from adaexplore.cli._options import (
     with_model_options,
 )
 from adaexplore.cli._report import add_report_parser, run_report
+from adaexplore.cli._tasks import add_task_parsers, run_create_task, run_export
 from adaexplore.cli._worker import add_worker_parser, run_worker_command
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation, Status
@@ -81,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
         help="where to run: auto picks cuda on a GPU, else compile + interpret (default: auto)",
     )
     profile.add_argument(
-        "--mode", choices=["strict", "kernelbench", "paper"], default=None, help="evaluation protocol (default: strict)"
+        "--mode",
+        choices=["strict", "kernelbench", "paper", "flashinfer"],
+        default=None,
+        help="evaluation protocol (default: strict; flashinfer for a FlashInfer-Bench definition)",
     )
     profile.add_argument("--compile", action="store_true", help="also time torch.compile of the reference")
     profile.add_argument("--fresh-reference", action="store_true", help="time the reference again, ignoring the cache")
@@ -113,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--parallel", type=POSITIVE_INT, default=1, help="tasks searched at once (default 1)")
     explore.add_argument("--seed", type=SEED, help="the runs' random seed (default: drawn)")
     explore.add_argument("--preset", choices=["default", "paper"], help="'paper': the authors' search exactly")
-    explore.add_argument("--mode", choices=["strict", "kernelbench", "paper"], help="evaluation protocol")
+    explore.add_argument("--mode", choices=["strict", "kernelbench", "paper", "flashinfer"], help="evaluation protocol")
     explore.add_argument("--backend", choices=["auto", "cuda", "compile", "interpret"], help="where kernels run")
     explore.add_argument(
         "--resume",
@@ -213,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     model_options(doctor)
     add_worker_parser(commands)
+    add_task_parsers(commands)
     add_global_options(parser, top=True)
     return parser
 
@@ -262,6 +267,10 @@ def main(argv: list[str] | None = None) -> None:
             code = EXIT_OK
         elif args.command == "worker":
             code = run_worker_command(args, settings)
+        elif args.command == "create-task":
+            code = run_create_task(args, settings)
+        elif args.command == "export":
+            code = run_export(args, settings)
         elif args.command == "doctor":
             from adaexplore.cli._doctor import run_doctor
 

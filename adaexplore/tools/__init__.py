@@ -25,6 +25,15 @@ from adaexplore.tools._files import (
     single_use,
     task_hash,
 )
+from adaexplore.tools._flashinfer import (
+    definition_files,
+    is_trace_set,
+    export_flashinfer_solution,
+    flashinfer_task,
+    load_any_task,
+    run_mode,
+    task_file_request,
+)
 from adaexplore.tools._machine import (
     ClusterProbe,
     Environment,
@@ -154,6 +163,8 @@ from adaexplore.tools._service import (
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
 
 __all__ = [
+    "definition_files",
+    "is_trace_set",
     "MAX_INTEGER",
     "NO_GUIDANCE",
     "BenchProblemRecord",
@@ -234,9 +245,11 @@ __all__ = [
     "distill_prompt",
     "edit_rule",
     "expand_node",
+    "export_flashinfer_solution",
     "export_memory",
     "finish_bench_problem",
     "finish_run",
+    "flashinfer_task",
     "get_node",
     "get_run",
     "get_skill_memory",
@@ -244,6 +257,7 @@ __all__ = [
     "import_memory",
     "injected",
     "list_rules",
+    "load_any_task",
     "machine",
     "node_code",
     "node_evaluation_json",
@@ -271,6 +285,7 @@ __all__ = [
     "rule_detail",
     "run_best",
     "run_list",
+    "run_mode",
     "run_outcome",
     "run_page_data",
     "run_record",
@@ -287,6 +302,7 @@ __all__ = [
     "step_instructions",
     "stop_run",
     "synthesize_tasks",
+    "task_file_request",
     "task_hash",
     "task_source",
     "tie_break_key",

@@ -57,6 +57,12 @@ class _Out(BaseModel):
 class CreateTaskRequest(_In):
     source: str | None = Field(default=None, description="the task module's text (KernelBench format)")
     path: str | None = Field(default=None, description="or a path to the task file on the server's machine")
+    flashinfer_definition: str | None = Field(
+        default=None, description="or a FlashInfer-Bench Definition JSON file on the server's machine"
+    )
+    flashinfer_workloads: list[str] | None = Field(
+        default=None, description="its workload files or folders (default: its trace set's workloads/)"
+    )
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
     small_sizes: dict[str, int | float] | None = Field(
         default=None,
@@ -72,6 +78,7 @@ class CreateTaskResult(_Out):
     forward_params: list[str]
     small_sizes: bool
     small_sizes_note: str = Field(default="", description="where the small sizes came from, or why there are none")
+    input_sets: list[str] = Field(default_factory=list, description="sets a kernel is judged on (at full size)")
 
 
 class StartRunRequest(_In):
@@ -79,7 +86,7 @@ class StartRunRequest(_In):
     seed: int | None = Field(default=None, ge=0, le=MAX_INTEGER, description="the run's random seed (default: drawn)")
     total_steps: int | None = Field(default=None, ge=1, description="evaluations in the run (default: settings)")
     preset: Literal["default", "paper"] | None = Field(default=None, description="'paper': the authors' behaviour")
-    mode: Literal["strict", "kernelbench", "paper"] | None = None
+    mode: Literal["strict", "kernelbench", "paper", "flashinfer"] | None = None
     backend: Literal["auto", "cuda", "compile", "interpret"] | None = None
     model: str = Field(default="external", description="who writes the kernels, for the record")
     with_compile: bool = Field(default=False, description="also time torch.compile of the reference, every step")
@@ -195,7 +202,7 @@ class CompileAndProfileRequest(_In):
     parent_id: int | None = None
     action: Action | None = None
     task_id: str | None = Field(default=None, description="evaluate only, adding nothing to a tree")
-    mode: Literal["strict", "kernelbench", "paper"] | None = None
+    mode: Literal["strict", "kernelbench", "paper", "flashinfer"] | None = None
     backend: Literal["auto", "cuda", "compile", "interpret"] | None = None
 
 

@@ -44,6 +44,7 @@ from adaexplore.prompts import (
 from adaexplore.search import NodeStats, pool, reward, select, tie_phrase, untimed_note, working_memory
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord, Store, open_store
 from adaexplore.tools._best import TIE_RULE, run_best, speedup_text, tie_break_key
+from adaexplore.tools._flashinfer import flashinfer_task, run_mode
 from adaexplore.tools._models import (
     BestKernelRequest,
     BestKernelResult,
@@ -246,8 +247,16 @@ async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: 
 
 
 def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
-    if (req.source is None) == (req.path is None):
-        raise RequestError("give the task either as source (the module's text) or as path (a file), not both")
+    given = [req.source is not None, req.path is not None, req.flashinfer_definition is not None]
+    if sum(given) != 1:
+        raise RequestError(
+            "give the task one way: as source (the module's text), as path (a file), or as flashinfer_definition "
+            "(a FlashInfer-Bench Definition file)"
+        )
+    if req.flashinfer_workloads is not None and req.flashinfer_definition is None:
+        raise RequestError("flashinfer_workloads goes with flashinfer_definition")
+    if req.flashinfer_definition is not None:
+        return flashinfer_task(req.flashinfer_definition, req.flashinfer_workloads, name=req.name)
     if req.path is None:
         return task_from_source(req.source or "", name=req.name or "task"), "text"
     path = Path(req.path)
@@ -274,6 +283,7 @@ def _stored_task(svc: Services, task: Task, origin: str, note: str) -> CreateTas
         forward_params=task.forward_params,
         small_sizes=bool(task.small_sizes),
         small_sizes_note=note,
+        input_sets=list(task.input_sets or {}),
     )
 
 
@@ -283,7 +293,8 @@ def start_run(svc: Services, req: StartRunRequest) -> StartRunResult:
     Raises:
         NotFoundError: the task id is unknown.
     """
-    svc.store.task(req.task_id)
+    task = svc.store.task(req.task_id)
+    mode = run_mode(svc.settings, req.mode, task_from_source(task.source, name=task.name))
     base = svc.settings.search.model_dump(exclude_unset=True)
     if req.preset is not None:
         base["preset"] = req.preset
@@ -297,7 +308,7 @@ def start_run(svc: Services, req: StartRunRequest) -> StartRunResult:
     run = svc.store.create_run(
         req.task_id,
         config=config.model_dump_json(),
-        mode=req.mode or svc.settings.executor.mode,
+        mode=mode,
         backend=req.backend or svc.settings.executor.backend,
         model=req.model,
         seed=seed,
@@ -393,7 +404,8 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     view = svc.store.view(run.id)
     task = svc.store.task(run.task_id)
     _refuse_small_step_from_root(node, action)
-    precision = precision_context(run.mode, task_from_source(task.source, name=task.name).allowed_precision)
+    parsed = task_from_source(task.source, name=task.name)
+    precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
     if action is Kind.small:
         _refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
@@ -401,7 +413,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         current, history, representatives = _brief(memory[-1]), [_brief(k, method=False) for k in memory[:-1]], []
         instructions = render_small_step(
             SmallStepContext(
-                task_source=task.source,
+                task_source=parsed.model_view,
                 current=_prompt_kernel(current),
                 history=[_prompt_kernel(k) for k in history],
                 precision=precision,
@@ -414,7 +426,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         current, history = None, []
         instructions = render_large_step(
             LargeStepContext(
-                task_source=task.source, pool=[_prompt_kernel(k) for k in representatives], precision=precision
+                task_source=parsed.model_view, pool=[_prompt_kernel(k) for k in representatives], precision=precision
             )
         )
         context_ids = [k.node_id for k in representatives]
