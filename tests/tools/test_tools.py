@@ -79,8 +79,10 @@ def test_a_task_is_created_once_from_text_or_file(svc: Services) -> None:
 @pytest.mark.parametrize(
     ("request_", "error", "fragment"),
     [
-        (CreateTaskRequest(), RequestError, "either as source"),
-        (CreateTaskRequest(source="x", path="y"), RequestError, "not both"),
+        (CreateTaskRequest(), RequestError, "give the task one way"),
+        (CreateTaskRequest(source="x", path="y"), RequestError, "give the task one way"),
+        (CreateTaskRequest(source="x", flashinfer_definition="d.json"), RequestError, "give the task one way"),
+        (CreateTaskRequest(source="x", flashinfer_workloads=["w"]), RequestError, "goes with flashinfer_definition"),
         (CreateTaskRequest(path="/no/such/task.py"), RequestError, "does not exist"),
         (CreateTaskRequest(source="import torch\n"), TaskError, "is missing a class Model"),
     ],
