@@ -342,11 +342,14 @@ class Evaluator:
         return self._judges[key]
 
     @contextlib.contextmanager
-    def _device_for(self, backend: Backend) -> Iterator[int]:
+    def _device_for(self, backend: Backend, *, turn: bool = True) -> Iterator[int]:
         """The device of `backend` with the fewest evaluations under way (ties taken in turn), counted as
-        busy with one more while the caller holds it."""
+        busy with one more while the caller holds it. `turn=False` (a task's check) takes the tie without
+        moving the turn on, so that the evaluations that follow it still alternate."""
         devices = self._devices(backend)
-        start = self._next_device = (self._next_device + 1) % len(devices)
+        start = (self._next_device + 1) % len(devices)
+        if turn:
+            self._next_device = start
         turn = devices[start:] + devices[:start]
         device = min(turn, key=lambda d: self._under_way[(backend, d)])
         self._under_way[(backend, device)] += 1

@@ -217,3 +217,14 @@ async def test_an_explore_of_two_runs_in_parallel_spreads_them_over_the_gpus(tmp
         assert len(nodes) == 6
         _check_spread(svc, nodes)
         svc.store.close()
+
+
+async def test_evaluations_one_after_another_take_the_gpus_in_turn_with_task_checks_between(tmp_path: Path) -> None:
+    spawner = ScriptedSpawner()
+    async with evaluator(tmp_path, spawner, shown=2) as ev:
+        with anyio.fail_after(30):
+            devices = []
+            for _ in range(4):
+                await ev.check_task(TASK)  # a task's check, as create_task makes before each run, takes no turn
+                devices.append((await ev.evaluate(TASK, KERNEL)).provenance.device)
+    assert devices in ([0, 1, 0, 1], [1, 0, 1, 0]), devices

@@ -31,7 +31,7 @@ async def run(ev: Evaluator, task: Task) -> None:
     ctx = Run(task, "", Mode(ev.config.mode), None)
     task_path = ev._task_file(task)
     job = ev._job(ctx, numeric, task_path.parent, task_path)
-    with ev._device_for(numeric) as device:
+    with ev._device_for(numeric, turn=False) as device:
         await _check_on(ev, task, numeric, device, ctx, job)
 
 
