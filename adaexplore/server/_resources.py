@@ -38,7 +38,8 @@ def _node_number(node_id: str, what: str) -> int:
 def register_resources(mcp: MCPServer) -> None:
     @mcp.resource("task://{task_id}", mime_type="text/x-python", description="a task's source")
     def task_source(task_id: str, ctx: Context) -> str:
-        return _resolved(lambda: tools.task_source(services(ctx), task_id))
+        # as the step instructions show it: a FlashInfer-Bench workload's encoded input tensors are elided
+        return _resolved(lambda: tools.task_view(services(ctx), task_id))
 
     @mcp.resource("node://{node_id}/code", mime_type="text/x-python", description="a node's kernel")
     def node_code(node_id: str, ctx: Context) -> str:

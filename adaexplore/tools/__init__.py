@@ -27,9 +27,9 @@ from adaexplore.tools._files import (
 )
 from adaexplore.tools._flashinfer import (
     definition_files,
-    is_trace_set,
     export_flashinfer_solution,
     flashinfer_task,
+    is_trace_set,
     load_any_task,
     run_mode,
     task_file_request,
@@ -131,6 +131,7 @@ from adaexplore.tools._reading import (
     set_node_note,
     stop_run,
     task_source,
+    task_view,
     usage,
 )
 from adaexplore.tools._rules import (
@@ -163,8 +164,6 @@ from adaexplore.tools._service import (
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
 
 __all__ = [
-    "definition_files",
-    "is_trace_set",
     "MAX_INTEGER",
     "NO_GUIDANCE",
     "BenchProblemRecord",
@@ -241,6 +240,7 @@ __all__ = [
     "create_task",
     "database_exists",
     "database_label",
+    "definition_files",
     "describe_scope",
     "distill_prompt",
     "edit_rule",
@@ -256,6 +256,7 @@ __all__ = [
     "has_gpu",
     "import_memory",
     "injected",
+    "is_trace_set",
     "list_rules",
     "load_any_task",
     "machine",
@@ -305,6 +306,7 @@ __all__ = [
     "task_file_request",
     "task_hash",
     "task_source",
+    "task_view",
     "tie_break_key",
     "usage",
     "worker_command",

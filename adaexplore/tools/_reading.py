@@ -10,6 +10,7 @@ from typing import NoReturn
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import AdaexploreError, NotFoundError, RequestError
+from adaexplore.executor import model_view
 from adaexplore.prompts import DistillContext, render_distill_rule
 from adaexplore.store import (
     MAX_INTEGER,
@@ -46,6 +47,7 @@ __all__ = [
     "set_node_note",
     "stop_run",
     "task_source",
+    "task_view",
     "usage",
 ]
 
@@ -119,6 +121,14 @@ def node_record(svc: Services, node_id: int) -> NodeRecord:
 def task_source(svc: Services, task_id: str) -> str:
     """Raises: NotFoundError: the task id is unknown."""
     return svc.store.task(task_id).source
+
+
+def task_view(svc: Services, task_id: str) -> str:
+    """A task's source as a model reads it: the encoded bytes of inputs a workload gives (GIVEN_TENSORS) elided.
+
+    Raises: NotFoundError: the task id is unknown.
+    """
+    return model_view(svc.store.task(task_id).source)
 
 
 def node_code(svc: Services, node_id: int) -> str:

@@ -86,12 +86,18 @@ def kill_worker(client: Client, address: str) -> None:
     os.kill(pid, signal.SIGKILL)
 
 
+def wait_for_both_workers(client: Client) -> None:
+    """The nanny restarts a killed worker: wait until both are back with the plugin, for the tests after (in the
+    calling thread, so a test of its own or an event loop's worker thread may call it)."""
+    deadline = time.monotonic() + 90
+    while len(client.scheduler_info(n_workers=-1)["workers"]) < 2:
+        assert time.monotonic() < deadline, "the killed worker did not come back within 90 s"
+        time.sleep(0.5)
+    assert len(served(client)) == 2
+
+
 async def both_workers_back(client: Client) -> None:
-    """The nanny restarts a killed worker: wait until both are back with the plugin, for the tests after."""
-    with anyio.fail_after(90):
-        while len(await anyio.to_thread.run_sync(lambda: client.scheduler_info(n_workers=-1)["workers"])) < 2:
-            await anyio.sleep(0.5)
-    assert len(await anyio.to_thread.run_sync(served, client)) == 2
+    await anyio.to_thread.run_sync(wait_for_both_workers, client)
 
 
 def tree(store: Any, run_id: str) -> list[tuple[Any, ...]]:
@@ -470,7 +476,7 @@ def test_an_explore_stopped_by_a_killed_worker_resumes_and_takes_each_step_once(
         check_complete(store, run.id, steps, before)
     finally:
         store.close()
-    anyio.run(both_workers_back, client)
+    wait_for_both_workers(client)
 
 
 def test_dask_setup_refuses_to_be_the_schedulers_preload() -> None:

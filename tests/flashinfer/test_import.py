@@ -4,6 +4,7 @@ their own; bad input is named the way the issue asks."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from adaexplore.errors import RequestError
 from adaexplore.executor import mode_spec, task_from_source
 from adaexplore.executor._task import model_view
-from adaexplore.flashinfer import import_definition, task_definition
+from adaexplore.flashinfer import Imported, import_definition, task_definition
 from tests.conftest import ROOT
 
 flashinfer_bench = pytest.importorskip("flashinfer_bench", reason="the flashinfer extra is not installed")
@@ -26,6 +27,12 @@ DEFINITIONS = sorted((EXAMPLES / "definitions").rglob("*.json"))
 GQA = EXAMPLES / "definitions" / "gqa_paged" / "gqa_paged_decode_h32_kv8_d128_ps16.json"
 
 
+@functools.cache
+def imported(definition: Path) -> Imported:
+    """One import per example definition for the whole module (each starts a process that imports torch)."""
+    return import_definition(definition)
+
+
 def workloads_of(name: str) -> list[dict]:
     (path,) = (EXAMPLES / "workloads").rglob(f"{name}.jsonl")
     return [json.loads(line)["workload"] for line in path.read_text().splitlines() if line.strip()]
@@ -33,10 +40,10 @@ def workloads_of(name: str) -> list[dict]:
 
 @pytest.mark.parametrize("definition", DEFINITIONS, ids=lambda p: p.stem)
 def test_an_example_definition_imports_as_a_task_with_one_input_set_per_workload(definition: Path) -> None:
-    imported = import_definition(definition)
-    task = task_from_source(imported.source, name=imported.name)
+    result = imported(definition)
+    task = task_from_source(result.source, name=result.name)
     workloads = workloads_of(definition.stem)
-    assert imported.workloads == len(workloads) == len(task.input_sets or {})
+    assert result.workloads == len(workloads) == len(task.input_sets or {})
     # each set assigns the workload's var axes; they run smallest first, and the CPU checks take the smallest
     sets = list((task.input_sets or {}).values())
     assert sorted(s["WORKLOAD"] for s in sets) == list(range(len(workloads)))
@@ -46,7 +53,7 @@ def test_an_example_definition_imports_as_a_task_with_one_input_set_per_workload
     assert task.small_sizes == sets[0]
     config = flashinfer_bench.BenchmarkConfig()
     assert task.tolerance == {"atol": config.atol, "rtol": config.rtol}
-    assert task_definition(imported.source) == {
+    assert task_definition(result.source) == {
         "definition": definition.stem,
         "workloads": [by_uuid[label]["uuid"] for label in task.input_sets or {}],
         "flashinfer_bench": metadata.version("flashinfer-bench"),
@@ -55,7 +62,7 @@ def test_an_example_definition_imports_as_a_task_with_one_input_set_per_workload
 
 
 def test_a_workloads_safetensors_inputs_travel_in_the_module_and_a_model_is_shown_none_of_their_bytes() -> None:
-    task = task_from_source(import_definition(GQA).source)
+    task = task_from_source(imported(GQA).source)
     shown = model_view(task.source)
     assert len(task.source) > 50_000 and len(shown) < 12_000
     assert "GIVEN_TENSORS = {...}  #" in shown and "characters of encoded input tensors, not shown" in shown
