@@ -102,7 +102,11 @@ def _suite_of(bench: BenchRecord) -> Suite:
 def _kernels(options: dict[str, object], suite: Suite) -> dict[int, str] | None:
     if options.get("replay") is None:
         return None
-    return {pid: path.read_text() for pid, path in replay_files(Path(str(options["replay"])), suite).items()}
+    problems = {p.id: p for p in suite.problems}
+    return {
+        pid: tools.kernel_file_code(path, problems[pid].path)
+        for pid, path in replay_files(Path(str(options["replay"])), suite).items()
+    }
 
 
 async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:

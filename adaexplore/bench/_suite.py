@@ -42,7 +42,7 @@ class Suite:
 
     @property
     def kind(self) -> str:
-        """"flashinfer" for a FlashInfer-Bench trace set, else "kernelbench"."""
+        """ "flashinfer" for a FlashInfer-Bench trace set, else "kernelbench"."""
         return self.problems[0].kind if self.problems else "kernelbench"
 
     @property
@@ -146,9 +146,30 @@ def _ranges(ids: list[int]) -> str:
     return ",".join(parts)
 
 
+def _solutions(folder: Path) -> dict[str, Path]:
+    """The FlashInfer-Bench Solution files under `folder`, by the definition each names.
+
+    Raises:
+        RequestError: two of them name one definition.
+    """
+    by_definition: dict[str, Path] = {}
+    for path in sorted(folder.rglob("*.json")):
+        name = tools.solution_definition(path)
+        if name is None:
+            continue
+        if name in by_definition:
+            raise RequestError(
+                f"--replay {folder}: {by_definition[name].name} and {path.name} are both solutions of {name}; a "
+                "replay folder holds one kernel per problem"
+            )
+        by_definition[name] = path
+    return by_definition
+
+
 def replay_files(folder: Path, suite: Suite) -> dict[int, Path]:
     """The kernel file for each problem of `suite` in `folder`: `17.py`, or the problem's own file name
-    (`17_Conv2d_ReLU.py`, `row_softmax.py`).
+    (`17_Conv2d_ReLU.py`, `row_softmax.py`); for a FlashInfer-Bench trace set, also a Solution (.json) anywhere
+    under `folder` that names the problem's definition.
 
     Raises:
         RequestError: the folder is missing, or none of its files matches a problem.
@@ -156,11 +177,15 @@ def replay_files(folder: Path, suite: Suite) -> dict[int, Path]:
     if not folder.is_dir():
         raise RequestError(f"--replay {folder} is not a directory of kernels")
     found: dict[int, Path] = {}
+    solutions = _solutions(folder) if suite.kind == "flashinfer" else {}
     for problem in suite.problems:
         for candidate in (folder / f"{problem.id}.py", folder / f"{problem.name}.py"):
             if candidate.is_file():
                 found[problem.id] = candidate
                 break
+        else:
+            if problem.name in solutions:
+                found[problem.id] = solutions[problem.name]
     if not found:
         names = [f"{p.id}.py" for p in suite.problems[:3]]
         present = sorted(p.name for p in folder.glob("*.py"))[:5]

@@ -26,6 +26,8 @@ __all__ = [
     "export_solution",
     "import_definition",
     "is_trace_set",
+    "solution_candidate",
+    "solution_definition",
     "task_definition",
 ]
 
@@ -197,6 +199,31 @@ def export_solution(*, code: str, task_source: str, name: str, description: str,
         }
     )
     return Path(str(answer["path"]))
+
+
+def solution_candidate(solution: str | Path, definition: str | Path) -> str:
+    """A FlashInfer-Bench Solution file as a candidate module for the task of `definition`: its source with a
+    ModelNew around its entry point.
+
+    Raises:
+        RequestError: the solution does not validate, is for another definition, is not written in Triton (or
+            Python), or has more than one source file; or the package is missing.
+    """
+    answer = _ask(
+        {"op": "solution", "solution": str(Path(solution).resolve()), "definition": str(Path(definition).resolve())}
+    )
+    return str(answer["code"])
+
+
+def solution_definition(path: Path) -> str | None:
+    """The definition a Solution file names (its `definition` field), to match a replay folder's solutions with a
+    suite's problems before each is validated; None for a file that is not a JSON object naming one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    name = data.get("definition") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and "sources" in data else None
 
 
 def is_trace_set(folder: Path) -> bool:

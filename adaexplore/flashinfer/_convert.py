@@ -2,13 +2,15 @@
 `python -m adaexplore.flashinfer._convert`, one JSON request on standard input, one JSON answer on standard
 output. The package's own models parse and validate everything; nothing here parses the format by hand.
 
-Requests: {"op": "import", "definition": PATH, "workloads": [PATH, ...] | null} and
-{"op": "export", "definition": NAME, "name": NAME, "code": TEXT, "description": TEXT, "out": PATH}.
+Requests: {"op": "import", "definition": PATH, "workloads": [PATH, ...] | null},
+{"op": "export", "definition": NAME, "name": NAME, "code": TEXT, "description": TEXT, "out": PATH} and
+{"op": "solution", "definition": PATH, "solution": PATH} (a Solution as a candidate module).
 Answers: {"ok": true, ...} or {"ok": false, "error": TEXT, "missing": BOOL}.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import sys
@@ -238,6 +240,80 @@ def _export(request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "path": str(out), "solution": solution.name}
 
 
+def _defines_model_new(code: str) -> bool:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body)
+
+
+def _solution(request: dict[str, Any]) -> dict[str, Any]:
+    """A FlashInfer-Bench Solution as a candidate module: its one source file with a ModelNew around its entry
+    point (value-returning, or with the outputs allocated for a destination-passing one)."""
+    from flashinfer_bench.data import Solution
+
+    path = Path(request["solution"])
+    try:
+        solution = Solution.model_validate(_json(path, "solution"))
+    except Refused:
+        raise
+    except Exception as exc:
+        raise _validation(f"solution {path}", exc) from None
+    definition = _load_definition(Path(request["definition"]))
+    language = solution.spec.language.value
+    if language not in ("triton", "python"):
+        raise Refused(
+            f"solution {solution.name} is written in {language}; adaexplore evaluates Triton kernels (and Python "
+            "around them), so it cannot run it"
+        )
+    if solution.definition != definition.name:
+        raise Refused(f"solution {solution.name} is for definition {solution.definition}, not {definition.name}")
+    if len(solution.sources) != 1:
+        raise Refused(
+            f"solution {solution.name} has {len(solution.sources)} source files; adaexplore evaluates a kernel as "
+            "one module, so its sources must be one file"
+        )
+    code = solution.sources[0].content.rstrip() + "\n"
+    if _defines_model_new(code):  # written as a candidate already (by `adaexplore export`, say): taken as it is
+        return {"ok": True, "code": code, "name": solution.name, "language": language}
+    entry = solution.get_entry_symbol()
+    params = list(definition.inputs)
+    lines = [
+        "",
+        "",
+        f"# ---- ModelNew around the entry point of FlashInfer-Bench solution {solution.name} (added by adaexplore)",
+        "class ModelNew(torch.nn.Module):",
+        f"    def forward(self, {', '.join(params)}):",
+    ]
+    if solution.spec.destination_passing_style:
+        bindings = definition.var_axes_bindings
+        for axis in definition.var_axes:
+            if axis not in bindings:
+                raise Refused(
+                    f"solution {solution.name} takes its outputs as arguments, and the output axis {axis} of "
+                    f"definition {definition.name} is no input's dimension, so adaexplore cannot size them"
+                )
+            tensor, dim = bindings[axis]
+            lines.append(f"        {axis} = {tensor}.shape[{dim}]")
+        device = next(n for n, spec in definition.inputs.items() if spec.shape is not None)
+        outputs = []
+        for name, spec in definition.outputs.items():
+            dims = [str(definition.axes[a].value) if a in definition.const_axes else a for a in spec.shape or []]
+            shape = f"({dims[0]},)" if len(dims) == 1 else "(" + ", ".join(dims) + ")"
+            lines.append(
+                f"        {name} = torch.empty({shape}, dtype=torch.{spec.dtype.value}, device={device}.device)"
+            )
+            outputs.append(name)
+        lines.append(f"        {entry}({', '.join(params + outputs)})")
+        lines.append(f"        return {outputs[0] if len(outputs) == 1 else '(' + ', '.join(outputs) + ')'}")
+    else:
+        lines.append(f"        return {entry}({', '.join(params)})")
+    if "import torch\n" not in code:
+        code = "import torch\n" + code
+    return {"ok": True, "code": code + "\n".join(lines) + "\n", "name": solution.name, "language": language}
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
@@ -251,7 +327,8 @@ def main() -> int:
         }
     else:
         try:
-            answer = _import(request) if request["op"] == "import" else _export(request)
+            operations = {"import": _import, "export": _export, "solution": _solution}
+            answer = operations[request["op"]](request)
         except Refused as exc:
             answer = {"ok": False, "missing": False, "error": str(exc)}
         except TaskError as exc:  # the definition cannot be written as a task module

@@ -30,8 +30,10 @@ from adaexplore.tools._flashinfer import (
     export_flashinfer_solution,
     flashinfer_task,
     is_trace_set,
+    kernel_file_code,
     load_any_task,
     run_mode,
+    solution_definition,
     task_file_request,
 )
 from adaexplore.tools._machine import (
@@ -257,6 +259,7 @@ __all__ = [
     "import_memory",
     "injected",
     "is_trace_set",
+    "kernel_file_code",
     "list_rules",
     "load_any_task",
     "machine",
@@ -297,6 +300,7 @@ __all__ = [
     "set_node_note",
     "set_rule_status",
     "single_use",
+    "solution_definition",
     "speedup_text",
     "start_bench_problem",
     "start_run",

@@ -8,10 +8,10 @@ from pathlib import Path
 from adaexplore.cluster import open_evaluator
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation
-from adaexplore.executor import ProgressUpdate, Task, load_task, read_task_file
+from adaexplore.executor import ProgressUpdate, Task, read_task_file
 from adaexplore.executor._environment import gpu_device_present
 from adaexplore.executor._render import render_evaluation
-from adaexplore.tools._flashinfer import load_any_task, run_mode
+from adaexplore.tools._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools._service import Progress
 
 __all__ = [
@@ -81,7 +81,7 @@ async def profile_kernel(
         EvaluatorError: the evaluator could not start.
     """
     task = load_any_task(task_path)
-    code = read_task_file(kernel_path, "kernel")
+    code = kernel_file_code(kernel_path, task_path)
     chosen = run_mode(settings, mode, task)
     async with open_evaluator(single_use(settings)) as evaluator:  # here, or on the cluster the settings name
         return await evaluator.evaluate(

@@ -10,8 +10,16 @@ import adaexplore
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation
 from adaexplore.errors import RequestError
-from adaexplore.executor import Task, load_task, task_from_source
-from adaexplore.flashinfer import definition_files, export_solution, import_definition, is_trace_set, task_definition
+from adaexplore.executor import Task, load_task, read_task_file, task_from_source
+from adaexplore.flashinfer import (
+    definition_files,
+    export_solution,
+    import_definition,
+    is_trace_set,
+    solution_candidate,
+    solution_definition,
+    task_definition,
+)
 from adaexplore.tools._best import run_best
 from adaexplore.tools._models import CreateTaskRequest
 
@@ -20,12 +28,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "definition_files",
-    "is_trace_set",
     "export_flashinfer_solution",
     "flashinfer_mode",
     "flashinfer_task",
+    "is_trace_set",
+    "kernel_file_code",
     "load_any_task",
     "run_mode",
+    "solution_definition",
     "task_file_request",
 ]
 
@@ -77,6 +87,25 @@ def load_any_task(path: Path) -> Task:
     if path.suffix == ".json":
         return flashinfer_task(str(path), None)[0]
     return load_task(path)
+
+
+def kernel_file_code(path: Path, task_path: Path) -> str:
+    """A kernel file's module: a candidate module as written, or a FlashInfer-Bench Solution (.json) for the
+    definition `task_path` with a ModelNew around its entry point.
+
+    Raises:
+        TaskError: a module file that is missing or not text.
+        RequestError: a Solution that is unusable (see `solution_candidate`), or one given for a task that is not
+            a FlashInfer-Bench definition.
+    """
+    if path.suffix != ".json":
+        return read_task_file(path, "kernel")
+    if task_path.suffix != ".json":
+        raise RequestError(
+            f"{path} is a FlashInfer-Bench Solution, which runs only against its definition; give the definition's "
+            ".json as the task"
+        )
+    return solution_candidate(path, task_path)
 
 
 def task_file_request(path: Path, *, small_sizes: dict[str, int | float] | None = None) -> CreateTaskRequest:
