@@ -21,7 +21,15 @@ from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
 from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
 from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
 from adaexplore.executor._small_sizes import Derivation, with_small_sizes
-from adaexplore.executor._task import Task, code_hash, load_task, model_view, read_task_file, task_from_source
+from adaexplore.executor._task import (
+    Task,
+    code_hash,
+    load_task,
+    model_view,
+    module_assignment,
+    read_task_file,
+    task_from_source,
+)
 
 __all__ = [
     "Audit",
@@ -52,6 +60,7 @@ __all__ = [
     "load_task",
     "mode_spec",
     "model_view",
+    "module_assignment",
     "read_task_file",
     "task_from_source",
     "tolerance_for",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.errors import TaskError
 
-__all__ = ["Task", "code_hash", "load_task", "model_view", "read_task_file", "task_from_source"]
+__all__ = ["Task", "code_hash", "load_task", "model_view", "module_assignment", "read_task_file", "task_from_source"]
 
 _REQUIRED = {"Model": "class", "get_inputs": "function", "get_init_inputs": "function"}
 
@@ -45,27 +45,30 @@ class Task(BaseModel):
         return model_view(self.source)
 
 
-def model_view(source: str) -> str:
-    """`source` with the value of its module-level GIVEN_TENSORS assignment elided (see Task.model_view)."""
-    if "GIVEN_TENSORS" not in source:
-        return source
+def module_assignment(source: str, name: str) -> ast.Assign | None:
+    """The module-level `name = ...` statement of `source` (its last, as the module would end with), or None."""
+    if name not in source:
+        return None
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return source
+    except (SyntaxError, ValueError):
+        return None
+    found = None
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "GIVEN_TENSORS"
-            and node.end_lineno is not None
-        ):
-            lines = source.splitlines(keepends=True)
-            held = sum(len(line) for line in lines[node.lineno - 1 : node.end_lineno])
-            note = f"GIVEN_TENSORS = {{...}}  # {held:,} characters of encoded input tensors, not shown\n"
-            return "".join(lines[: node.lineno - 1]) + note + "".join(lines[node.end_lineno :])
-    return source
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == [name]:
+            found = node
+    return found
+
+
+def model_view(source: str) -> str:
+    """`source` with the value of its module-level GIVEN_TENSORS assignment elided (see Task.model_view)."""
+    node = module_assignment(source, "GIVEN_TENSORS")
+    if node is None or node.end_lineno is None:
+        return source
+    lines = source.splitlines(keepends=True)
+    held = sum(len(line) for line in lines[node.lineno - 1 : node.end_lineno])
+    note = f"GIVEN_TENSORS = {{...}}  # {held:,} characters of encoded input tensors, not shown\n"
+    return "".join(lines[: node.lineno - 1]) + note + "".join(lines[node.end_lineno :])
 
 
 def code_hash(source: str) -> str:
@@ -172,15 +175,17 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _literal(node: ast.expr, refusal: str) -> object:
+    try:
+        return ast.literal_eval(node)
+    except ValueError as exc:
+        raise TaskError(refusal) from exc
+
+
 def _input_sets(name: str, node: ast.expr | None) -> dict[str, dict[str, int | float]] | None:
     if node is None:
         return None
-    try:
-        value = ast.literal_eval(node)
-    except ValueError as exc:
-        raise TaskError(
-            f"task {name!r}: INPUT_SETS must be a dict literal of labels to dicts of names to numbers"
-        ) from exc
+    value = _literal(node, f"task {name!r}: INPUT_SETS must be a dict literal of labels to dicts of names to numbers")
     if (
         not isinstance(value, dict)
         or not value
@@ -201,12 +206,7 @@ def _input_sets(name: str, node: ast.expr | None) -> dict[str, dict[str, int | f
 def _tolerance(name: str, node: ast.expr | None) -> dict[str, float] | None:
     if node is None:
         return None
-    try:
-        value = ast.literal_eval(node)
-    except ValueError as exc:
-        raise TaskError(
-            f"task {name!r}: TOLERANCE must be a dict literal such as {{'atol': 0.01, 'rtol': 0.01}}"
-        ) from exc
+    value = _literal(node, f"task {name!r}: TOLERANCE must be a dict literal such as {{'atol': 0.01, 'rtol': 0.01}}")
     if (
         not isinstance(value, dict)
         or set(value) != {"atol", "rtol"}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adaexplore.errors import EvaluatorError, RequestError, TaskError
+from adaexplore.executor import module_assignment
 
 __all__ = [
     "ENTRY_FILE",
@@ -104,25 +105,14 @@ def import_definition(definition: str | Path, workloads: list[str | Path] | None
 def task_definition(source: str) -> dict[str, object] | None:
     """The FLASHINFER literal of a task module written by `import_definition` (its definition's name, the
     workloads' uuids, the package's version), or None for any other task."""
-    if "FLASHINFER" not in source:
+    node = module_assignment(source, "FLASHINFER")
+    if node is None:
         return None
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        value = ast.literal_eval(node.value)
+    except ValueError:
         return None
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "FLASHINFER"
-        ):
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) and "definition" in value else None
-    return None
+    return value if isinstance(value, dict) and "definition" in value else None
 
 
 def _forward_params(task_source: str) -> list[str]:
