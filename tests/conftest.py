@@ -7,11 +7,13 @@ test in another module carries `@pytest.mark.slow` itself."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import sniffio
 import torch
 
 from adaexplore.config import ExecutorConfig, Settings, StoreConfig
@@ -77,6 +79,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A plain test starts with no async library named in its context, as a fresh process would.
+
+    While a session-scoped async fixture (the evaluator) lives, anyio's pytest plugin keeps its test runner
+    open and leaves sniffio's context variable saying "asyncio" in the main thread, so a plain test that
+    calls `anyio.run` (directly, or through the CLI's `main`) would be refused as nested, depending on which
+    tests ran before it in the same worker."""
+    if inspect.iscoroutinefunction(request.function):
+        yield
+        return
+    token = sniffio.current_async_library_cvar.set(None)
+    try:
+        yield
+    finally:
+        sniffio.current_async_library_cvar.reset(token)
 
 
 @pytest.fixture(scope="session")
