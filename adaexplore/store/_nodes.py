@@ -71,9 +71,27 @@ class NodeTables:
             self._node(r) for r in self._db.execute(f"SELECT {_NODE} FROM nodes WHERE run_id=? ORDER BY id", (run_id,))
         ]
 
-    def view(self, run_id: str) -> StoreTreeView:
-        run = self.run(run_id)
-        return StoreTreeView(self._db, run.id)
+    def view(self, run: RunRecord | str) -> StoreTreeView:
+        """The search's view of a run: of a run already read, or of the run an id names (checked to exist)."""
+        return StoreTreeView(self._db, run.id if isinstance(run, RunRecord) else self.run(run).id)
+
+    def node_and_result(self, node_id: int) -> tuple[NodeRecord, str | None]:
+        """A node and the stored result (JSON) of its evaluation, in one query; None for a node without one."""
+        row = (
+            self._db.execute(
+                f"SELECT {', '.join('n.' + c.strip() for c in _NODE.split(','))}, e.result AS result FROM nodes n "
+                "LEFT JOIN evaluations e ON e.id = n.evaluation_id WHERE n.id=?",
+                (node_id,),
+            ).fetchone()
+            if fits(node_id)
+            else None
+        )
+        if row is None:
+            raise NotFoundError(f"no node has id {node_id}{_NODE_IDS}")
+        data = dict(row)
+        result = data.pop("result")
+        data["context_ids"] = json.loads(data["context_ids"])
+        return NodeRecord(**data), result
 
     def add_child(
         self,

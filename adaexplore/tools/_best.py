@@ -59,11 +59,8 @@ def tie_break_key(store: Store, run: RunRecord) -> tuple[TieBreak, str]:
 
     def key(node: NodeStats) -> tuple[float, float, float] | None:
         if node.id not in cache:
-            record = store.node(node.id, run_id=run.id)
-            found = None
-            if record.evaluation_id is not None:
-                found = static_cost_key(json.loads(store.evaluation(record.evaluation_id).result))
-            cache[node.id] = found
+            result = store.node_result(node.id, run.id)
+            cache[node.id] = static_cost_key(json.loads(result)) if result is not None else None
         return cache[node.id]
 
     return key, TIE_RULE
@@ -103,7 +100,7 @@ class RunBest:
 def run_best(store: Store, run: RunRecord) -> RunBest | None:
     """The best node of a run and its number; None while it has no correct kernel."""
     tie_break, name = tie_break_key(store, run)
-    found = best_correct(store.view(run.id).correct_nodes(), tie_break, name)
+    found = best_correct(store.view(run).correct_nodes(), tie_break, name)
     if found is None:
         return None
     final = {c["node_id"]: c for c in json.loads(run.final_result or "[]")}

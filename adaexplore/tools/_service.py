@@ -180,21 +180,22 @@ def _rng(run: RunRecord, purpose: str, node_id: int) -> random.Random:
     return random.Random(f"{run.seed}:{run.steps}:{purpose}:{node_id}")
 
 
-def _verdict(record: NodeRecord, svc: Services) -> str:
-    if record.evaluation_id is None:
+def _verdict(result: str | None) -> str:
+    """A node's verdict in one line, from its evaluation's stored result."""
+    if result is None:
         return "not evaluated"
-    evaluation = Evaluation.model_validate_json(svc.store.evaluation(record.evaluation_id).result)
+    evaluation = Evaluation.model_validate_json(result)
     return f"{evaluation.status.value}: {evaluation.message}"
 
 
 def _context(svc: Services, stats: NodeStats) -> ContextKernel:
-    record = svc.store.node(stats.id)
+    record, result = svc.store.node_and_result(stats.id)
     return ContextKernel(
         node_id=record.id,
         kind=record.kind.value,
         status=record.status,
         speedup=record.speedup,
-        verdict=_verdict(record, svc),
+        verdict=_verdict(result),
         code=record.code,
     )
 
@@ -328,7 +329,7 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     under_way = _UnderWay.of(svc.store, run.id)
     _refuse_closed_run(run, config, under_way)
     tie_break, tie_name = tie_break_key(svc.store, run)
-    view = svc.store.view(run.id)
+    view = svc.store.view(run)
     chosen = select(view, run.root_id, config, _rng(run, "select", run.root_id), tie_break)
     if chosen.action is Kind.small and under_way.small[chosen.node]:
         node = svc.store.node(chosen.node)
@@ -401,7 +402,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     under_way = _UnderWay.of(svc.store, run.id)
     _refuse_closed_run(run, config, under_way)
     action = Kind(req.action)
-    view = svc.store.view(run.id)
+    view = svc.store.view(run)
     task = svc.store.task(run.task_id)
     _refuse_small_step_from_root(node, action)
     parsed = task_from_source(task.source, name=task.name)
@@ -807,7 +808,7 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
     """
     run = svc.store.run(req.run_id)
     task = svc.store.task(run.task_id)
-    nodes, depth, counts = svc.store.view(run.id).shape()
+    nodes, depth, counts = svc.store.view(run).shape()
     best = svc.store.node(run.best_node_id) if run.best_node_id is not None else None
     config = _config(run)
     return RunResult(

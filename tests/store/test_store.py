@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import adaexplore.store._store as store_module
-from adaexplore.errors import StoreError
-from adaexplore.store import SCHEMA_VERSION, open_store
+from adaexplore.domain import Kind
+from adaexplore.errors import NotFoundError, StoreError
+from adaexplore.store import SCHEMA_VERSION, NewEvaluation, open_store
 from tests.conftest import Databases
 
 
@@ -41,3 +42,33 @@ def test_a_newer_database_is_refused_and_an_older_one_upgraded(
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", current)
     with pytest.raises(StoreError, match=f"schema version {current + 1}, newer than this adaexplore understands"):
         open_store(url)
+
+
+def test_a_node_and_its_verdict_are_read_in_one_query_each_way(databases: Databases, tmp_path: Path) -> None:
+    """node_and_result and node_result (what a step's context and the tie-break read per node) give what the
+    separate reads give, None for the root, and name a node of another run or none."""
+    store = open_store(databases(tmp_path))
+    try:
+        store.put_task("t", "task", "source", "file")
+        run = store.create_run("t", config="{}", mode="strict", backend="auto", model="m", seed=1)
+        other = store.create_run("t", config="{}", mode="strict", backend="auto", model="m", seed=2)
+        evaluation = NewEvaluation(
+            code_hash="h", environment="e", mode="strict", status="ok", speedup=1.5, result='{"verdict": 1}'
+        )
+        child = store.add_child(
+            run.id, run.root_id, Kind.large, code="kernel", code_hash="h", context_ids=[7], task_id="t",
+            evaluation=evaluation, reward=0.5,
+        )  # fmt: skip
+        record, result = store.node_and_result(child.id)
+        assert record == store.node(child.id) and record.context_ids == [7]
+        assert result == store.evaluation(child.evaluation_id).result == '{"verdict": 1}'  # type: ignore[arg-type]
+        assert store.node_and_result(run.root_id) == (store.node(run.root_id), None)
+        assert store.node_result(child.id, run.id) == '{"verdict": 1}'
+        assert store.node_result(run.root_id, run.id) is None
+        with pytest.raises(NotFoundError, match=f"run {other.id} has no node {child.id}"):
+            store.node_result(child.id, other.id)
+        with pytest.raises(NotFoundError, match="no node has id 999999"):
+            store.node_and_result(999999)
+        assert store.view(run).rows() == store.view(run.id).rows()
+    finally:
+        store.close()
