@@ -148,18 +148,20 @@ def test_every_conflict_the_tools_raise_has_words_for_the_cli() -> None:
     line prints, so that a new refusal cannot reach the terminal in the tools' words."""
     import ast
 
-    source = (Path(__file__).parents[1] / "adaexplore" / "tools" / "_service.py").read_text()
-    raises = [
-        node.exc
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Raise)
-        and isinstance(node.exc, ast.Call)
-        and getattr(node.exc.func, "id", None) == "ConflictError"
-    ]
+    raises: list[tuple[str, ast.Call]] = []
+    for module in sorted((Path(__file__).parents[1] / "adaexplore" / "tools").glob("*.py")):
+        source = module.read_text()
+        raises += [
+            (source, node.exc)
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call)
+            and getattr(node.exc.func, "id", None) == "ConflictError"
+        ]
     assert len(raises) >= 8
     # the one about an expansion's code sent twice concerns an MCP client alone: explore sends each code once
-    reachable = [call for call in raises if "expansion" not in (ast.get_source_segment(source, call) or "")]
-    missing = [ast.get_source_segment(source, c) for c in reachable if not any(k.arg == "cli" for k in c.keywords)]
+    reachable = [(s, call) for s, call in raises if "expansion" not in (ast.get_source_segment(s, call) or "")]
+    missing = [ast.get_source_segment(s, c) for s, c in reachable if not any(k.arg == "cli" for k in c.keywords)]
     assert not missing, missing
 
 

@@ -287,8 +287,7 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
     # starts: a task that fails stops the command with its reason and leaves no run behind
     sizes = None if options.small_sizes else {}  # {}: none, in place of derived or the module's own
     tasks = [
-        await tools.create_checked_task(svc, tools.task_file_request(path, small_sizes=sizes))
-        for path in options.tasks
+        await tools.create_checked_task(svc, tools.task_file_request(path, small_sizes=sizes)) for path in options.tasks
     ]
     if isinstance(writer, ReplayWriter):
         for path, task in zip(options.tasks, tasks, strict=True):

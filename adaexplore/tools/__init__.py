@@ -95,6 +95,7 @@ from adaexplore.tools._models import (
 from adaexplore.tools._pages import (
     run_page_data,
 )
+from adaexplore.tools._profile import compile_and_profile
 from adaexplore.tools._prompting import (
     NO_GUIDANCE,
     DistillContext,
@@ -146,24 +147,11 @@ from adaexplore.tools._rules import (
     set_rule_status,
 )
 from adaexplore.tools._run_text import render_run_tree, render_runs
-from adaexplore.tools._service import (
-    EvaluatorLike,
-    Progress,
-    Services,
-    best_kernel,
-    compile_and_profile,
-    create_checked_task,
-    create_task,
-    expand_node,
-    finish_run,
-    get_node,
-    get_run,
-    open_services,
-    select_uct,
-    start_run,
-    step_instructions,
-)
+from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
+from adaexplore.tools._service import EvaluatorLike, Progress, Services, open_services
+from adaexplore.tools._steps import expand_node, select_uct, step_instructions
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
+from adaexplore.tools._task_tools import create_checked_task, create_task
 
 __all__ = [
     "MAX_INTEGER",

@@ -25,7 +25,7 @@ from adaexplore.memory import (
 )
 from adaexplore.prompts import render_skill_memory
 from adaexplore.store import NewRule, RuleRecord
-from adaexplore.tools._service import Services, _task
+from adaexplore.tools._service import Services, parsed_task
 
 __all__ = [
     "ConfirmRuleRequest",
@@ -447,7 +447,7 @@ async def confirm_rule(
             generically to name one mistake, or fails with a mistake another rule covers.
     """
     rule = svc.store.rule(req.rule_id)
-    task = _task(svc, req.task_id)
+    task = parsed_task(svc, req.task_id)
     if not req.code.strip():
         raise RequestError("the reproducer is empty; give a module defining ModelNew that makes the rule's mistake")
     evaluation = await svc.evaluator.evaluate(task, req.code, backend=req.backend, progress=progress)
