@@ -1,5 +1,6 @@
-"""The report in a real browser: headless Chromium, driven by Playwright, opens the report of a real replay
-run made by the CLI (no GPU, no network) and of a bench over it, and is used as a person would."""
+"""The report in a real browser: headless Chromium, driven by Playwright, opens the reports of a real replay
+run made by the CLI (no GPU, no network), of a bench over it with set speedups (to sort), and of a real replay
+bench over the examples made by the CLI, and is used as a person would."""
 
 from __future__ import annotations
 
@@ -154,5 +155,57 @@ def test_the_bench_report_sorts_its_table_and_opens_a_problems_tree(replay: dict
         page.screenshot(path=str(ARTIFACTS / "report-bench.png"), full_page=True)
         assert errors == []
         assert requests == [replay["bench_page"].as_uri()]
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def replay_bench(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """`adaexplore bench examples --replay DIR` through the real CLI over two example problems, one correct kernel
+    and one that does not compile, and its report."""
+    home = tmp_path_factory.mktemp("bench-home")
+    kernels = home / "kernels"
+    kernels.mkdir()
+    (kernels / "7.py").write_text((EXAMPLES / "kernels" / "row_softmax" / "correct.py").read_text())
+    (kernels / "4.py").write_text((EXAMPLES / "kernels" / "layernorm" / "compile_error.py").read_text())
+    command = [sys.executable, "-m", "adaexplore", "--home", str(home), "bench", "examples", "--ids", "4,7"]
+    done = subprocess.run(
+        [*command, "--replay", str(kernels), "--seed", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ADAEXPLORE_HOME", "ADAEXPLORE_DB")},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    store = open_store(Settings(home=home).database_url)
+    try:
+        (bench,) = store.benches()
+        problems = store.bench_problems(bench.id)
+    finally:
+        store.close()
+    return {"bench": bench, "problems": problems, "page": report(home, bench.id, home / "replay-bench.html")}
+
+
+def test_the_report_of_a_real_replay_bench_over_the_examples(replay_bench: dict, browser) -> None:  # type: ignore[no-untyped-def]
+    page, requests, errors = open_page(browser, replay_bench["page"])
+    try:
+        rows = page.locator("#problems tbody tr")
+        assert rows.count() == 2
+        statuses = {p.problem_id: p.status for p in replay_bench["problems"]}
+        assert statuses == {4: "compile_error", 7: "ok"}
+        table = page.locator("#problems").inner_text()
+        assert "layernorm" in table and "row_softmax" in table and "compile_error" in table
+        facts = page.locator("dl.facts").first.inner_text()
+        assert "replay" in facts and "None" not in facts  # an option the bench did not take is left out
+        correct = next(p for p in replay_bench["problems"] if p.problem_id == 7)
+        tree = page.locator(f'svg.tree[data-run-id="{correct.run_id}"]')
+        page.click(f'#problems a[href="#{correct.run_id}"] >> nth=0')
+        assert tree.is_visible()
+        assert tree.locator("[data-node-id]").count() == 2  # the root and the replayed kernel, a run of one step
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-replay-bench.png"), full_page=True)
+        assert errors == []
+        assert requests == [replay_bench["page"].as_uri()]
     finally:
         page.close()
