@@ -34,6 +34,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 ARTIFACTS = Path(os.environ.get("ADAEXPLORE_TEST_ARTIFACTS") or ROOT / "test-artifacts")
 
 
+def adaexplore(home: Path, *args: str) -> None:
+    """The command line in a process of its own, on `home`, with no model key: it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "adaexplore", "--home", str(home), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ADAEXPLORE_HOME", "ADAEXPLORE_DB")},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+
 def report(home: Path, item_id: str, target: Path) -> Path:
     parser = argparse.ArgumentParser(prog="adaexplore")
     add_report_parser(parser.add_subparsers(dest="command", required=True))
@@ -46,15 +59,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A three-step replay run of the row_softmax example through the real CLI, its nodes, and its reports."""
     home = tmp_path_factory.mktemp("report-home")
     task = EXAMPLES / "tasks" / "row_softmax.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "adaexplore", "--home", str(home), "explore", str(task), "--steps", "3", "--seed", "3"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ADAEXPLORE_HOME", "ADAEXPLORE_DB")},
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    adaexplore(home, "explore", str(task), "--steps", "3", "--seed", "3")
     store = open_store(Settings(home=home).database_url)
     try:
         (run,) = store.runs()
@@ -168,16 +173,7 @@ def replay_bench(tmp_path_factory: pytest.TempPathFactory) -> dict:
     kernels.mkdir()
     (kernels / "7.py").write_text((EXAMPLES / "kernels" / "row_softmax" / "correct.py").read_text())
     (kernels / "4.py").write_text((EXAMPLES / "kernels" / "layernorm" / "compile_error.py").read_text())
-    command = [sys.executable, "-m", "adaexplore", "--home", str(home), "bench", "examples", "--ids", "4,7"]
-    done = subprocess.run(
-        [*command, "--replay", str(kernels), "--seed", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ADAEXPLORE_HOME", "ADAEXPLORE_DB")},
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    adaexplore(home, "bench", "examples", "--ids", "4,7", "--replay", str(kernels), "--seed", "1")
     store = open_store(Settings(home=home).database_url)
     try:
         (bench,) = store.benches()
