@@ -24,6 +24,10 @@ _NODE = (
     "speedup, reward, visits, total_reward, max_reward, small_children, children, created_at"
 )
 
+# a node's columns and the result of its evaluation, read together
+_NODE_JOINED = ", ".join(f"n.{column.strip()}" for column in _NODE.split(","))
+_WITH_RESULT = "FROM nodes n LEFT JOIN evaluations e ON e.id = n.evaluation_id"
+
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -50,7 +54,7 @@ class NodeTables:
     run: Callable[[str], RunRecord]
 
     @staticmethod
-    def _node(row: Row) -> NodeRecord:
+    def _node(row: Row | dict[str, Any]) -> NodeRecord:
         data = dict(row)
         data["context_ids"] = json.loads(data["context_ids"])
         return NodeRecord(**data)
@@ -79,9 +83,7 @@ class NodeTables:
         """A node and the stored result (JSON) of its evaluation, in one query; None for a node without one."""
         row = (
             self._db.execute(
-                f"SELECT {', '.join('n.' + c.strip() for c in _NODE.split(','))}, e.result AS result FROM nodes n "
-                "LEFT JOIN evaluations e ON e.id = n.evaluation_id WHERE n.id=?",
-                (node_id,),
+                f"SELECT {_NODE_JOINED}, e.result AS result {_WITH_RESULT} WHERE n.id=?", (node_id,)
             ).fetchone()
             if fits(node_id)
             else None
@@ -90,8 +92,25 @@ class NodeTables:
             raise NotFoundError(f"no node has id {node_id}{_NODE_IDS}")
         data = dict(row)
         result = data.pop("result")
-        data["context_ids"] = json.loads(data["context_ids"])
-        return NodeRecord(**data), result
+        return self._node(data), result
+
+    def node_result(self, node_id: int, run_id: str) -> str | None:
+        """The stored result (JSON) of the evaluation of `node_id` in `run_id` alone (not the node's code), in one
+        query; None for a node without one (the root).
+
+        Raises:
+            NotFoundError: the run has no such node.
+        """
+        row = (
+            self._db.execute(
+                f"SELECT e.result {_WITH_RESULT} WHERE n.id=? AND n.run_id=?", (node_id, run_id)
+            ).fetchone()
+            if fits(node_id)
+            else None
+        )
+        if row is None:
+            raise NotFoundError(f"run {run_id} has no node {node_id}")
+        return row[0]  # type: ignore[no-any-return]
 
     def add_child(
         self,

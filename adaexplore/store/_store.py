@@ -284,26 +284,6 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
             raise NotFoundError(f"no evaluation has id {evaluation_id}")
         return EvaluationRecord(**dict(row))
 
-    def node_result(self, node_id: int, run_id: str) -> str | None:
-        """The stored result (JSON) of the evaluation of `node_id` in `run_id`, in one query; None for a node
-        without one (the root).
-
-        Raises:
-            NotFoundError: the run has no such node.
-        """
-        row = (
-            self._db.execute(
-                "SELECT e.result FROM nodes n LEFT JOIN evaluations e ON e.id = n.evaluation_id "
-                "WHERE n.id=? AND n.run_id=?",
-                (node_id, run_id),
-            ).fetchone()
-            if fits(node_id)
-            else None
-        )
-        if row is None:
-            raise NotFoundError(f"run {run_id} has no node {node_id}")
-        return row[0]  # type: ignore[no-any-return]
-
     def add_expansion(self, run_id: str, node_id: int, action: Kind, context_ids: list[int]) -> ExpansionRecord:
         with self._write() as db:
             expansion_id = db.insert(
