@@ -63,6 +63,10 @@ class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: ModeName = "strict"
+    # The GPU that speeds are for: each task's speed of light, and the estimated time of a kernel that nothing
+    # timed. "auto": the GPU that runs the evaluation, and an H200 on a machine without one. Otherwise a GPU of
+    # adaexplore's table (H200, H100, H100 PCIe, A100, L40S, B200); `--target` sets it for one command.
+    target_gpu: str = "auto"
     # "auto": cuda on a GPU, else compile then interpret. $ADAEXPLORE_BACKEND sets the default (a settings file
     # or --backend still wins), e.g. interpret on a machine whose cores are too few for the sm_90 compile check.
     backend: BackendChoice = Field(default_factory=lambda: _backend_from_env())

@@ -15,6 +15,8 @@ __all__ = [
     "Backend",
     "Correctness",
     "ErrorDetail",
+    "Estimate",
+    "EstimatePart",
     "Evaluation",
     "InputSetResult",
     "KernelCost",
@@ -22,6 +24,7 @@ __all__ = [
     "Mode",
     "Provenance",
     "Seeds",
+    "SpeedOfLight",
     "Stats",
     "Status",
     "Timing",
@@ -237,6 +240,57 @@ class Provenance(_Model):
     tensor_exchange: str | None = None
 
 
+class SpeedOfLight(_Model):
+    """The least time a task can take on a GPU model: its reference's minimum memory traffic (inputs and
+    parameters read once, outputs written once) at the HBM's peak, or its matrix-multiply FLOPs at the fastest
+    tensor-core rate its tolerance admits, whichever is longer (and never under one launch). Where a GPU timed
+    the kernel, `fraction` is this time over the kernel's measured time (1 is the hardware's limit) and
+    `reference_fraction` the same for eager PyTorch."""
+
+    gpu: str
+    ms: float
+    bound: Literal["memory", "compute", "launch"]
+    memory_ms: float
+    compute_ms: float
+    bytes: float
+    flops: float
+    # how fp32 matrix multiplies count: "tf32x3" (the cheapest way to fp32 accuracy on the tensor cores) where the
+    # tolerance holds fp32 outputs to fp32 accuracy, "tf32" where it admits TF32
+    fp32_matmuls: str = "tf32x3"
+    # operators of the reference whose FLOPs could not be counted (their bytes are)
+    uncounted: list[str] = Field(default_factory=list)
+    # False: the reference's forward could not be followed to its end on shape-only tensors
+    complete: bool = True
+    fraction: float | None = None
+    reference_fraction: float | None = None
+
+
+class EstimatePart(_Model):
+    """One launch or library call of an estimate."""
+
+    step: str
+    ms: float
+    limit: str
+    detail: str = ""
+
+
+class Estimate(_Model):
+    """A correct kernel's time on a GPU model, estimated from its launches and library calls at full size
+    (not measured), against the reference's eager time estimated the same way."""
+
+    gpu: str
+    ms: float
+    reference_ms: float
+    speedup: float
+    # what the estimate is made of, in one line
+    summary: str
+    parts: list[EstimatePart] = Field(default_factory=list)
+    # the task's speed of light over the estimated time
+    sol_fraction: float | None = None
+    # False: some launch's work was guessed (a loop bound or branch depending on data)
+    exact: bool = True
+
+
 class InputSetResult(_Model):
     """The verdict on one input set of a task that has several (a FlashInfer-Bench definition's workloads)."""
 
@@ -269,7 +323,20 @@ class Evaluation(_Model):
     phases: dict[str, float] = Field(default_factory=dict)
     provenance: Provenance
     input_sets: list[InputSetResult] = Field(default_factory=list)
+    # the task's speed of light on the GPU that timed the kernel, or on the target GPU where none did
+    speed_of_light: SpeedOfLight | None = None
+    # where nothing timed a correct kernel: its estimated time on the target GPU (never a measurement)
+    estimate: Estimate | None = None
 
     @property
     def speedup(self) -> float | None:
         return self.timing.speedup if self.timing else None
+
+    @property
+    def sol_fraction(self) -> float | None:
+        """The measured kernel's share of the speed of light (None where nothing timed it)."""
+        return self.speed_of_light.fraction if self.speed_of_light else None
+
+    @property
+    def estimated_speedup(self) -> float | None:
+        return self.estimate.speedup if self.estimate else None

@@ -236,6 +236,10 @@ def main(argv: list[str] | None = None) -> None:
             settings = settings.model_copy(
                 update={"executor": settings.executor.model_copy(update={"cluster": args.cluster})}
             )
+        if args.target is not None:
+            settings = settings.model_copy(
+                update={"executor": settings.executor.model_copy(update={"target_gpu": args.target})}
+            )
         if args.command == "profile":
             code = anyio.run(_profile, args, settings)
         elif args.command == "serve":

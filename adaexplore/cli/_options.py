@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from adaexplore.config import ModelConfig, Settings, setting_problem
 from adaexplore.errors import ConfigError
-from adaexplore.tools import MAX_INTEGER
+from adaexplore.tools import MAX_INTEGER, check_target_gpu, known_target_gpus
 
 __all__ = [
     "EXIT_INFRA",
@@ -73,8 +73,8 @@ class OneLineErrors(argparse.ArgumentParser):
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """--config, --home, --gpus and --cluster, on the top parser and (recursively) on every subcommand, so that
-    they may come before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
+    """--config, --home, --gpus, --target and --cluster, on the top parser and (recursively) on every subcommand, so
+    that they may come before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
     them leaves the top parser's value alone."""
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--config", type=Path, default=default, help="settings file (TOML)")
@@ -92,6 +92,14 @@ def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         help="the GPUs to evaluate on, by index among the visible ones, e.g. 0,2 (default: every visible GPU)",
     )
     parser.add_argument(
+        "--target",
+        type=target_gpu,
+        default=default,
+        metavar="GPU",
+        help=f"the GPU that speeds of light and estimates are for: {', '.join(known_target_gpus())} (default: the "
+        "GPU that evaluates, else H200)",
+    )
+    parser.add_argument(
         "--cluster",
         type=cluster_address,
         default=default,
@@ -103,6 +111,14 @@ def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) ->
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):  # aliases name one parser twice
                 add_global_options(sub)
+
+
+def target_gpu(text: str) -> str:
+    """`--target H100`: a GPU of adaexplore's table."""
+    try:
+        return check_target_gpu(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cluster_address(text: str) -> str:

@@ -41,6 +41,7 @@ from adaexplore.executor._task import Task
 from adaexplore.executor.stages import compile as compile_stage
 from adaexplore.executor.stages import faults, numerics, result, static, task_check
 from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
+from adaexplore.roofline import gpu_spec
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
 
@@ -143,6 +144,8 @@ class Evaluator:
 
     async def _start(self) -> None:
         assert self._tg is not None
+        if self.config.target_gpu != "auto":
+            gpu_spec(self.config.target_gpu)  # a name the table does not hold is refused with the list
         workspace.remove_orphaned_exchanges()
         if self.sandbox is None:
             self.sandbox = await detect_sandbox(self.settings)
@@ -514,10 +517,13 @@ class Evaluator:
                     await numerics.run(
                         self, run, chosen, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
                     )
+            result.settle_speed(run, Status.ok, self.config, self.environment)
             return Status.ok, result.ok_message(run), None
         except Verdict as verdict:
             if verdict.status is Status.infra_error:
                 run.fault = verdict
+            else:
+                result.settle_speed(run, verdict.status, self.config, self.environment)
             return verdict.status, verdict.message, verdict.error
 
     async def check_task(self, task: Task) -> None:

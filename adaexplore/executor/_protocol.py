@@ -24,6 +24,7 @@ from adaexplore.domain import (
 )
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor._small_sizes import Attempt, Candidate
+from adaexplore.roofline import ForwardWork, TaskWork
 
 __all__ = [
     "Command",
@@ -324,6 +325,8 @@ class Compiled(_Msg):
     load_s: float
     compile_s: float
     target_compiles: TargetCompiles | None = None
+    # what one forward does at the task's full sizes, where a pass ran there (None: none did)
+    work: ForwardWork | None = None
 
 
 class TrialsDone(_Msg):
@@ -371,6 +374,9 @@ class Loaded(_Msg):
     inputs: SharedInputs | None = None
     # the reference was kept from an earlier job of the same task and seeds
     cached: bool = False
+    # what the reference does at the task's full sizes (None: it could not be followed; `work_note` says why)
+    work: TaskWork | None = None
+    work_note: str = ""
 
 
 class MemoryReport(_Msg):

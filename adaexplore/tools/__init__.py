@@ -149,6 +149,7 @@ from adaexplore.tools._rules import (
 from adaexplore.tools._run_text import render_run_tree, render_runs
 from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
 from adaexplore.tools._service import EvaluatorLike, Progress, Services, open_services
+from adaexplore.tools._speed import check_target_gpu, known_target_gpus
 from adaexplore.tools._steps import expand_node, select_uct, step_instructions
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
 from adaexplore.tools._task_tools import create_checked_task, create_task
@@ -222,6 +223,7 @@ __all__ = [
     "best_kernel",
     "check_database",
     "check_rule_text",
+    "check_target_gpu",
     "check_task_file",
     "compile_and_profile",
     "confirm_rule",
@@ -248,6 +250,7 @@ __all__ = [
     "injected",
     "is_trace_set",
     "kernel_file_code",
+    "known_target_gpus",
     "list_rules",
     "load_any_task",
     "machine",

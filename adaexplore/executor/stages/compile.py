@@ -42,3 +42,5 @@ async def run(ev: Evaluator, ctx: Run) -> None:
     ctx.audit.static_cost.extend(compiled.static_cost)
     ctx.audit.triton_kernels = sorted(set(ctx.audit.triton_kernels) | set(compiled.kernels))
     ctx.add_phase("compile", compiled.compile_s)
+    if compiled.work is not None:
+        ctx.candidate_work = compiled.work

@@ -17,14 +17,17 @@ from adaexplore.domain import (
     Backend,
     Correctness,
     ErrorDetail,
+    Estimate,
     Mode,
     Seeds,
+    SpeedOfLight,
     Status,
     Timing,
 )
 from adaexplore.executor._modes import ModeSpec, mode_spec
 from adaexplore.executor._protocol import Event
 from adaexplore.executor._task import Task
+from adaexplore.roofline import ForwardWork, TaskWork
 
 if TYPE_CHECKING:
     from adaexplore.executor._pool import JudgeClient
@@ -102,6 +105,16 @@ class Run:
         # what it took so far
         self.candidate_budget_s: float | None = None
         self.candidate_spent_s = 0.0
+        # what the reference and the candidate do at the task's full sizes (see stages/speed.py), and the
+        # kernels the candidate's trials launched
+        self.task_work: TaskWork | None = None
+        self.task_work_note = ""
+        self.candidate_work: ForwardWork | None = None
+        self.trial_kernels: list[str] | None = None
+        # what result.settle_speed made of them
+        self.speed_of_light: SpeedOfLight | None = None
+        self.estimate: Estimate | None = None
+        self.estimate_note = ""
 
     async def report(self, stage: str, message: str, done: int | None = None, total: int | None = None) -> None:
         if self.progress is not None:

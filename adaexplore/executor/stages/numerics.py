@@ -94,6 +94,7 @@ async def _run_on(
                 # the candidate's worker waits for the judge's inputs before it compiles (on them)
                 with ctx.phase("reference_load"):
                     loaded = await loading.result()
+                _keep_work(ctx, loaded)
                 await _share_inputs(ev, ctx, worker, judge, job, loaded)
             compiled = await await_event(
                 ev, ctx, worker, timeout=config.load_timeout_s, until=(Compiled,), what="loading and compiling"
@@ -103,9 +104,11 @@ async def _run_on(
             ctx.add_phase("compile", compiled.compile_s)
             ctx.add_flags(compiled.flags)
             ctx.audit.static_cost.extend(compiled.static_cost)
+            if compiled.work is not None:
+                ctx.candidate_work = compiled.work
             if not job.device_exchange:
                 with ctx.phase("reference_load"):
-                    await loading.result()
+                    _keep_work(ctx, await loading.result())
             if (
                 timed
                 and backend is Backend.cuda
@@ -142,6 +145,12 @@ async def _run_on(
                 await judge.release(job.job_id)
             if judge.worker is not None and judge.worker.side is not None:
                 judge.worker.side.discard(job.job_id)
+
+
+def _keep_work(ctx: Run, loaded: object) -> None:
+    """What the judge recorded of the reference at full size (see stages/speed.py)."""
+    if isinstance(loaded, Loaded):
+        ctx.task_work, ctx.task_work_note = loaded.work, loaded.work_note
 
 
 async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
@@ -233,6 +242,7 @@ async def _judged(
     ctx.add_flags(done.flags)
     ctx.audit.triton_launches = done.triton_launches
     ctx.audit.triton_kernels = sorted(set(ctx.audit.triton_kernels) | set(done.triton_kernels))
+    ctx.trial_kernels = list(done.triton_kernels)
     await ctx.report("judging", "comparing outputs with the reference")
     with ctx.phase("judge"):
         compared = await ask_judge(

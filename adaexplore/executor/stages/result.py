@@ -12,9 +12,30 @@ from adaexplore.executor._environment import Environment
 from adaexplore.executor._render import static_cost_line
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._task import code_hash
+from adaexplore.executor.stages import speed
 from adaexplore.executor.stages.context import Run
 
-__all__ = ["build", "ok_message"]
+__all__ = ["build", "ok_message", "settle_speed"]
+
+
+def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: Environment | None) -> None:
+    """The task's speed of light (with the kernel's fraction of it where a GPU timed it) and, where nothing did,
+    a correct kernel's estimated time (see stages/speed.py)."""
+    gpu = speed.target_gpu(config, environment, ctx.device)
+    sol = speed.sol_for(ctx.task, ctx.mode, ctx.task_work, gpu)
+    if sol is not None and ctx.timing is not None and status is Status.ok:
+        stat = ctx.timing.statistic
+        sol = sol.model_copy(
+            update={
+                "fraction": sol.ms / max(ctx.timing.candidate.value(stat), 1e-9),
+                "reference_fraction": sol.ms / max(ctx.timing.reference.value(stat), 1e-9),
+            }
+        )
+    ctx.speed_of_light = sol
+    if ctx.timing is None:
+        ctx.estimate, ctx.estimate_note = speed.estimate_for(
+            ctx.task, ctx.mode, status, ctx.task_work, ctx.candidate_work, ctx.trial_kernels, gpu, sol
+        )
 
 
 def ok_message(ctx: Run) -> str:
@@ -46,7 +67,17 @@ def ok_message(ctx: Run) -> str:
         elif t.compile_error is not None:
             parts.append(t.compile_error + " (no speedup vs torch.compile; --fresh-reference tries again)")
     elif Backend.cuda not in ctx.backends:
-        parts.append("no timing was taken: there is no GPU here, so speed was not measured")
+        parts.append("no GPU timed it here")
+        if ctx.estimate is not None:
+            parts.append(ctx.estimate.summary)
+        elif ctx.estimate_note:
+            parts.append(ctx.estimate_note)
+    if ctx.speed_of_light is not None and ctx.speed_of_light.fraction is not None:
+        sol = ctx.speed_of_light
+        parts.append(
+            f"{sol.fraction:.0%} of the speed of light ({sol.ms:.3g} ms on this {sol.gpu}, {sol.bound}-bound); "
+            f"eager PyTorch reaches {sol.reference_fraction:.0%}"
+        )
     warnings = [f.message for f in ctx.audit.flags if f.severity == "warn"]
     if warnings:
         parts.append("warning: " + "; ".join(warnings))
@@ -103,4 +134,6 @@ def build(
         output="\n".join(ctx.output)[-2 * config.output_limit_bytes :],
         phases=ctx.phases,
         provenance=provenance,
+        speed_of_light=ctx.speed_of_light,
+        estimate=ctx.estimate,
     )

@@ -66,6 +66,7 @@ from adaexplore.executor.worker._taskrun import (
     tensors_in,
 )
 from adaexplore.executor.worker._timing import OutputTooLarge, Timer, oversized, summarize
+from adaexplore.roofline import ForwardWork
 
 __all__ = ["CandidateRunner"]
 
@@ -152,6 +153,8 @@ class CandidateRunner:
         self.runtime_guard = True
         self.guard: Guard | None = None
         self.job: Any = None
+        # what one forward does at the task's full sizes (the compile pass's record; see _work_record)
+        self.work: ForwardWork | None = None
 
     # helpers -----------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -344,6 +347,7 @@ class CandidateRunner:
                 target_compiles=self._target_compiles("the kernels the compile check launched were")
                 if self.backend is Backend.compile
                 else None,
+                work=self.work,
             )
         )
         if self.backend is Backend.compile:
@@ -438,8 +442,11 @@ class CandidateRunner:
         capture_ptxas_logs()
         self.tracker.shared_memory_limit = command.shared_memory_limit
         self.tracker.sizes = self.job.sizes if self.job.small_sizes else "full"
+        full = self.tracker.sizes == "full"
+        steps: list[Any] = []
+        stopped = ""
         try:
-            with self._numerics(), torch.no_grad():
+            with self._numerics(), torch.no_grad(), self._recording(full) as steps:
                 _, launched = self.tracker.count(lambda: model(*_clone(inputs)))
             if self.backend is Backend.compile and not launched:
                 self.state.flags.append(
@@ -454,6 +461,7 @@ class CandidateRunner:
             if status in (Status.compile_error, Status.infra_error):
                 self._fail(status, "", exc, "compile")
             if self.backend is Backend.compile:
+                stopped = f"host code raised {type(exc).__name__} in the compile check"
                 # Kernel outputs are never written here, so host code that reads them may fail; the
                 # interpreter or the GPU judges that code.
                 self.state.flags.append(
@@ -466,6 +474,8 @@ class CandidateRunner:
                 )
         finally:
             self.tracker.compile_only = self.backend is Backend.compile
+        if full:
+            self.work = ForwardWork(steps=steps, complete=not stopped, note=stopped)
         if self.backend is Backend.compile and self.tracker.sizes == "small":
             self._compile_at_full_size(type(model))
         self._refuse_launches()
@@ -480,13 +490,23 @@ class CandidateRunner:
         self._check(guard, "compilation")
         return time.perf_counter() - started
 
+    @contextlib.contextmanager
+    def _recording(self, record: bool) -> Iterator[list[Any]]:
+        """What the forward does, recorded where this pass runs at the task's full sizes (`record`)."""
+        if not record:
+            yield []
+            return
+        with self.tracker.recording_work() as steps:
+            yield steps
+
     def _compile_at_full_size(self, model_cls: type[torch.nn.Module]) -> None:
         """The same kernels compiled at the task's full sizes, on shape-only tensors (see `_full_size`)."""
         cast = getattr(torch, self.job.cast_floats_to) if self.job.cast_floats_to else None
         try:
-            stopped = full_size_pass(self.tracker, model_cls, self.job.task_path, cast)
+            stopped, steps = full_size_pass(self.tracker, model_cls, self.job.task_path, cast)
         except BaseException as exc:
             self._fail(classify(exc), "at the task's full sizes (compiled on shape-only tensors)", exc, "compile")
+        self.work = ForwardWork(steps=steps, complete=not stopped, note=stopped)
         if stopped:
             self.state.flags.append(AuditFlag(code="full_size_compile_incomplete", severity="info", message=stopped))
 

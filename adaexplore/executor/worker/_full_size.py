@@ -17,8 +17,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from adaexplore.executor.worker._taskrun import TaskFault, import_file
+from adaexplore.executor.worker._work_record import task_work
+from adaexplore.roofline import TaskWork
 
-__all__ = ["FULL_TASK_MODULE", "META", "full_size_args", "shape_only"]
+__all__ = ["FULL_TASK_MODULE", "META", "full_size_args", "full_size_pass", "reference_work", "shape_only"]
 
 FULL_TASK_MODULE = "adaexplore_task_full_sizes"
 META = torch.device("meta")
@@ -77,6 +79,10 @@ def full_size_args(task_path: str, cast: torch.dtype | None) -> tuple[list[Any],
     Raises:
         TaskFault: the task module raised on import, or its functions raised or returned no list.
     """
+    return _full_size_task(task_path, cast)[1:]
+
+
+def _full_size_task(task_path: str, cast: torch.dtype | None) -> tuple[Any, list[Any], list[Any]]:
     try:
         task = import_file(FULL_TASK_MODULE, task_path)
     except Exception as exc:
@@ -90,13 +96,30 @@ def full_size_args(task_path: str, cast: torch.dtype | None) -> tuple[list[Any],
         if not isinstance(values, list | tuple):
             raise TaskFault(f"{name}() must return a list or tuple, not {type(values).__name__}")
         made.append(list(_cast(list(values), cast)))
-    return made[0], made[1]
+    return task, made[0], made[1]
 
 
-def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: str, cast: torch.dtype | None) -> str:
+def reference_work(task_path: str, cast: torch.dtype | None) -> tuple[TaskWork | None, str]:
+    """What the task's reference does at its full sizes (see `_work_record.task_work`), recorded on shape-only
+    tensors; None and the reason where its module, Model or inputs cannot be made so."""
+    try:
+        with shape_only(), torch.no_grad():
+            task, init_args, inputs = _full_size_task(task_path, cast)
+            model = task.Model(*init_args)
+            if cast is not None:
+                model = model.to(dtype=cast)
+            return task_work(model, inputs), ""
+    except Exception as exc:
+        return None, f"the reference could not be built on shape-only tensors: {type(exc).__name__}: {exc}"[:300]
+
+
+def full_size_pass(
+    tracker: Any, model_cls: type[torch.nn.Module], task_path: str, cast: torch.dtype | None
+) -> tuple[str, list[Any]]:
     """Compile every kernel one forward launches at the task's full sizes, on shape-only tensors, through
-    `tracker` (compile-only). Returns "" when the pass went through the whole forward, else why it stopped
-    early (host code that needs real data, such as `.item()`; kernels launched after that were not compiled).
+    `tracker` (compile-only), recording what the forward does (`tracker.recording_work`). Returns "" when the
+    pass went through the whole forward, else why it stopped early (host code that needs real data, such as
+    `.item()`; kernels launched after that were not compiled), and the record.
 
     Raises:
         what the compiler raised for a kernel at the full sizes (the candidate's compile error).
@@ -108,6 +131,7 @@ def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: st
     tracker.sizes, tracker.shared_memory = "full", {}
     compile_only, tracker.compile_only = tracker.compile_only, True
     reason = ""
+    steps: list[Any] = []
     try:
         with shape_only(), torch.no_grad():
             try:
@@ -121,7 +145,8 @@ def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: st
                 reason = f"ModelNew(*get_init_inputs()) raised {type(exc).__name__} on shape-only tensors: {exc}"
             if not reason:
                 try:
-                    tracker.count(lambda: model(*inputs))
+                    with tracker.recording_work() as steps:
+                        tracker.count(lambda: model(*inputs))
                 except Exception as exc:
                     if classify(exc) in (Status.compile_error, Status.infra_error):
                         raise
@@ -133,4 +158,4 @@ def full_size_pass(tracker: Any, model_cls: type[torch.nn.Module], task_path: st
         # keeps its small-size number
         for name, used in small_shared.items():
             tracker.shared_memory.setdefault(name, used)
-    return reason
+    return reason, steps

@@ -42,6 +42,7 @@ from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor
+from adaexplore.executor.worker._full_size import reference_work
 from adaexplore.executor.worker._inductor_env import compile_failure, prepare_inductor
 from adaexplore.executor.worker._perturb import (
     apply_pattern,
@@ -59,6 +60,7 @@ from adaexplore.executor.worker._taskrun import (
     upcast,
 )
 from adaexplore.executor.worker._timing import Timer, summarize
+from adaexplore.roofline import TaskWork
 
 __all__ = ["Judge"]
 
@@ -93,6 +95,8 @@ class Judge:
         self.builder = ReferenceBuilder(device)
         # the bytes of the last reference built per task file and sizes: the room a new one needs
         self._last_size: dict[tuple[str, str], int] = {}
+        # what each task's reference does at full size, per task file and cast (see _work_record)
+        self._work: dict[tuple[str, str | None], tuple[TaskWork | None, str]] = {}
         self._timer: Timer | None = None
 
     def handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
@@ -159,19 +163,28 @@ class Judge:
             self.cache.add(key, ref)
         ref.users += 1
         job = self.jobs[spec.job_id] = _Job(spec=spec, key=key, ref=ref, cached=cached)
+        work, note = self._task_work(spec)
         if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
-            return Loaded(cached=cached)
+            return Loaded(cached=cached, work=work, work_note=note)
         if not ref.inputs:  # kept by a job that did not share them
             ref.inputs = [self.builder.inputs(ref, spec, seed) for seed in ref.trial_seeds]
         if ref.timing_base is None:
             ref.timing_base = self.builder.inputs(ref, spec, ref.timing_seed)
         shared = share_inputs(ref.inputs, ref.timing_base, self.device)
         if shared is None:
-            return Loaded(cached=cached)
+            return Loaded(cached=cached, work=work, work_note=note)
         job.inputs, layout = shared
         self._hold(job, job.inputs.nbytes)
         self._send(job.inputs, f"{spec.job_id}:inputs")
-        return Loaded(inputs=layout, cached=cached)
+        return Loaded(inputs=layout, cached=cached, work=work, work_note=note)
+
+    def _task_work(self, spec: JobSpec) -> tuple[TaskWork | None, str]:
+        """What the task's reference does at its full sizes, recorded once per task file and cast."""
+        key = (spec.task_path, spec.cast_floats_to)
+        if key not in self._work:
+            cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
+            self._work[key] = reference_work(spec.task_path, cast)
+        return self._work[key]
 
     def _hold(self, job: _Job, nbytes: int) -> None:
         """Count a shared buffer of `job` against the budget, evicting unused references to make room."""

@@ -18,13 +18,14 @@ beside the kernel's own compile instead of after it.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import inspect
 import math
 import re
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -131,6 +132,10 @@ class LaunchTracker:
         self.target_compiles: dict[str, int] = {}
         self._compiled: dict[int, Any] = {}
         self.compile_failures: list[tuple[str, str, BaseException]] = []
+        # compile-only at full size: what the forward does, step by step (PyTorch operators and launches, see
+        # _work_record), while `recording_work` is open; the configs of the autotuned kernel compiling now
+        self.work: list[Any] | None = None
+        self.tune_group: Any = None
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
@@ -306,6 +311,8 @@ class LaunchTracker:
                 if not tracker._tuning:  # an autotuner's configs are weighed in `_wrap_autotuner_run`
                     tracker.shared_memory[name] = max(shared, tracker.shared_memory.get(name, 0))
                 tracker._record_cost(jit, kwargs, kernel)
+                if tracker.work is not None:
+                    tracker._record_work(jit, args, kwargs, grid, kernel)
                 if tracker.backend is Backend.cuda:
                     # Triton loads the binary and builds its C launcher on the first launch; on a GPU that is
                     # compile work too, so it happens here, before the candidate waits for the device.
@@ -387,6 +394,26 @@ class LaunchTracker:
         from adaexplore.executor.worker._static_cost import record_cost
 
         record_cost(self, jit, kwargs, kernel)
+
+    def _record_work(self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, kernel: Any) -> None:
+        from adaexplore.executor.worker._work_record import record_launch
+
+        assert self.work is not None
+        record_launch(self.work, self.tune_group, jit, args, kwargs, grid, kernel)
+
+    @contextlib.contextmanager
+    def recording_work(self) -> Iterator[list[Any]]:
+        """Inside, every PyTorch operator and every compiled launch of the candidate is recorded, in order, into
+        the list yielded (see `_work_record`)."""
+        from adaexplore.executor.worker._work_record import OpRecorder
+
+        steps: list[Any] = []
+        self.work = steps
+        try:
+            with OpRecorder(steps):
+                yield steps
+        finally:
+            self.work = None
 
     def _compile_configs(self, tuner: Autotuner, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         from adaexplore.executor.worker._static_cost import compile_configs

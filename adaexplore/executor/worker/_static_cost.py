@@ -199,6 +199,10 @@ def compile_configs(tracker: Any, tuner: Any, args: tuple[Any, ...], kwargs: dic
     fitting: list[int] = []
     least: int | None = None
     tracker._tuning = True
+    if tracker.work is not None:
+        from adaexplore.roofline import LaunchWork
+
+        tracker.tune_group = LaunchWork(kernel=name, configs=[], autotuned=True)
     try:
         for config in tuner.prune_configs(kwargs):
             done = len(tracker.costs)
@@ -227,6 +231,12 @@ def compile_configs(tracker: Any, tuner: Any, args: tuple[Any, ...], kwargs: dic
                     fitting.append(used)
     finally:
         tracker._tuning = False
+        group, tracker.tune_group = tracker.tune_group, None
+        if group is not None and tracker.work is not None:
+            # what a GPU's autotuner would choose from: the configs that fit its shared memory
+            group.configs = [c for c in group.configs if limit is None or c.shared_memory <= limit]
+            if group.configs:
+                tracker.work.append(group)
     if fitting:
         tracker.shared_memory[name] = max(max(fitting), tracker.shared_memory.get(name, 0))
     elif first_error is not None:

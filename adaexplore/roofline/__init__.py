@@ -1,0 +1,45 @@
+"""How fast a task can go and how fast a kernel will go on a GPU, computed without one (DESIGN §7).
+
+`speed_of_light` bounds a task's time on a GPU model from what its reference must compute and move at full size;
+`estimate` predicts a kernel's time from the launches and library calls of its forward. Both read the records
+the workers make (`TaskWork`, `ForwardWork`) and the peaks of the GPU table (`GPUS`). Pure Python, no torch.
+"""
+
+from adaexplore.roofline._estimate import (
+    CALIBRATION,
+    Calibration,
+    Part,
+    estimate_forward,
+    estimate_reference,
+    kernel_estimate,
+)
+from adaexplore.roofline._gpus import GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
+from adaexplore.roofline._sol import fp32_matmul_path, speed_of_light
+from adaexplore.roofline._ttir import KernelIR, ProgramCounts, count_launch, parse_ttir
+from adaexplore.roofline._work import DOT_PRECISIONS, ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
+
+__all__ = [
+    "CALIBRATION",
+    "DOT_PRECISIONS",
+    "GPUS",
+    "Calibration",
+    "ForwardWork",
+    "GpuSpec",
+    "KernelIR",
+    "LaunchConfig",
+    "LaunchWork",
+    "OpWork",
+    "Part",
+    "ProgramCounts",
+    "TaskWork",
+    "count_launch",
+    "estimate_forward",
+    "estimate_reference",
+    "fp32_matmul_path",
+    "gpu_for_device",
+    "gpu_spec",
+    "kernel_estimate",
+    "known_gpus",
+    "parse_ttir",
+    "speed_of_light",
+]

@@ -1,0 +1,217 @@
+"""A forward's time on a GPU, estimated from what it launches: a roofline per step with measured efficiencies.
+
+Each step of a `ForwardWork` takes the longest of the times its work needs at the rate it can get, plus the cost of
+a launch:
+
+- a Triton launch: its `tl.dot` FLOPs at the tensor cores' rate for their precision (`tf32x3` is three tf32
+  products; `ieee` runs on the CUDA cores), its bytes at the memory's, and what its programs ask of the caches.
+  Its programs run in waves over the streaming multiprocessors (a grid a little larger than the GPU takes two
+  waves), and too few resident warps leave the memory idle. The tensor cores lose speed to tiles too small for
+  Hopper's warp-group MMA and to MMAs the assembler serialized; an autotuned kernel takes its fastest config.
+- a PyTorch operator: its FLOPs at the library's rate for the precision it runs in (fp32 matmuls and convolutions
+  on the CUDA cores unless the mode lets TF32 in), its bytes at the memory's.
+
+The efficiencies (`Calibration`) were fitted on an H200 to measured times of kernels and references
+(`benchmarks/calibrate_estimate.py`, `benchmarks/README.md`); they are fractions of the GPU's datasheet peaks,
+so the same model serves the other GPUs of the table, less surely.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from adaexplore.roofline._gpus import GpuSpec
+from adaexplore.roofline._work import ForwardWork, LaunchConfig, LaunchWork, OpWork
+
+__all__ = ["CALIBRATION", "Calibration", "Part", "estimate_forward", "estimate_reference", "kernel_estimate"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fractions of a GPU's peaks that kernels reach, and fixed costs (fitted on an H200)."""
+
+    # Triton dots on the tensor cores: wgmma with tiles of at least 64 x 64; the older path; serialized MMAs
+    tensor_cores: float = 0.75
+    small_tiles: float = 0.4
+    serialized: float = 0.55
+    # Triton dots on the CUDA cores (input_precision="ieee")
+    cuda_cores: float = 0.55
+    # Triton loads and stores against HBM, and what the programs ask of the caches (as a multiple of HBM's rate)
+    memory: float = 0.85
+    cache_rate: float = 4.0
+    # resident warps per streaming multiprocessor that keep the memory busy
+    busy_warps: float = 16.0
+    # each program's start and end, per streaming multiprocessor, in microseconds
+    program_us: float = 0.02
+    # PyTorch's libraries: fp32 GEMM and convolution on the CUDA cores, anything on the tensor cores, and
+    # elementwise and reduction kernels against HBM
+    library_gemm: float = 0.78
+    library_conv: float = 0.45
+    library_tensor_cores: float = 0.7
+    library_memory: float = 0.8
+    launch_us: float | None = None  # None: the GPU table's
+
+
+CALIBRATION = Calibration()
+
+
+@dataclass
+class Part:
+    """One step's estimated time and what bounds it."""
+
+    step: str
+    ms: float
+    limit: str  # "tensor cores (tf32x3)", "CUDA cores (fp32)", "memory", "caches", "launch"
+    flops: float = 0.0
+    bytes: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class ForwardEstimate:
+    ms: float
+    parts: list[Part] = field(default_factory=list)
+
+
+def _launch_us(gpu: GpuSpec, cal: Calibration) -> float:
+    return cal.launch_us if cal.launch_us is not None else gpu.launch_us
+
+
+def _dot_rate(gpu: GpuSpec, precision: str) -> tuple[float, int, str]:
+    """FLOP/s of the unit that does a dot of this precision, how many products each FLOP takes there (three for
+    Triton's tf32x3 split), and the unit's name."""
+    if precision == "ieee":
+        return gpu.fp32_tflops * 1e12, 1, "CUDA cores (fp32)"
+    if precision == "tf32x3":
+        return gpu.tf32_tflops * 1e12, 3, "tensor cores (tf32x3)"
+    peak = gpu.peak_tflops(precision)
+    if peak is None:  # a precision this GPU lacks (fp8 on an A100) runs converted to the next one up
+        peak = gpu.fp16_tflops
+    return peak * 1e12, 1, f"tensor cores ({precision})"
+
+
+def _resident(config: LaunchConfig, gpu: GpuSpec) -> int:
+    """Programs of this config one streaming multiprocessor holds at once."""
+    warps = max(1, config.num_warps)
+    threads = warps * 32
+    registers = config.registers or 64
+    per_warp = math.ceil(registers * 32 / 256) * 256  # registers are given out 256 at a time per warp
+    by_registers = gpu.registers_per_sm // (per_warp * warps)
+    by_shared = gpu.shared_memory_per_sm // config.shared_memory if config.shared_memory else gpu.blocks_per_sm
+    by_threads = gpu.threads_per_sm // threads
+    return max(1, min(gpu.blocks_per_sm, by_registers, by_shared, by_threads))
+
+
+def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration) -> Part:
+    programs = max(1, config.programs)
+    sms = gpu.sms
+    waves = math.ceil(programs / sms) * sms / programs  # >= 1: the last wave's idle multiprocessors
+    resident = min(_resident(config, gpu), math.ceil(programs / sms))
+    busy = min(1.0, min(programs, sms) / sms * resident * max(1, config.num_warps) / cal.busy_warps)
+    compute_s, unit, flops = 0.0, "", 0.0
+    for precision, amount in config.dot_flops.items():
+        rate, products, unit_here = _dot_rate(gpu, precision)
+        if precision == "ieee":
+            efficiency = cal.cuda_cores
+        else:
+            efficiency = cal.tensor_cores if config.wgmma else cal.small_tiles
+            if config.serialized_mma:
+                efficiency *= cal.serialized
+        seconds = amount * products / (rate * efficiency) * waves
+        if seconds > compute_s:
+            unit = unit_here
+        compute_s += seconds
+        flops += amount
+    moved = config.bytes_read + config.bytes_written
+    memory_s = moved / (gpu.hbm_gbps * 1e9 * cal.memory * max(busy, 1e-3))
+    cache_s = config.requested_bytes / (gpu.hbm_gbps * 1e9 * cal.cache_rate)
+    program_s = math.ceil(programs / sms) * cal.program_us * 1e-6
+    launch_s = _launch_us(gpu, cal) * 1e-6
+    limits = [(compute_s, unit or "compute"), (memory_s, "memory"), (cache_s, "caches")]
+    longest, limit = max(limits, key=lambda item: item[0])
+    if longest < launch_s:
+        limit = "launch"
+    total = longest + program_s + launch_s
+    detail = []
+    if flops:
+        detail.append(f"{flops / 1e9:.3g} GFLOP of dots")
+    detail.append(f"{moved / 1e6:.3g} MB")
+    if config.serialized_mma:
+        detail.append("its MMAs are serialized")
+    if flops and not config.wgmma:
+        detail.append("tiles too small for wgmma")
+    return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))
+
+
+def _op_part(op: OpWork, gpu: GpuSpec, cal: Calibration, tf32_matmul: bool, tf32_conv: bool) -> Part | None:
+    if op.category == "view":
+        return None
+    name = op.op.removeprefix("aten.")
+    moved = op.bytes_read + op.bytes_written
+    memory_s = moved / (gpu.hbm_gbps * 1e9 * cal.library_memory)
+    compute_s, unit = 0.0, ""
+    if op.flops:
+        dtype = op.dtype
+        if dtype in ("float32", "float"):
+            tf32 = tf32_conv if op.category == "conv" else tf32_matmul
+            if tf32:
+                rate, unit, efficiency = gpu.tf32_tflops, "tensor cores (tf32)", cal.library_tensor_cores
+            else:
+                rate, unit = gpu.fp32_tflops, "CUDA cores (fp32)"
+                efficiency = cal.library_conv if op.category == "conv" else cal.library_gemm
+        else:
+            precision = {"bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}.get(dtype, "fp16")
+            rate = gpu.peak_tflops(precision) or gpu.fp16_tflops
+            unit, efficiency = f"tensor cores ({precision})", cal.library_tensor_cores
+        compute_s = op.flops / (rate * 1e12 * efficiency)
+    launch_s = _launch_us(gpu, cal) * 1e-6
+    longest, limit = max([(compute_s, unit or "compute"), (memory_s, "memory")], key=lambda item: item[0])
+    if longest < launch_s:
+        limit = "launch"
+    detail = f"{op.flops / 1e9:.3g} GFLOP, {moved / 1e6:.3g} MB" if op.flops else f"{moved / 1e6:.3g} MB"
+    return Part(name, (longest + launch_s) * 1e3, limit, op.flops, moved, detail)
+
+
+def estimate_forward(
+    work: ForwardWork,
+    gpu: GpuSpec,
+    *,
+    tf32_matmul: bool = False,
+    tf32_conv: bool = False,
+    calibration: Calibration = CALIBRATION,
+) -> ForwardEstimate:
+    """The forward's estimated time on `gpu`, in milliseconds, step by step (views and allocations left out).
+    `tf32_matmul` / `tf32_conv`: whether PyTorch's fp32 matmuls / convolutions may use TF32 (the mode's flags)."""
+    parts: list[Part] = []
+    for step in work.steps:
+        if isinstance(step, LaunchWork):
+            options = [_launch_part(step.kernel, c, gpu, calibration) for c in step.configs]
+            if options:
+                parts.append(min(options, key=lambda p: p.ms))
+        else:
+            part = _op_part(step, gpu, calibration, tf32_matmul, tf32_conv)
+            if part is not None:
+                parts.append(part)
+    return ForwardEstimate(sum(p.ms for p in parts), parts)
+
+
+def estimate_reference(
+    work: ForwardWork, gpu: GpuSpec, *, tf32_matmul: bool, tf32_conv: bool, calibration: Calibration = CALIBRATION
+) -> ForwardEstimate:
+    """The reference's eager time on `gpu` (its operators through PyTorch's libraries)."""
+    return estimate_forward(work, gpu, tf32_matmul=tf32_matmul, tf32_conv=tf32_conv, calibration=calibration)
+
+
+def kernel_estimate(
+    candidate: ForwardWork,
+    reference: ForwardWork,
+    gpu: GpuSpec,
+    *,
+    tf32_matmul: bool,
+    tf32_conv: bool,
+    calibration: Calibration = CALIBRATION,
+) -> tuple[ForwardEstimate, ForwardEstimate]:
+    """The candidate's and the reference's estimates on the same GPU, with the same flags."""
+    flags = {"tf32_matmul": tf32_matmul, "tf32_conv": tf32_conv, "calibration": calibration}
+    return estimate_forward(candidate, gpu, **flags), estimate_reference(reference, gpu, **flags)  # type: ignore[arg-type]
