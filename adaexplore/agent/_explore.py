@@ -199,8 +199,8 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
-    async def check_task(self, task: Task) -> None:
-        await self.inner.check_task(task)
+    async def check_task(self, task: Task) -> tools.TaskWork | None:
+        return await self.inner.check_task(task)
 
     async def ready(self, progress: tools.Progress | None = None) -> None:
         await self.inner.ready(progress)

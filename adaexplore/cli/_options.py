@@ -73,9 +73,9 @@ class OneLineErrors(argparse.ArgumentParser):
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """--config, --home, --gpus, --target and --cluster, on the top parser and (recursively) on every subcommand, so
-    that they may come before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that is not given
-    them leaves the top parser's value alone."""
+    """--config, --home, --gpus, --target and --cluster, on the top parser and (recursively) on every subcommand,
+    so that they may come before or after the subcommand. Below the top they default to SUPPRESS: a subcommand that
+    is not given them leaves the top parser's value alone."""
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--config", type=Path, default=default, help="settings file (TOML)")
     parser.add_argument(

@@ -28,6 +28,7 @@ from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Provenance, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor import Environment, Evaluator, Progress, ProgressUpdate, Task, code_hash
+from adaexplore.roofline import TaskWork
 
 __all__ = ["ClusterEvaluator", "open_evaluator"]
 
@@ -245,8 +246,9 @@ class ClusterEvaluator:
         assert isinstance(result, Evaluation)
         return result
 
-    async def check_task(self, task: Task) -> None:
-        """Load `task` on a worker as an evaluation would (`Evaluator.check_task`).
+    async def check_task(self, task: Task) -> TaskWork | None:
+        """Load `task` on a worker as an evaluation would (`Evaluator.check_task`); what its reference does at full
+        size, where the worker could follow it.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -257,6 +259,7 @@ class ClusterEvaluator:
         result = await self._run(request, None)
         if isinstance(result, Evaluation):  # the check itself was lost with its workers
             raise EvaluatorError(f"could not check task {task.name} on the Dask cluster: {result.message}")
+        return result if isinstance(result, TaskWork) else None
 
     def _request(self, task: Task, code: str, mode: Mode | str | None, backend: str | None, report: bool) -> Request:
         backend = backend or self.config.backend

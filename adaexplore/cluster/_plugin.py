@@ -38,6 +38,7 @@ from adaexplore.executor import Environment, Evaluator, Progress, ProgressUpdate
 from adaexplore.executor._environment import probe_environment
 from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor._workspace import worker_env
+from adaexplore.roofline import TaskWork
 
 __all__ = ["EvaluatorPlugin", "describe", "run_request", "worker_settings"]
 
@@ -127,7 +128,7 @@ class _Host:
             "served": self.served,
         }
 
-    async def run(self, request: Request, progress: Progress | None) -> Evaluation | None:
+    async def run(self, request: Request, progress: Progress | None) -> Evaluation | TaskWork | None:
         held = await self._evaluator(request.protocol)
         held.in_flight += 1
         held.used = time.monotonic()
@@ -135,8 +136,7 @@ class _Host:
             evaluator = held.evaluator
             assert evaluator is not None
             if request.check:
-                await evaluator.check_task(request.task)
-                return None
+                return await evaluator.check_task(request.task)
             return await evaluator.evaluate(
                 request.task,
                 request.code,
@@ -298,7 +298,7 @@ def _plugin() -> tuple[Any, EvaluatorPlugin]:
     return worker, plugin
 
 
-def run_request(request: Request) -> Evaluation | None:
+def run_request(request: Request) -> Evaluation | TaskWork | None:
     """A Dask task: one evaluation (or task check) on this worker's evaluator; blocks its worker thread."""
     worker, plugin = _plugin()
     assert plugin.portal is not None and plugin.host is not None

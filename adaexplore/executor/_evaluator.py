@@ -41,7 +41,7 @@ from adaexplore.executor._task import Task
 from adaexplore.executor.stages import compile as compile_stage
 from adaexplore.executor.stages import faults, numerics, result, static, task_check
 from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
-from adaexplore.roofline import gpu_spec
+from adaexplore.roofline import TaskWork, gpu_spec
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
 
@@ -526,11 +526,12 @@ class Evaluator:
                 result.settle_speed(run, verdict.status, self.config, self.environment)
             return verdict.status, verdict.message, verdict.error
 
-    async def check_task(self, task: Task) -> None:
+    async def check_task(self, task: Task) -> TaskWork | None:
         """Load `task` in the judge as an evaluation would: import its module, build `Model` from
         `get_init_inputs()`, draw `get_inputs()` and compute the reference outputs. A task that fails here
         would fail every evaluation, so a search checks it before it spends anything on candidates. The
-        judge keeps the imported module.
+        judge keeps the imported module. Returns what the reference does at its full sizes (its speed of light
+        comes from it), or None where the judge could not follow it on shape-only tensors.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -538,10 +539,12 @@ class Evaluator:
         """
         await self.ready()
         if task.input_sets is not None and Backend.cuda in self._default_backends():
-            for label in task.input_sets:  # each set at full size, as its evaluations will run it
-                await task_check.run(self, input_sets.set_task(task, label))
-            return
-        await task_check.run(self, task)
+            works = [
+                await task_check.run(self, input_sets.set_task(task, label))  # each set at full size, as its
+                for label in task.input_sets  # evaluations will run it
+            ]
+            return works[0] if works else None
+        return await task_check.run(self, task)
 
     def _task_file(self, task: Task) -> Path:
         """The task's source where the judges can read it."""

@@ -70,6 +70,8 @@ class LargeStepContext(BaseModel):
     task_source: str
     pool: list[KernelContext]
     precision: PrecisionContext
+    # the task's speed of light and what ranks kernels (measured time, or an estimate where nothing is timed)
+    speed: str = ""
 
 
 class DistillContext(BaseModel):
@@ -111,6 +113,7 @@ class SmallStepContext(BaseModel):
     current: KernelContext
     history: list[KernelContext]
     precision: PrecisionContext
+    speed: str = ""
 
 
 @cache

@@ -31,11 +31,17 @@ __all__ = ["CALIBRATION", "Calibration", "Part", "estimate_forward", "estimate_r
 class Calibration:
     """Fractions of a GPU's peaks that kernels reach, and fixed costs (fitted on an H200)."""
 
-    # Triton dots on the tensor cores: wgmma with tiles of at least 64 x 64; the older path; serialized MMAs
-    tensor_cores: float = 0.75
+    # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
+    # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
+    tensor_cores: float = 0.8
+    split_products: float = 0.55
     small_tiles: float = 0.4
     serialized: float = 0.55
-    # Triton dots on the CUDA cores (input_precision="ieee")
+    # K elements in flight ((stages - 1) x BLOCK_K) past which a dot's loads no longer keep the tensor cores waiting,
+    # and how steeply fewer cost: efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
+    pipeline_k: float = 128.0
+    pipeline_exponent: float = 0.3
+    # Triton's CUDA-core work: ieee dots and element-wise arithmetic on blocks
     cuda_cores: float = 0.55
     # Triton loads and stores against HBM, and what the programs ask of the caches (as a multiple of HBM's rate)
     memory: float = 0.85
@@ -104,25 +110,38 @@ def _resident(config: LaunchConfig, gpu: GpuSpec) -> int:
 
 
 def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration) -> Part:
-    programs = max(1, config.programs)
+    if config.programs <= 0:  # Triton's launcher starts nothing for a grid of no programs
+        return Part(name, 0.0, "nothing (a grid of no programs)")
+    programs = config.programs
     sms = gpu.sms
     waves = math.ceil(programs / sms) * sms / programs  # >= 1: the last wave's idle multiprocessors
     resident = min(_resident(config, gpu), math.ceil(programs / sms))
     busy = min(1.0, min(programs, sms) / sms * resident * max(1, config.num_warps) / cal.busy_warps)
-    compute_s, unit, flops = 0.0, "", 0.0
+    tensor_s, unit, flops = 0.0, "", 0.0
+    depth = (max(config.num_stages, 2) - 1) * (config.dot_tile[2] if config.dot_tile else cal.pipeline_k)
+    pipelined = min(1.0, depth / cal.pipeline_k) ** cal.pipeline_exponent
+    # the CUDA cores' issue slots: element-wise work, ieee dots (one fused multiply-add per two FLOPs) and the
+    # special-function units' operations (a quarter warp's lanes each)
+    slots = config.simt + 8 * config.special
     for precision, amount in config.dot_flops.items():
-        rate, products, unit_here = _dot_rate(gpu, precision)
-        if precision == "ieee":
-            efficiency = cal.cuda_cores
-        else:
-            efficiency = cal.tensor_cores if config.wgmma else cal.small_tiles
-            if config.serialized_mma:
-                efficiency *= cal.serialized
-        seconds = amount * products / (rate * efficiency) * waves
-        if seconds > compute_s:
-            unit = unit_here
-        compute_s += seconds
         flops += amount
+        if precision == "ieee":
+            slots += amount / 2
+            continue
+        rate, products, unit_here = _dot_rate(gpu, precision)
+        efficiency = cal.split_products if precision == "tf32x3" else cal.tensor_cores
+        if not config.wgmma:
+            efficiency = min(efficiency, cal.small_tiles)
+        if config.serialized_mma:
+            efficiency *= cal.serialized
+        seconds = amount * products / (rate * efficiency * pipelined) * waves
+        if seconds > tensor_s:
+            unit = unit_here
+        tensor_s += seconds
+    cuda_s = slots / (gpu.fp32_tflops / 2 * 1e12 * cal.cuda_cores) * waves
+    compute_s = max(tensor_s, cuda_s)
+    if cuda_s > tensor_s:
+        unit = "CUDA cores (fp32)"
     moved = config.bytes_read + config.bytes_written
     memory_s = moved / (gpu.hbm_gbps * 1e9 * cal.memory * max(busy, 1e-3))
     cache_s = config.requested_bytes / (gpu.hbm_gbps * 1e9 * cal.cache_rate)
@@ -139,7 +158,7 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     detail.append(f"{moved / 1e6:.3g} MB")
     if config.serialized_mma:
         detail.append("its MMAs are serialized")
-    if flops and not config.wgmma:
+    if flops and not config.wgmma and any(p != "ieee" for p in config.dot_flops):
         detail.append("tiles too small for wgmma")
     return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))
 

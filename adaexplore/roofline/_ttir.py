@@ -178,6 +178,10 @@ class ProgramCounts:
     """What programs do, summed (and scaled) over the programs counted."""
 
     dot_flops: dict[str, float] = field(default_factory=dict)
+    # issue slots of the CUDA cores' lanes for element-wise work on blocks (float and integer arithmetic), and
+    # operations of the special-function units (exp, log, sqrt, sin ...), element by element
+    simt: float = 0.0
+    special: float = 0.0
     # bytes asked for by loads and stores, by the tensor argument they address ("" when unknown)
     loads: dict[str, float] = field(default_factory=dict)
     stores: dict[str, float] = field(default_factory=dict)
@@ -189,6 +193,8 @@ class ProgramCounts:
         for mine, theirs in ((self.dot_flops, other.dot_flops), (self.loads, other.loads), (self.stores, other.stores)):
             for key, value in theirs.items():
                 mine[key] = mine.get(key, 0.0) + value * times
+        self.simt += other.simt * times
+        self.special += other.special * times
         if other.dot_tile is not None and (
             self.dot_tile is None or math.prod(other.dot_tile) < math.prod(self.dot_tile)
         ):
@@ -243,8 +249,9 @@ def _dot_precision(element: str, attrs: str) -> str:
         return "fp64"
     if element.startswith("i"):
         return "int8"
+    # the IR leaves out the attribute's default, IEEE (fp32 on the CUDA cores); tf32 and tf32x3 are written out
     found = re.search(r"inputPrecision\s*=\s*(\w+)", attrs)
-    return found.group(1) if found else "tf32"
+    return found.group(1) if found else "ieee"
 
 
 def _shape(type_text: str) -> list[int]:
@@ -340,6 +347,35 @@ _FORWARDS = {
     "tt.gather",
 }
 _CONTROL = {"scf.for", "scf.if", "scf.while", "tt.call"}
+# issue slots per element of element-wise operations on blocks (one lane's fused multiply-add is one slot); an
+# integer division or remainder is a sequence of a dozen or more instructions, a libdevice call (tanh, erf ...)
+# a polynomial of about as many
+_SIMT_SLOTS = {
+    "arith.divsi": 16,
+    "arith.divui": 16,
+    "arith.remsi": 16,
+    "arith.remui": 16,
+    "arith.floordivsi": 18,
+    "arith.ceildivsi": 18,
+    "arith.divf": 4,
+    "tt.extern_elementwise": 16,
+    "tt.precise_divf": 8,
+    "tt.precise_sqrt": 8,
+}
+_SPECIAL = {
+    "math.exp",
+    "math.exp2",
+    "math.log",
+    "math.log2",
+    "math.sqrt",
+    "math.rsqrt",
+    "math.sin",
+    "math.cos",
+    "math.tanh",
+    "math.erf",
+    "arith.divf",
+}
+_FREE = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.make_range", "arith.constant", "tt.trans"}
 
 
 class _Walk:
@@ -384,6 +420,7 @@ class _Walk:
             self.values[op.results[0]] = (self.pid if name == "tt.get_program_id" else self.grid)[axis]
             return
         operands = op.operands()
+        self._elementwise(op, counts)
         if name.startswith("arith.") and op.results:
             known = [self.value(o) for o in operands]
             if known and all(v is not None for v in known) and not _TENSOR.search(op.types()):
@@ -430,6 +467,23 @@ class _Walk:
         if name == "tt.call":
             self._call(op, counts)
             return
+
+    def _elementwise(self, op: Op, counts: ProgramCounts) -> None:
+        """The CUDA-core work of an element-wise operation on a block (scalar work is one lane's in 32)."""
+        name = op.name
+        if name in _FREE or not op.results or not (
+            name.startswith("arith.") or name.startswith("math.") or name in _SIMT_SLOTS
+        ):
+            return
+        types = op.types()
+        shown = types.split("->")[-1]
+        if not _TENSOR.search(shown):
+            return
+        count, size, _ = _element(shown)
+        wide = 2 if size == 8 else 1
+        counts.simt += count * _SIMT_SLOTS.get(name, 1) * wide
+        if name in _SPECIAL:
+            counts.special += count
 
     def _access(self, into: dict[str, float], pointer: list[str], nbytes: float) -> None:
         origin = sorted(self.origin(pointer)) or [""]

@@ -47,6 +47,8 @@ class LaunchConfig(_Model):
     registers: int | None = None
     shared_memory: int = 0
     spilled: bool = False
+    # bytes per thread the assembler spilled to local memory and read back (stores plus loads)
+    spill_bytes: int = 0
     # the assembler serialized the tensor-core instructions (a ptxas warning)
     serialized_mma: bool = False
     # the dots use Hopper's warp-group MMA (wgmma); False: the older per-warp path (tiles too small for it)
@@ -55,6 +57,10 @@ class LaunchConfig(_Model):
     dot_flops: dict[str, float] = Field(default_factory=dict)
     # the smallest dot tile (M, N, K) of the kernel: small tiles keep the tensor cores from their peak
     dot_tile: tuple[int, int, int] | None = None
+    # element-wise work on blocks, over all programs: issue slots of the CUDA cores' lanes, and operations of the
+    # special-function units (exp, log, sqrt ...)
+    simt: float = 0.0
+    special: float = 0.0
     # bytes the launch reads from and writes to device memory: each tensor argument's loads and stores over all
     # programs, but at most its size (what stays in the caches is read once)
     bytes_read: float = 0.0

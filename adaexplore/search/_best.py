@@ -1,10 +1,11 @@
 """The best correct kernel of a search, and what to say when correct kernels cannot be told apart.
 
-Correct kernels tie when their speed is the same: always when nothing was timed (no GPU: every correct kernel
-counts as speedup 1 and gets the same reward), and now and then when two measured the same. A tie is broken by
-`TieBreak`, a key where lower is better (None: the node has none, and ranks after those that do), then by the
-node id (the first found). Without a key the first found wins. The tools pass the static cost of the sm_90
-compile (tools/_best.py); `tie_phrase` says which rule chose.
+Correct kernels are ranked by their measured speedup, or where nothing timed them by their estimated one (every
+measured kernel above every estimated one: the two are never compared), else they count as speedup 1. They tie
+when their speed is the same: always where there is neither measurement nor estimate, and now and then when two
+come out the same. A tie is broken by `TieBreak`, a key where lower is better (None: the node has none, and ranks
+after those that do), then by the node id (the first found). Without a key the first found wins. The tools pass
+the static cost of the sm_90 compile (tools/_best.py); `tie_phrase` says which rule chose.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ __all__ = ["SearchBest", "TieBreak", "best_correct", "speed_key", "tie_order", "
 TieBreak = Callable[[NodeStats], tuple[float, ...] | float | None]
 
 
-def speed_key(node: NodeStats) -> float:
-    """The speed the search ranks correct kernels by: the measured speedup, 1 where nothing was timed."""
-    return node.speedup if node.speedup is not None else 1.0
+def speed_key(node: NodeStats) -> tuple[int, float]:
+    """The speed the search ranks correct kernels by (`NodeStats.rank_speed`): measured, else estimated, else 1."""
+    return node.rank_speed
 
 
 def tie_order(tie_break: TieBreak | None, node: NodeStats) -> tuple[object, ...]:
@@ -65,6 +66,7 @@ class SearchBest:
     correct: int  # how many correct nodes there are
     why: str  # why this node, in words
     tie_rule: str = "the first found"  # how it was chosen among `tied` (tie_phrase)
+    estimated: bool = False  # whether it was chosen by its estimated speedup (nothing timed it)
 
 
 def best_correct(
@@ -80,8 +82,14 @@ def best_correct(
     winner = min(equal, key=lambda n: tie_order(tie_break, n))
     tied = tuple(n.id for n in equal if n.id != winner.id)
     timed = winner.speedup is not None
+    estimated = not timed and winner.estimated_speedup is not None
     how = tie_phrase(tie_break, tie_break_name, winner, [n for n in equal if n.id != winner.id])
-    if not timed:
+    if estimated:
+        others = f" of {len(candidates)} correct kernels" if len(candidates) > 1 else ""
+        why = f"the fastest by its estimated speedup{others} (no GPU timed them; an estimate, not a measurement)"
+        if tied:
+            why += f", tied with node(s) {', '.join(str(i) for i in tied)}; node {winner.id} is {how}"
+    elif not timed:
         if tied:
             why = f"untimed: no GPU timed the {len(equal)} correct kernels, so they tie; node {winner.id} is {how}"
         else:
@@ -91,4 +99,6 @@ def best_correct(
         why = f"the fastest correct kernel measured, tied with node(s) {others}; node {winner.id} is {how}"
     else:
         why = "the fastest correct kernel measured during the search"
-    return SearchBest(node=winner, tied=tied, timed=timed, correct=len(candidates), why=why, tie_rule=how)
+    return SearchBest(
+        node=winner, tied=tied, timed=timed, correct=len(candidates), why=why, tie_rule=how, estimated=estimated
+    )

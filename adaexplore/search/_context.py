@@ -63,7 +63,7 @@ def _extras(candidates: list[NodeStats], room: int, config: SearchConfig, rng: r
     chosen: list[NodeStats] = []
     remaining = list(candidates)
     for _ in range(k):
-        logits = [(c.speedup if c.speedup is not None else 1.0) / config.softmax_temperature for c in remaining]
+        logits = [c.rank_speed[1] / config.softmax_temperature for c in remaining]
         top = max(logits)
         probabilities = [math.exp(x - top) for x in logits]
         index = rng.choices(range(len(remaining)), weights=probabilities)[0]

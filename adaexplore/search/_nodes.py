@@ -38,6 +38,18 @@ class NodeStats:
     max_reward: float
     small_children: int
     children: int
+    # where nothing timed it: the speedup its estimate predicts on the target GPU (never a measurement)
+    estimated_speedup: float | None = None
+
+    @property
+    def rank_speed(self) -> tuple[int, float]:
+        """What correct kernels are ranked by: a measured speedup first (every measured kernel ranks above every
+        estimated one, so the two are never compared), then an estimated one, then 1 (neither)."""
+        if self.speedup is not None:
+            return (2, self.speedup)
+        if self.estimated_speedup is not None:
+            return (1, self.estimated_speedup)
+        return (0, 1.0)
 
     @property
     def mean_reward(self) -> float:
@@ -48,8 +60,8 @@ class NodeStats:
         return correct(self.status)
 
     @property
-    def score(self) -> tuple[int, int, float]:
-        """Lexicographic quality: compiled, then correct, then speedup (unmeasured counts as 1)."""
+    def score(self) -> tuple[int, int, int, float]:
+        """Lexicographic quality: compiled, then correct, then speed (`rank_speed`)."""
         if not correct(self.status):
-            return (int(compiled(self.status)), 0, 0.0)
-        return (1, 1, self.speedup if self.speedup is not None else 1.0)
+            return (int(compiled(self.status)), 0, 0, 0.0)
+        return (1, 1, *self.rank_speed)

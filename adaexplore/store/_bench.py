@@ -65,6 +65,10 @@ class ProblemVerdict(BaseModel):
     triton_share: float | None = None  # the candidate's Triton kernels' share of a forward's GPU time
     flags: list[str] = Field(default_factory=list)  # audit flag codes
     seconds: float | None = None  # wall time of the problem's work
+    # where nothing timed it: the kernel's estimated speedup (never a measurement)
+    estimated_speedup: float | None = None
+    # the measured kernel's share of its task's speed of light
+    sol_fraction: float | None = None
 
 
 class BenchProblemRecord(BaseModel):
@@ -84,6 +88,8 @@ class BenchProblemRecord(BaseModel):
     triton_share: float | None
     flags: list[str]
     seconds: float | None
+    estimated_speedup: float | None = None
+    sol_fraction: float | None = None
 
     @property
     def done(self) -> bool:
@@ -167,7 +173,8 @@ class BenchTables:
         with self._write() as db:
             db.execute(
                 "UPDATE bench_problems SET node_id=?, status=?, message=?, speedup=?, compile_speedup=?, "
-                "triton_share=?, flags=?, seconds=? WHERE bench_id=? AND problem_id=?",
+                "triton_share=?, flags=?, seconds=?, estimated_speedup=?, sol_fraction=? "
+                "WHERE bench_id=? AND problem_id=?",
                 (
                     verdict.node_id,
                     verdict.status,
@@ -177,6 +184,8 @@ class BenchTables:
                     verdict.triton_share,
                     json.dumps(verdict.flags),
                     verdict.seconds,
+                    verdict.estimated_speedup,
+                    verdict.sol_fraction,
                     bench_id,
                     problem_id,
                 ),

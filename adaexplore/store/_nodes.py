@@ -17,11 +17,17 @@ from adaexplore.store._records import NodeRecord, RunRecord, fits
 __all__ = ["NewEvaluation", "NodeTables", "StoreTreeView"]
 
 _STATS = (
-    "id, parent_id, kind, depth, segment, status, speedup, visits, total_reward, max_reward, small_children, children"
+    "id, parent_id, kind, depth, segment, status, speedup, visits, total_reward, max_reward, small_children, children, "
+    "estimated_speedup"
 )
 _NODE = (
     "id, run_id, parent_id, kind, depth, segment, seq, code, code_hash, context_ids, evaluation_id, status, "
-    "speedup, reward, visits, total_reward, max_reward, small_children, children, created_at"
+    "speedup, estimated_speedup, reward, visits, total_reward, max_reward, small_children, children, created_at"
+)
+# correct nodes, fastest first: measured speedups above estimated ones (never compared), then the first found
+_FASTEST = (
+    "(speedup IS NOT NULL) DESC, (estimated_speedup IS NOT NULL) DESC, "
+    "COALESCE(speedup, estimated_speedup, 1.0) DESC, id"
 )
 
 # a node's columns and the result of its evaluation, read together
@@ -40,10 +46,19 @@ class NewEvaluation:
     """An evaluation to store with a node: its summary columns and the full result as JSON."""
 
     def __init__(
-        self, *, code_hash: str, environment: str, mode: str, status: str, speedup: float | None, result: str
+        self,
+        *,
+        code_hash: str,
+        environment: str,
+        mode: str,
+        status: str,
+        speedup: float | None,
+        result: str,
+        estimated_speedup: float | None = None,
     ) -> None:
         self.code_hash, self.environment, self.mode = code_hash, environment, mode
         self.status, self.speedup, self.result = status, speedup, result
+        self.estimated_speedup = estimated_speedup
 
 
 class NodeTables:
@@ -112,6 +127,13 @@ class NodeTables:
             raise NotFoundError(f"run {run_id} has no node {node_id}")
         return row[0]  # type: ignore[no-any-return]
 
+    def latest_evaluated_node(self, run_id: str) -> int | None:
+        """The run's newest node that holds an evaluation (None: only the root)."""
+        row = self._db.execute(
+            "SELECT id FROM nodes WHERE run_id=? AND evaluation_id IS NOT NULL ORDER BY id DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return int(row["id"]) if row is not None else None
+
     def add_child(
         self,
         run_id: str,
@@ -146,12 +168,15 @@ class NodeTables:
                 raise RequestError("the root has no kernel to edit; take a large step from it")
             now = _now()
             if isinstance(evaluation, int):
-                row = db.execute("SELECT status, speedup FROM evaluations WHERE id=?", (evaluation,)).fetchone()
+                row = db.execute(
+                    "SELECT status, speedup, estimated_speedup FROM evaluations WHERE id=?", (evaluation,)
+                ).fetchone()
                 evaluation_id, status, speedup = evaluation, row["status"], row["speedup"]
+                estimated = row["estimated_speedup"]
             else:
                 evaluation_id = db.insert(
-                    "INSERT INTO evaluations (task_id, code_hash, environment, mode, status, speedup, result, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO evaluations (task_id, code_hash, environment, mode, status, speedup, "
+                    "estimated_speedup, result, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         task_id,
                         evaluation.code_hash,
@@ -159,17 +184,19 @@ class NodeTables:
                         evaluation.mode,
                         evaluation.status,
                         evaluation.speedup,
+                        evaluation.estimated_speedup,
                         evaluation.result,
                         now,
                     ),
                 )
                 status, speedup = evaluation.status, evaluation.speedup
+                estimated = evaluation.estimated_speedup
             run = db.execute("SELECT steps, best_node_id FROM runs WHERE id=?", (run_id,)).fetchone()
             seq = run["steps"] + 1
             node_id = db.insert(
                 "INSERT INTO nodes (run_id, parent_id, kind, depth, segment, seq, code, code_hash, context_ids, "
-                "evaluation_id, status, speedup, reward, correct, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "evaluation_id, status, speedup, estimated_speedup, reward, correct, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     parent_id,
@@ -183,6 +210,7 @@ class NodeTables:
                     evaluation_id,
                     status,
                     speedup,
+                    estimated,
                     reward,
                     int(correct(status)),
                     now,
@@ -221,13 +249,11 @@ class NodeTables:
 
     @staticmethod
     def _better(db: Database, candidate: int, incumbent: int) -> bool:
-        rows = {
-            r["id"]: r["speedup"]
-            for r in db.execute("SELECT id, speedup FROM nodes WHERE id IN (?, ?)", (candidate, incumbent))
-        }
-        return (rows[candidate] if rows[candidate] is not None else 1.0) > (
-            rows[incumbent] if rows[incumbent] is not None else 1.0
-        )
+        """Whether `candidate` ranks above `incumbent` (see `_FASTEST`); a tie keeps the first found."""
+        first = db.execute(
+            f"SELECT id FROM nodes WHERE id IN (?, ?) ORDER BY {_FASTEST} LIMIT 1", (candidate, incumbent)
+        ).fetchone()
+        return bool(first["id"] == candidate)
 
 
 class StoreTreeView:
@@ -252,6 +278,7 @@ class StoreTreeView:
             max_reward=row["max_reward"],
             small_children=row["small_children"],
             children=row["children"],
+            estimated_speedup=row["estimated_speedup"],
         )
 
     def node(self, node_id: int) -> NodeStats:
@@ -268,17 +295,15 @@ class StoreTreeView:
 
     def segment_best(self, segment: int) -> NodeStats | None:
         row = self._db.execute(
-            f"SELECT {_STATS} FROM nodes WHERE segment=? AND correct=1 "
-            "ORDER BY COALESCE(speedup, 1.0) DESC, id LIMIT 1",
+            f"SELECT {_STATS} FROM nodes WHERE segment=? AND correct=1 ORDER BY {_FASTEST} LIMIT 1",
             (segment,),
         ).fetchone()
         return self._stats(row) if row else None
 
     def segment_bests(self) -> list[NodeStats]:
         rows = self._db.execute(
-            f"SELECT {_STATS} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY segment ORDER BY "
-            "COALESCE(speedup, 1.0) DESC, id) AS rank FROM nodes WHERE run_id=? AND correct=1) AS ranked WHERE rank=1 "
-            "ORDER BY segment",
+            f"SELECT {_STATS} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY segment ORDER BY {_FASTEST}) AS rank "
+            "FROM nodes WHERE run_id=? AND correct=1) AS ranked WHERE rank=1 ORDER BY segment",
             (self.run_id,),
         )
         return [self._stats(r) for r in rows]

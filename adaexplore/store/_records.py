@@ -26,6 +26,8 @@ class TaskRecord(_Record):
     source: str
     origin: str
     created_at: str
+    # what the task's reference does at its full sizes (roofline.TaskWork as JSON), where it was recorded
+    work: str | None = None
 
 
 class RunRecord(_Record):
@@ -60,6 +62,7 @@ class EvaluationRecord(_Record):
     speedup: float | None
     result: str
     created_at: str
+    estimated_speedup: float | None = None
 
 
 class NodeRecord(_Record):
@@ -76,6 +79,8 @@ class NodeRecord(_Record):
     evaluation_id: int | None
     status: str | None
     speedup: float | None
+    # where nothing timed it: its estimated speedup on the target GPU
+    estimated_speedup: float | None = None
     reward: float | None
     visits: int
     total_reward: float

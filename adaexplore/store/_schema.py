@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -208,5 +208,14 @@ UPGRADES: dict[int, list[str]] = {
             PRIMARY KEY (bench_id, problem_id)
         )""",
         "ALTER TABLE runs ADD COLUMN with_compile INTEGER NOT NULL DEFAULT 0",
+    ],
+    # 10: speeds where nothing was timed: a kernel's estimated speedup (nodes, evaluations, benches), a bench
+    # problem's share of the speed of light, and what a task's reference does at full size (its speed of light)
+    9: [
+        "ALTER TABLE nodes ADD COLUMN estimated_speedup REAL",
+        "ALTER TABLE evaluations ADD COLUMN estimated_speedup REAL",
+        "ALTER TABLE bench_problems ADD COLUMN estimated_speedup REAL",
+        "ALTER TABLE bench_problems ADD COLUMN sol_fraction REAL",
+        "ALTER TABLE tasks ADD COLUMN work TEXT",
     ],
 }

@@ -192,13 +192,17 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
         return int(self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
 
     # tasks ---------------------------------------------------------------------------------------
-    def put_task(self, task_id: str, name: str, source: str, origin: str) -> TaskRecord:
-        """Store a task (a task with the same id, the same normalized source, is kept as it is)."""
+    def put_task(self, task_id: str, name: str, source: str, origin: str, work: str | None = None) -> TaskRecord:
+        """Store a task (a task with the same id, the same normalized source, is kept as it is, but takes `work`,
+        what its reference does at full size as JSON, where it had none)."""
         with self._write() as db:
             db.execute(
-                "INSERT INTO tasks VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (task_id, name, source, origin, _now()),
+                "INSERT INTO tasks (id, name, source, origin, created_at, work) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (task_id, name, source, origin, _now(), work),
             )
+            if work is not None:
+                db.execute("UPDATE tasks SET work=? WHERE id=? AND work IS NULL", (work, task_id))
         return self.task(task_id)
 
     def task(self, task_id: str) -> TaskRecord:

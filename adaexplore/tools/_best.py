@@ -2,9 +2,10 @@
 `runs show`, the best_kernel tool and the report page all call `run_best`).
 
 The number is the re-measured speedup where finish_run re-measured the winner in fresh processes, else the
-speedup measured during the search, else none (untimed). `measured` says which. Among correct kernels of the
-same speed (every correct one, where nothing was timed) the lowest static cost of the sm_90 compile wins
-(`tie_break_key`), and `tie_rule` says whether it or the first found decided.
+speedup measured during the search, else, where nothing was timed, the estimated speedup on the target GPU
+(labelled as an estimate wherever it is shown), else none (untimed). `measured` says which. Among correct kernels
+of the same speed the lowest static cost of the sm_90 compile wins (`tie_break_key`), and `tie_rule` says whether
+it or the first found decided.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from adaexplore.store import RunRecord, Store
 
 __all__ = ["TIE_RULE", "Measured", "RunBest", "run_best", "speedup_text", "static_cost_key", "tie_break_key"]
 
-Measured = Literal["re-measured", "search-time", "untimed"]
+Measured = Literal["re-measured", "search-time", "estimated", "untimed"]
 
 # The tie-break among correct kernels of the same speed, as messages name it.
 TIE_RULE = "static cost (fewest spilled bytes, then registers, then shared memory)"
@@ -66,9 +67,12 @@ def tie_break_key(store: Store, run: RunRecord) -> tuple[TieBreak, str]:
     return key, TIE_RULE
 
 
-def speedup_text(speedup: float | None) -> str:
-    """A best speedup as every view writes it: three decimals, or `untimed`."""
-    return f"{speedup:.3f}x" if speedup is not None else "untimed"
+def speedup_text(speedup: float | None, estimated: float | None = None) -> str:
+    """A best speedup as every view writes it: three decimals; an estimate marked as one (`1.600x est.`); or
+    `untimed`."""
+    if speedup is not None:
+        return f"{speedup:.3f}x"
+    return f"{estimated:.3f}x est." if estimated is not None else "untimed"
 
 
 @dataclass(frozen=True)
@@ -81,18 +85,23 @@ class RunBest:
     tied: tuple[int, ...]  # correct nodes of the same search-time speed, not chosen
     why: str  # why this node, in words
     tie_rule: str = "the first found"  # how a tie among `tied` was broken
+    # where nothing timed it: its estimated speedup on the target GPU (`measured` is "estimated")
+    estimated_speedup: float | None = None
 
     @property
     def text(self) -> str:
-        """For example `2.250x (re-measured)`, `1.800x (search-time)` or `untimed`."""
+        """For example `2.250x (re-measured)`, `1.800x (search-time)`, `1.600x (estimated, not measured)` or
+        `untimed`."""
         if self.speedup is None:
+            if self.estimated_speedup is not None:
+                return f"{self.estimated_speedup:.3f}x (estimated, not measured)"
             return "untimed"
         return f"{speedup_text(self.speedup)} ({self.measured})"
 
     @property
     def sentence(self) -> str:
         """The node, its number and why, for a message: `node 4, 2.250x (re-measured): it won …`."""
-        if self.speedup is None and self.why.startswith("untimed"):
+        if self.speedup is None and self.estimated_speedup is None and self.why.startswith("untimed"):
             return f"node {self.node_id}, {self.why}"
         return f"node {self.node_id}, {self.text}: {self.why}"
 
@@ -124,15 +133,17 @@ def run_best(store: Store, run: RunRecord) -> RunBest | None:
             tie_rule=found.tie_rule,
         )
     why = _search_why(found, node_id, run, final)
+    estimated = store.node(node_id).estimated_speedup if search_speedup is None else None
     return RunBest(
         node_id=node_id,
         speedup=search_speedup,
-        measured="search-time" if search_speedup is not None else "untimed",
+        measured="search-time" if search_speedup is not None else ("estimated" if estimated is not None else "untimed"),
         search_speedup=search_speedup,
         verified=False,
         tied=found.tied if node_id == found.node.id else (),
         why=why,
         tie_rule=found.tie_rule,
+        estimated_speedup=estimated,
     )
 
 

@@ -79,6 +79,10 @@ class CreateTaskResult(_Out):
     small_sizes: bool
     small_sizes_note: str = Field(default="", description="where the small sizes came from, or why there are none")
     input_sets: list[str] = Field(default_factory=list, description="sets a kernel is judged on (at full size)")
+    speed_of_light: str = Field(
+        default="", description="the least time the task can take on the target GPU, and what bounds it"
+    )
+    speed_of_light_ms: float | None = Field(default=None, description="that time in milliseconds")
 
 
 class StartRunRequest(_In):
@@ -211,6 +215,14 @@ class CompileAndProfileResult(_Out):
     message: str
     speedup: float | None
     timed: bool
+    estimated_speedup: float | None = Field(
+        default=None,
+        description="where nothing timed a correct kernel: its speedup estimated on the target GPU (not measured)",
+    )
+    sol_fraction: float | None = Field(
+        default=None,
+        description="where timed: the kernel's share of the task's speed of light (1 = the hardware's limit)",
+    )
     node_id: int | None = Field(description="the new node, when the result was added to a run")
     reward: float | None
     is_new_best: bool
@@ -234,6 +246,12 @@ class NodeResult(_Out):
     step: int
     status: str | None
     speedup: float | None
+    estimated_speedup: float | None = Field(
+        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
+    )
+    sol_fraction: float | None = Field(
+        default=None, description="where timed: its share of the task's speed of light (1 = the hardware's limit)"
+    )
     reward: float | None
     visits: int
     mean_reward: float
@@ -263,8 +281,12 @@ class RunResult(_Out):
     nodes: int
     counts: dict[str, int]
     max_depth: int
-    best_node_id: int | None
-    best_speedup: float | None
+    best_node_id: int | None = Field(description="the run's best kernel, as best_kernel, `runs` and the report name it")
+    best_speedup: float | None = Field(description="its measured speedup (re-measured or search-time), if timed")
+    best_estimated_speedup: float | None = Field(
+        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
+    )
+    best_why: str = Field(default="", description="why that node: the rule that chose it")
     final_node_id: int | None
     config: SearchConfig = Field(description=_CONFIG)
     created_at: str
@@ -280,8 +302,12 @@ class BestKernelResult(_Out):
     node_id: int
     speedup: float | None
     verified: bool = Field(description="chosen on fresh re-measurements at the end of the run (finish_run)")
-    measured: Literal["re-measured", "search-time", "untimed"] = Field(
-        description="where speedup comes from: finish_run's fresh re-measurement, the search, or nothing timed"
+    measured: Literal["re-measured", "search-time", "estimated", "untimed"] = Field(
+        description="where the speed comes from: finish_run's fresh re-measurement, the search, an estimate (nothing "
+        "timed it: estimated_speedup), or nothing"
+    )
+    estimated_speedup: float | None = Field(
+        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
     )
     tied_node_ids: list[int] = Field(description="correct kernels of the same speed that were not chosen")
     code: str

@@ -94,15 +94,23 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
             continue
         evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
         best_id = svc.store.run(expansion.run_id).best_node_id
+        gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
         note = untimed_note(
-            evaluation.status.value, evaluation.speedup, run_config(svc.store.run(expansion.run_id)).reward_cap
+            evaluation.status.value,
+            evaluation.speedup,
+            run_config(svc.store.run(expansion.run_id)).reward_cap,
+            node.estimated_speedup,
+            gpu,
         )
+        ties = _TIE_NOTE if node.estimated_speedup is None else ""
         return CompileAndProfileResult(
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
-            f"of node {node.id}, no new step)" + (f" (reward {note}{_TIE_NOTE})" if note else ""),
+            f"of node {node.id}, no new step)" + (f" (reward {note}{ties})" if note else ""),
             speedup=evaluation.speedup,
             timed=evaluation.timed,
+            estimated_speedup=node.estimated_speedup,
+            sol_fraction=evaluation.sol_fraction,
             node_id=node.id,
             reward=node.reward,
             is_new_best=best_id == node.id,
@@ -157,12 +165,14 @@ async def _evaluate_step(
             task, req.code, mode=mode, backend=backend, progress=progress, **options
         )
     speedup = evaluation.speedup
+    # where nothing timed a correct kernel, the search ranks and rewards it by its estimate (labelled as one)
+    estimated = evaluation.estimated_speedup if speedup is None else None
     node: NodeRecord | None = None
     score = None
     best_id = run.best_node_id if run is not None else None
     if run is not None and evaluation.status is not Status.infra_error:
         assert parent_id is not None and action is not None
-        score = reward(evaluation.status.value, speedup, config.reward_cap)
+        score = reward(evaluation.status.value, speedup if speedup is not None else estimated, config.reward_cap)
         stored: NewEvaluation | int = (
             reused.id
             if reused is not None
@@ -172,6 +182,7 @@ async def _evaluate_step(
                 mode=mode,
                 status=evaluation.status.value,
                 speedup=speedup,
+                estimated_speedup=estimated,
                 result=evaluation.model_dump_json(),
             )
         )
@@ -192,14 +203,19 @@ async def _evaluate_step(
     message = evaluation.message
     if run is not None and node is None:
         message += " (not added to the tree: the evaluator failed, not the kernel; try again)"
-    note = untimed_note(evaluation.status.value, speedup, config.reward_cap) if score is not None else None
+    gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
+    note = (
+        untimed_note(evaluation.status.value, speedup, config.reward_cap, estimated, gpu) if score is not None else None
+    )
     if note:
-        message += f" (reward {note}{_TIE_NOTE})"
+        message += f" (reward {note}{_TIE_NOTE if estimated is None else ''})"
     return CompileAndProfileResult(
         status=evaluation.status.value,
         message=message,
         speedup=speedup,
         timed=evaluation.timed,
+        estimated_speedup=estimated,
+        sol_fraction=evaluation.sol_fraction,
         node_id=node.id if node else None,
         reward=score,
         is_new_best=node is not None and best_id == node.id,

@@ -11,8 +11,11 @@ from adaexplore.tools._service import Services
 __all__ = ["render_run_tree", "render_runs"]
 
 
-def _speedup(value: float | None) -> str:
-    return f"{value:.3f}x" if value is not None else "-"
+def _speedup(value: float | None, estimated: float | None = None) -> str:
+    """A node's speedup: measured, or estimated and marked as such (`1.60x est`), or `-`."""
+    if value is not None:
+        return f"{value:.3f}x"
+    return f"{estimated:.2f}x est" if estimated is not None else "-"
 
 
 def _cut(text: str, width: int) -> str:
@@ -20,8 +23,9 @@ def _cut(text: str, width: int) -> str:
 
 
 def _best(best: RunBest | None) -> str:
-    """A run's best kernel: its speedup, `untimed` where it is correct but was not timed (no GPU), `-` for none."""
-    return "-" if best is None else speedup_text(best.speedup)
+    """A run's best kernel: its speedup, its estimated one where nothing timed it (marked `est.`), `untimed` where
+    it has neither, `-` for none."""
+    return "-" if best is None else speedup_text(best.speedup, best.estimated_speedup)
 
 
 def _about(best: RunBest | None) -> str:
@@ -39,14 +43,14 @@ def render_runs(svc: Services) -> str:
     if not runs:
         return "no runs yet (start one with `adaexplore explore TASK`, or from an MCP client)"
     names = {t.id: t.name for t in store.tasks()}
-    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>9}  {'best':>9}  {'model':<16}{'created':<21}best node"]
+    lines = [f"{'run':<14}{'task':<22}{'status':<10}{'steps':>9}  {'best':>12}  {'model':<16}{'created':<21}best node"]
     for run in runs:
         best = run_best(store, run)
         total = json.loads(run.config).get("total_steps")
         steps = f"{run.steps}/{total}" if total else str(run.steps)
         lines.append(
             f"{run.id:<14}{_cut(names.get(run.task_id, run.task_id), 21):<22}{run.status:<10}{steps:>9}  "
-            f"{_best(best):>9}  {_cut(run.model, 15):<16}{run.created_at[:19]:<21}{_about(best)}"
+            f"{_best(best):>12}  {_cut(run.model, 15):<16}{run.created_at[:19]:<21}{_about(best)}"
         )
     return "\n".join(lines)
 
@@ -85,13 +89,14 @@ def render_run_tree(svc: Services, run_id: str) -> str:
         f"run {run.id} on task {task.name} ({run.status}, {run.steps} step{'' if run.steps == 1 else 's'}, seed "
         f"{run.seed}, model {run.model})",
         f"best: {chosen.sentence}" if chosen else "best: none yet",
-        f"  {'node':<{width}}{'step':>5}  {'status':<15}{'speedup':>9}{'visits':>8}{'value':>8}",
+        f"  {'node':<{width}}{'step':>5}  {'status':<15}{'speedup':>11}{'visits':>8}{'value':>8}",
     ]
     for (node, _), label in zip(ordered, labels, strict=True):
         mark = "*" if node.id in on_path else " "
         value = node.total_reward / node.visits if node.visits else 0.0
         lines.append(
-            f"{mark} {label:<{width}}{node.seq:>5}  {(node.status or '-'):<15}{_speedup(node.speedup):>9}"
+            f"{mark} {label:<{width}}{node.seq:>5}  {(node.status or '-'):<15}"
+            f"{_speedup(node.speedup, node.estimated_speedup):>11}"
             f"{node.visits:>8}{value:>8.3f}"
         )
     if run.status == "stopped":

@@ -88,6 +88,8 @@ def get_node(svc: Services, req: GetNodeRequest) -> NodeResult:
         step=node.seq,
         status=node.status,
         speedup=node.speedup,
+        estimated_speedup=node.estimated_speedup,
+        sol_fraction=evaluation.sol_fraction if evaluation is not None else None,
         reward=node.reward,
         visits=node.visits,
         mean_reward=node.total_reward / node.visits if node.visits else 0.0,
@@ -108,7 +110,7 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
     run = svc.store.run(req.run_id)
     task = svc.store.task(run.task_id)
     nodes, depth, counts = svc.store.view(run).shape()
-    best = svc.store.node(run.best_node_id) if run.best_node_id is not None else None
+    best = run_best(svc.store, run)  # the one best, as best_kernel, `runs` and the report name it
     config = run_config(run)
     return RunResult(
         run_id=run.id,
@@ -125,8 +127,10 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
         nodes=nodes,
         counts=counts,
         max_depth=depth,
-        best_node_id=run.best_node_id,
+        best_node_id=best.node_id if best else None,
         best_speedup=best.speedup if best else None,
+        best_estimated_speedup=best.estimated_speedup if best else None,
+        best_why=best.sentence if best else "no correct kernel yet",
         final_node_id=run.final_node_id,
         config=config,
         created_at=run.created_at,
@@ -155,6 +159,7 @@ def best_kernel(svc: Services, req: BestKernelRequest) -> BestKernelResult:
         speedup=best.speedup,
         verified=best.verified,
         measured=best.measured,
+        estimated_speedup=best.estimated_speedup,
         tied_node_ids=list(best.tied),
         code=node.code,
         message=best.sentence,

@@ -27,6 +27,7 @@ from adaexplore.executor import (
     task_from_source,
 )
 from adaexplore.memory import RuleJudge
+from adaexplore.roofline import TaskWork
 from adaexplore.store import NodeRecord, RunRecord, Store, open_store
 from adaexplore.tools._models import (
     CompileAndProfileRequest,
@@ -64,7 +65,9 @@ class EvaluatorLike(Protocol):
         candidate_budget_s: float | None = None,  # passed where `executor.call_budget_s` is set
     ) -> Evaluation: ...
 
-    async def check_task(self, task: Task) -> None: ...
+    async def check_task(self, task: Task) -> TaskWork | None:
+        """Load the task as an evaluation would; what its reference does at full size, where it could be followed."""
+        ...
 
     async def ready(self, progress: Progress | None = None) -> None:
         """Wait until it has started (it may start in the background); raises why it could not."""

@@ -2,7 +2,7 @@
 
 An evaluator's verdict on a correct kernel says how it was checked as well as what was found: "correct in 5/5
 trials in the interpreter at small sizes", "compiles for sm_90 at the small sizes (…) and the task's full ones"
-and, without a GPU, "no timing was taken: there is no GPU here, so speed was not measured"
+and, without a GPU, "no GPU timed it here" (followed by the kernel's estimate)
 (executor/stages/result.py). Every kernel of a run is checked the same way, so a step that lists several
 verdicts would say those clauses once per kernel. In a step:
 
@@ -28,7 +28,7 @@ _COMPILED = re.compile(
     r"|the task's sizes)"
 )
 _TRIALS = re.compile(r"correct in (\d+)/\1 trials (in the interpreter at small sizes|on the GPU|on GPU \d+)")
-_UNTIMED = "no timing was taken: there is no GPU here, so speed was not measured"
+_UNTIMED = "no GPU timed it here"
 _COST = "static cost "
 
 

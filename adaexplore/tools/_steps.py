@@ -40,6 +40,7 @@ from adaexplore.tools._service import (
     run_config,
     run_rng,
 )
+from adaexplore.tools._speed import ranking_sentence
 from adaexplore.tools._step_text import step_verdict
 
 __all__ = ["expand_node", "select_uct", "step_instructions"]
@@ -165,6 +166,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     refuse_small_step_from_root(node, action)
     parsed = task_from_source(task.source, name=task.name)
     precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
+    speed = ranking_sentence(svc, run, parsed, task)
     if action is Kind.small:
         refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
@@ -176,6 +178,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
                 current=_prompt_kernel(current),
                 history=[_prompt_kernel(k) for k in history],
                 precision=precision,
+                speed=speed,
             )
         )
         context_ids = [k.node_id for k in memory]
@@ -185,7 +188,10 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         current, history = None, []
         instructions = render_large_step(
             LargeStepContext(
-                task_source=parsed.model_view, pool=[_prompt_kernel(k) for k in representatives], precision=precision
+                task_source=parsed.model_view,
+                pool=[_prompt_kernel(k) for k in representatives],
+                precision=precision,
+                speed=speed,
             )
         )
         context_ids = [k.node_id for k in representatives]

@@ -16,6 +16,7 @@ from adaexplore.tools._models import (
     CreateTaskResult,
 )
 from adaexplore.tools._service import Services
+from adaexplore.tools._speed import TaskWork, describe_sol, stored_work, task_speed_of_light
 from adaexplore.tools._task_sizes import given_sizes, sized_task
 
 __all__ = ["create_checked_task", "create_task"]
@@ -49,8 +50,8 @@ async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: 
     """
     task, requested = _requested_task(req)
     task, note = await sized_task(task, req.small_sizes, svc.settings)  # derived where the module has none
-    await svc.evaluator.check_task(task)
-    return _stored_task(svc, task, origin or requested, note)
+    work = await svc.evaluator.check_task(task)
+    return _stored_task(svc, task, origin or requested, note, work)
 
 
 def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
@@ -81,8 +82,17 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
     return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
 
 
-def _stored_task(svc: Services, task: Task, origin: str, note: str) -> CreateTaskResult:
-    stored = svc.store.put_task(task.hash, task.name, task.source, origin)
+def _stored_task(svc: Services, task: Task, origin: str, note: str, work: TaskWork | None = None) -> CreateTaskResult:
+    stored = svc.store.put_task(
+        task.hash, task.name, task.source, origin, work.model_dump_json() if work is not None else None
+    )
+    sol = task_speed_of_light(svc, task, stored_work(stored), svc.settings.executor.mode)
+    if sol is not None:
+        said = describe_sol(sol)
+    elif stored.work is None:
+        said = "not known: create_task reads the text only (create_checked_task runs the reference to find it)"
+    else:
+        said = "not known: the target GPU is not in adaexplore's table"
     return CreateTaskResult(
         task_id=task.hash,
         name=stored.name,  # the same task registered again keeps the name it was first given
@@ -91,4 +101,6 @@ def _stored_task(svc: Services, task: Task, origin: str, note: str) -> CreateTas
         small_sizes=bool(task.small_sizes),
         small_sizes_note=note,
         input_sets=list(task.input_sets or {}),
+        speed_of_light=said,
+        speed_of_light_ms=sol.ms if sol is not None else None,
     )

@@ -10,10 +10,11 @@ import anyio
 from adaexplore.domain import Backend, Mode
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor._pool import JudgeLost
-from adaexplore.executor._protocol import JobSpec, Load, Prepare, TaskFailed
+from adaexplore.executor._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
 from adaexplore.executor._task import Task
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.faults import signal_name
+from adaexplore.roofline import TaskWork
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator
@@ -21,10 +22,12 @@ if TYPE_CHECKING:
 __all__ = ["run"]
 
 
-async def run(ev: Evaluator, task: Task) -> None:
-    """Raises:
-    TaskError: the task's own code failed, with the reason.
-    EvaluatorError: the judge could not be asked.
+async def run(ev: Evaluator, task: Task) -> TaskWork | None:
+    """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not).
+
+    Raises:
+        TaskError: the task's own code failed, with the reason.
+        EvaluatorError: the judge could not be asked.
     """
     # the judge this machine's evaluations use: the GPU's, or the CPU's
     numeric = Backend.cuda if Backend.cuda in ev._default_backends() else Backend.interpret
@@ -32,14 +35,16 @@ async def run(ev: Evaluator, task: Task) -> None:
     task_path = ev._task_file(task)
     job = ev._job(ctx, numeric, task_path.parent, task_path)
     with ev._device_for(numeric, turn=False) as device:
-        await _check_on(ev, task, numeric, device, ctx, job)
+        return await _check_on(ev, task, numeric, device, ctx, job)
 
 
-async def _check_on(ev: Evaluator, task: Task, numeric: Backend, device: int, ctx: Run, job: JobSpec) -> None:
+async def _check_on(
+    ev: Evaluator, task: Task, numeric: Backend, device: int, ctx: Run, job: JobSpec
+) -> TaskWork | None:
     judge = ev._judge(numeric, device)
     lock = ev._device_lock(device) if numeric is Backend.cuda else None
 
-    async def ask(command: object, timeout: float, what: str) -> None:
+    async def ask(command: object, timeout: float, what: str) -> object:
         # Only the task's own code runs in the judge here: its hang or its death is the task's fault.
         try:
             event = await judge.request(command, timeout)
@@ -60,9 +65,10 @@ async def _check_on(ev: Evaluator, task: Task, numeric: Backend, device: int, ct
             raise EvaluatorError(f"could not check task {task.name!r}: {exc}") from None
         if isinstance(event, TaskFailed):
             raise TaskError(f"task {task.name!r}: {event.message}")
+        return event
 
     try:
-        await ask(
+        loaded = await ask(
             Load(job=job),
             ev.config.load_timeout_s,
             "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
@@ -74,6 +80,7 @@ async def _check_on(ev: Evaluator, task: Task, numeric: Backend, device: int, ct
         finally:
             if lock is not None:
                 lock.release()
+        return loaded.work if isinstance(loaded, Loaded) else None
     finally:
         with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
             await judge.release(job.job_id)

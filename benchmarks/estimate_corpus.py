@@ -1,0 +1,287 @@
+"""How well the performance estimate ranks and times kernels that a GPU measured, and its calibration.
+
+The corpus is every kernel with an H200 verdict: `../shared/data/gpu-truth/` (kernels assistants wrote for
+KernelBench Level 2) and `benchmarks/gpu_truth/` (ours, where `truth.jsonl` has been measured). For each kernel
+this records, without a GPU, what its forward does at full size (the compile-only pass of the compile backend, in
+a subprocess per kernel, not sandboxed: run it on kernels you trust) and what its task's reference does, then
+estimates both on an H200 and compares with the measured times.
+
+    python benchmarks/estimate_corpus.py record          # fill the records (cached by code hash; minutes)
+    python benchmarks/estimate_corpus.py report          # quality of the calibration in the package
+    python benchmarks/estimate_corpus.py fit             # fit the calibration; quality on held-out problems
+
+Reported: Spearman's rank correlation of estimated and measured speedups per problem (and their mean), the
+median |log(estimated / measured)| of kernel times and of speedups, and how fast the kernel an untimed search
+would call best (the highest estimate among the kernels that are correct on the GPU) runs against the fastest
+of its problem (geometric mean over problems). `fit` fits on all problems but one and reports on that one, for
+each problem in turn, then prints the calibration fitted on all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+OURS = ROOT / "benchmarks" / "gpu_truth"
+RECORDS = ROOT / "benchmarks" / ".estimate_records.json"
+
+
+# ---- the corpus --------------------------------------------------------------------------------------
+def corpus() -> list[dict]:
+    rows = []
+    for base, truth in ((SHARED / "gpu-truth", SHARED / "gpu-truth" / "truth.jsonl"), (OURS, OURS / "truth.jsonl")):
+        if not truth.is_file():
+            continue
+        for line in truth.read_text().splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            level = row.get("level", 2)
+            task = SHARED / "kernelbench" / f"level{level}" / row["problem"]
+            row["task_path"] = str(task)
+            row["kernel_path"] = str(base / row["kernel"])
+            row["source"] = "ours" if base == OURS else "shared"
+            rows.append(row)
+    return rows
+
+
+def _digest(*paths: str) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:20]
+
+
+# ---- recording (one subprocess per kernel) -------------------------------------------------------------
+def record_one(task_path: str, kernel_path: str) -> dict:
+    os.environ.pop("TRITON_INTERPRET", None)
+    from adaexplore.executor.worker._compile_only import activate_compile_only
+
+    activate_compile_only("cuda:90")
+    from adaexplore.domain import Backend
+    from adaexplore.executor.worker._full_size import full_size_pass, reference_work
+    from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
+    from adaexplore.executor.worker._static_cost import capture_ptxas_logs
+    from adaexplore.executor.worker._taskrun import import_file
+    from adaexplore.roofline import ForwardWork
+
+    tracker = LaunchTracker(Backend.compile)
+    tracker.install()
+    capture_ptxas_logs()
+    tracker.shared_memory_limit = 232448
+    module = import_file(CANDIDATE_MODULE, kernel_path)
+    stopped, steps = full_size_pass(tracker, module.ModelNew, task_path, None)
+    task, note = reference_work(task_path, None)
+    return {
+        "kernel": ForwardWork(steps=steps, complete=not stopped, note=stopped).model_dump(mode="json"),
+        "task": task.model_dump(mode="json") if task is not None else None,
+        "task_note": note,
+    }
+
+
+def record(rows: list[dict], records: dict) -> None:
+    todo = [r for r in rows if _digest(r["task_path"], r["kernel_path"]) not in records]
+    for i, row in enumerate(todo, 1):
+        key = _digest(row["task_path"], row["kernel_path"])
+        print(f"[{i}/{len(todo)}] {row['kernel']}", flush=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "record-one", row["task_path"], row["kernel_path"]],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if done.returncode != 0:
+            records[key] = {"error": done.stderr.strip().splitlines()[-1:] or ["failed"]}
+            print("   failed:", records[key]["error"], flush=True)
+        else:
+            records[key] = json.loads(done.stdout.strip().splitlines()[-1])
+        RECORDS.write_text(json.dumps(records))
+
+
+# ---- quality -----------------------------------------------------------------------------------------
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    if len(xs) < 3:
+        return None
+
+    def ranks(values: list[float]) -> list[float]:
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        out = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                out[order[k]] = (i + j) / 2
+            i = j + 1
+        return out
+
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    vx = math.sqrt(sum((a - mx) ** 2 for a in rx))
+    vy = math.sqrt(sum((b - my) ** 2 for b in ry))
+    return cov / (vx * vy) if vx and vy else None
+
+
+def estimates(rows: list[dict], records: dict, calibration) -> list[dict]:
+    from adaexplore.roofline import ForwardWork, TaskWork, estimate_forward, gpu_spec
+
+    gpu = gpu_spec("H200")
+    out = []
+    for row in rows:
+        rec = records.get(_digest(row["task_path"], row["kernel_path"]))
+        if not rec or "error" in rec or rec.get("task") is None:
+            continue
+        kernel = ForwardWork.model_validate(rec["kernel"])
+        task = TaskWork.model_validate(rec["task"])
+        mine = estimate_forward(kernel, gpu, calibration=calibration)
+        theirs = estimate_forward(task.forward, gpu, calibration=calibration)
+        out.append({**row, "est_ms": mine.ms, "est_ref_ms": theirs.ms, "complete": kernel.complete})
+    return out
+
+
+def quality(rows: list[dict]) -> dict:
+    timed = [r for r in rows if r["h200_status"] == "ok" and r.get("kernel_ms")]
+    by_problem: dict[str, list[dict]] = {}
+    for r in timed:
+        by_problem.setdefault(r["problem"], []).append(r)
+    rhos, picks = {}, {}
+    for problem, members in sorted(by_problem.items()):
+        est = [m["est_ref_ms"] / m["est_ms"] for m in members]
+        meas = [m["strict_speedup"] for m in members]
+        rho = spearman(est, meas)
+        if rho is not None:
+            rhos[problem] = rho
+        pick = max(members, key=lambda m: m["est_ref_ms"] / m["est_ms"])
+        picks[problem] = pick["strict_speedup"] / max(meas)
+    time_err = [abs(math.log(r["est_ms"] / r["kernel_ms"])) for r in timed]
+    speed_err = [abs(math.log((r["est_ref_ms"] / r["est_ms"]) / r["strict_speedup"])) for r in timed]
+    eager = {r["problem"]: (r["est_ref_ms"], r["eager_ms"]) for r in timed}
+    eager_err = [abs(math.log(a / b)) for a, b in eager.values()]
+    return {
+        "kernels": len(timed),
+        "problems": len(by_problem),
+        "spearman": rhos,
+        "spearman_mean": sum(rhos.values()) / len(rhos) if rhos else None,
+        "median_abs_log_time": median(time_err) if time_err else None,
+        "median_abs_log_speedup": median(speed_err) if speed_err else None,
+        "median_abs_log_eager": median(eager_err) if eager_err else None,
+        "best_pick": picks,
+        "best_pick_geomean": math.exp(sum(math.log(v) for v in picks.values()) / len(picks)) if picks else None,
+    }
+
+
+def show(q: dict, title: str) -> None:
+    print(f"\n{title}: {q['kernels']} timed kernels over {q['problems']} problems")
+    for problem, rho in q["spearman"].items():
+        print(f"  {problem:55s} spearman {rho:+.2f}   untimed best / fastest {q['best_pick'][problem]:.2f}")
+    for key in ("spearman_mean", "median_abs_log_time", "median_abs_log_speedup", "median_abs_log_eager"):
+        value = q[key]
+        print(f"  {key:28s} {value:.3f}" if value is not None else f"  {key:28s} -")
+    print(f"  {'best_pick_geomean':28s} {q['best_pick_geomean']:.3f}")
+
+
+# ---- fitting -----------------------------------------------------------------------------------------
+# the calibration's fractions of a peak (at most 1) and its other constants (any positive value)
+FITTED = (
+    "tensor_cores",
+    "split_products",
+    "cuda_cores",
+    "memory",
+    "library_gemm",
+    "library_conv",
+    "library_memory",
+    "pipeline_exponent",
+    "cache_rate",
+)
+FRACTIONS = {"tensor_cores", "split_products", "cuda_cores", "memory", "library_gemm", "library_conv", "library_memory"}
+
+
+def loss(rows: list[dict], records: dict, calibration) -> float:
+    scored = estimates(rows, records, calibration)
+    terms = []
+    seen = set()
+    for r in scored:
+        if r["h200_status"] == "ok" and r.get("kernel_ms"):
+            terms.append(math.log(r["est_ms"] / r["kernel_ms"]) ** 2)
+            if r["problem"] not in seen:
+                seen.add(r["problem"])
+                terms.append(math.log(r["est_ref_ms"] / r["eager_ms"]) ** 2)
+    return sum(terms) / max(len(terms), 1)
+
+
+def fit(rows: list[dict], records: dict, start, rounds: int = 6):
+    """Coordinate search in log space: each efficiency in turn scaled by factors that shrink every round,
+    within (0, 1]."""
+    best = start
+    best_loss = loss(rows, records, best)
+    step = 1.6
+    for _ in range(rounds):
+        for name in FITTED:
+            for factor in (step, 1 / step):
+                value = getattr(best, name) * factor
+                value = min(1.0, value) if name in FRACTIONS else value
+                trial = dataclasses.replace(best, **{name: value})
+                trial_loss = loss(rows, records, trial)
+                if trial_loss < best_loss - 1e-9:
+                    best, best_loss = trial, trial_loss
+        step = math.sqrt(step)
+    return best, best_loss
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["record", "report", "fit", "record-one"])
+    parser.add_argument("paths", nargs="*")
+    parser.add_argument("--json", type=Path, help="write the numbers here too")
+    args = parser.parse_args()
+    if args.action == "record-one":
+        print(json.dumps(record_one(*args.paths)))
+        return
+    if not SHARED.is_dir():
+        sys.exit(f"the corpus needs {SHARED} (the shared data beside the checkout)")
+    rows = corpus()
+    records = json.loads(RECORDS.read_text()) if RECORDS.is_file() else {}
+    if args.action == "record":
+        record(rows, records)
+        return
+    from adaexplore.roofline import CALIBRATION
+
+    missing = [r["kernel"] for r in rows if _digest(r["task_path"], r["kernel_path"]) not in records]
+    if missing:
+        sys.exit(f"{len(missing)} kernels have no record yet: run `{sys.argv[0]} record` first")
+    result: dict = {}
+    if args.action == "report":
+        result["package"] = quality(estimates(rows, records, CALIBRATION))
+        show(result["package"], "the calibration in the package")
+    else:
+        problems = sorted({r["problem"] for r in rows})
+        held_out = []
+        for problem in problems:
+            train = [r for r in rows if r["problem"] != problem]
+            fitted, _ = fit(train, records, CALIBRATION)
+            held_out.extend(estimates([r for r in rows if r["problem"] == problem], records, fitted))
+        result["held_out"] = quality(held_out)
+        show(result["held_out"], "fitted without the problem it is scored on (leave one problem out)")
+        fitted, fitted_loss = fit(rows, records, CALIBRATION)
+        result["fitted_all"] = quality(estimates(rows, records, fitted))
+        show(result["fitted_all"], f"fitted on all (loss {fitted_loss:.3f})")
+        print("\nCalibration(" + ", ".join(f"{n}={getattr(fitted, n):.3g}" for n in FITTED) + ")")
+        result["calibration"] = {n: getattr(fitted, n) for n in FITTED}
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
