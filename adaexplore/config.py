@@ -102,10 +102,12 @@ class ExecutorConfig(BaseModel):
     trial_timeout_s: float = Field(default=60.0, gt=0)
     # The whole timing phase of one candidate.
     timing_timeout_s: float = Field(default=180.0, gt=0)
-    # What one compile_and_profile call (an MCP client's or a headless step's) lets the candidate take over
-    # all its phases, so that the call returns before a client's request timeout (60 s in the TypeScript SDK)
-    # whatever the kernel does: a kernel that hangs is a `timeout` within it. The reference's work is not
-    # counted. None: each phase's own timeout only.
+    # What one compile_and_profile call (an MCP client's or a headless step's) lets the candidate take, so that
+    # the call returns before a client's request timeout (60 s in the TypeScript SDK) whatever the kernel does: a
+    # kernel that hangs is a `timeout` within it. On a GPU, wall time over all its phases; on the CPU backends,
+    # the CPU time its worker uses to load it and run its trials in the interpreter (read from the system, so a
+    # busy machine costs the kernel nothing; the sm_90 compile check has its phase's timeout alone). The
+    # reference's work is not counted. None: each phase's own timeout only.
     call_budget_s: float | None = Field(default=40.0, gt=0)
     # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
     # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready. None: from the

@@ -204,6 +204,7 @@ FITTED = (
     "library_memory",
     "pipeline_exponent",
     "cache_rate",
+    "spill_bytes",
 )
 FRACTIONS = {"tensor_cores", "split_products", "cuda_cores", "memory", "library_gemm", "library_conv", "library_memory"}
 

@@ -21,7 +21,15 @@ from adaexplore.executor._protocol import Event, Ready
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._side import SideSocket
 
-__all__ = ["OutputText", "ProcessSpawner", "SpawnRequest", "Spawner", "WorkerChannel", "pin_process_tree"]
+__all__ = [
+    "OutputText",
+    "ProcessSpawner",
+    "SpawnRequest",
+    "Spawner",
+    "WorkerChannel",
+    "pin_process_tree",
+    "process_tree_cpu_seconds",
+]
 
 
 class OutputText(Protocol):
@@ -69,6 +77,11 @@ class WorkerChannel(Protocol):
 
     def over_quota(self) -> bool:
         """Whether its directory holds more than its limit now (then it is stopped, with `violation` set)."""
+        ...
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time its processes have used so far, read by this process from the system (the worker's own
+        code cannot change it); None where it cannot be read."""
         ...
 
     async def aclose(self) -> None:
@@ -132,6 +145,35 @@ class ProcessSpawner:
 
     def pin(self, worker: WorkerChannel, cpus: frozenset[int]) -> None:
         pin_process_tree(worker.pid, cpus)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_tree_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of `pid` and of every descendant it has now (a sandbox's launcher runs the worker as
+    its child, and the worker runs the compilers), with what their exited children used; None where /proc does not
+    show `pid`."""
+    pending, seen, ticks = [pid], set(), 0
+    found = False
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+            # the fields after the command name, which is in parentheses and may hold anything
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+            found = True
+            tasks = Path(f"/proc/{current}/task")
+            for tid in tasks.iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    pending += [int(c) for c in (tid / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return ticks / _TICKS if found else None
 
 
 def pin_process_tree(pid: int, cpus: frozenset[int]) -> None:

@@ -18,6 +18,7 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adaexplore.config import Settings
+from adaexplore.executor._channel import process_tree_cpu_seconds
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._side import SideSocket, side_pair
@@ -242,6 +243,9 @@ class WorkerProcess:
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def cpu_seconds(self) -> float | None:
+        return process_tree_cpu_seconds(self.process.pid)
 
     @property
     def killed(self) -> bool:

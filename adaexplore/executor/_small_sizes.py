@@ -3,9 +3,10 @@ running the reference at those sizes in a sandboxed worker of role `sizes` (neve
 `_size_prober.py` starts it, `worker/_size_probe.py` runs it).
 
 Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
-A size that a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`) keeps its
-value, since SMALL_SIZES holds numbers only. Structural numbers (kernel sizes, strides, padding, dilation,
-groups, heads, dims, layer counts) and any integer of at most 8 stay as written; the batch becomes 2, and
+Every size is scaled, those a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`)
+too: the worker applies SMALL_SIZES to the module's own assignments, so what the module computes from them
+follows. Structural numbers (kernel sizes, strides, padding, dilation, groups, heads, axes, layer counts) and
+any integer of at most 8 stay as written (a `dim` of 393216 is a size, not an axis); the batch becomes 2, and
 every other size is capped, smallest cap first, at a multiple of what it shares with the groups, heads,
 chunks and splits, so that channels stay divisible by groups and an embedding by its heads (spatial sizes
 and lengths excepted). Names derived from others (`n = 2 * m`) are recomputed from the scaled values. The
@@ -41,7 +42,7 @@ _CAPS = (17, 16, 33, 32, 65, 64, 129, 128, 257, 256)
 _BATCH_CAP = 2  # a batch of two: enough to tell rows apart, cheap in the interpreter
 _KEPT_BELOW = 8  # integers up to this stay: a batch of 2, a dim of 1, a kernel of 3
 _STRUCTURAL = re.compile(
-    r"kernel|stride|pad|dilation|group|head|^dims?$|axis|layers?$|pool|window|ksize|^k$|top_?k|order|scale|factor",
+    r"kernel|stride|pad|dilation|group|head|axis|layers?$|pool|window|ksize|^k$|top_?k|order|scale|factor",
     re.IGNORECASE,
 )
 _DIVIDES = re.compile(r"group|head|chunk|split", re.IGNORECASE)  # numbers other sizes must be multiples of
@@ -181,16 +182,6 @@ def sequence_sizes(source: str) -> list[str]:
     return found
 
 
-def _in_sequences(source: str) -> set[str]:
-    """Names a module-level tuple or list is built from: they keep their values, or the tuple would no longer
-    match them."""
-    names: set[str] = set()
-    for _, expr in _assignments(ast.parse(source)):
-        if isinstance(expr, ast.Tuple | ast.List):
-            names |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-    return names
-
-
 def _capped(value: int, cap: int, keep: int) -> int:
     """`value` lowered to at most `cap`, a multiple of what it shares with `keep` (that step itself where the
     step exceeds the cap)."""
@@ -207,8 +198,6 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
     divisors = [v for n, v in leaves.items() if 0 < v and _DIVIDES.search(n)]
     keep = math.lcm(*divisors) if divisors else 1
     keep = keep if keep <= 4096 else 1
-    frozen = _in_sequences(source)  # SMALL_SIZES cannot rebuild `bias_shape = (out_channels, 1, 1)`
-    leaves = {n: v for n, v in leaves.items() if n not in frozen}
     scalable = {n: v for n, v in leaves.items() if v > _KEPT_BELOW and not _STRUCTURAL.search(n)}
     if not scalable and not any(_BATCH.search(n) and v > _BATCH_CAP for n, v in leaves.items()):
         why = "none is larger than 8 or all are structural" if sizes else "it defines no module-level integer"

@@ -33,18 +33,20 @@ class Calibration:
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
-    tensor_cores: float = 0.8
-    split_products: float = 0.55
+    tensor_cores: float = 0.754
+    split_products: float = 0.496
     small_tiles: float = 0.4
     serialized: float = 0.55
     # K elements in flight ((stages - 1) x BLOCK_K) past which a dot's loads no longer keep the tensor cores waiting,
     # and how steeply fewer cost: efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
     pipeline_k: float = 128.0
-    pipeline_exponent: float = 0.3
+    pipeline_exponent: float = 0.459
+    # registers spilled to local memory slow a dot's loop: efficiency / (1 + (spilled bytes / spill_bytes) ** 2)
+    spill_bytes: float = 2520.0
     # Triton's CUDA-core work: ieee dots and element-wise arithmetic on blocks
-    cuda_cores: float = 0.55
+    cuda_cores: float = 0.428
     # Triton loads and stores against HBM, and what the programs ask of the caches (as a multiple of HBM's rate)
-    memory: float = 0.85
+    memory: float = 0.838
     cache_rate: float = 4.0
     # resident warps per streaming multiprocessor that keep the memory busy
     busy_warps: float = 16.0
@@ -52,10 +54,10 @@ class Calibration:
     program_us: float = 0.02
     # PyTorch's libraries: fp32 GEMM and convolution on the CUDA cores, anything on the tensor cores, and
     # elementwise and reduction kernels against HBM
-    library_gemm: float = 0.78
-    library_conv: float = 0.45
+    library_gemm: float = 0.769
+    library_conv: float = 0.595
     library_tensor_cores: float = 0.7
-    library_memory: float = 0.8
+    library_memory: float = 0.571
     launch_us: float | None = None  # None: the GPU table's
 
 
@@ -134,6 +136,7 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
             efficiency = min(efficiency, cal.small_tiles)
         if config.serialized_mma:
             efficiency *= cal.serialized
+        efficiency /= 1 + (config.spill_bytes / cal.spill_bytes) ** 2
         seconds = amount * products / (rate * efficiency * pipelined) * waves
         if seconds > tensor_s:
             unit = unit_here
@@ -158,6 +161,8 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     detail.append(f"{moved / 1e6:.3g} MB")
     if config.serialized_mma:
         detail.append("its MMAs are serialized")
+    if config.spill_bytes:
+        detail.append(f"{config.spill_bytes} B/thread spilled")
     if flops and not config.wgmma and any(p != "ieee" for p in config.dot_flops):
         detail.append("tiles too small for wgmma")
     return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))

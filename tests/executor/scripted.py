@@ -214,6 +214,9 @@ class ScriptedWorker:
     def over_quota(self) -> bool:
         return self.violation is not None
 
+    def cpu_seconds(self) -> float | None:
+        return None  # no process: budgets count wall time
+
     async def aclose(self) -> None:
         if self._returncode is None:
             self._killed = True

@@ -32,11 +32,20 @@ async def run(ev: Evaluator, ctx: Run) -> None:
                     require_triton=ctx.spec.require_triton,
                 )
             )
+            # the compile for sm_90 has its phase's timeout, not the candidate's budget (that is for its trials)
             compiled = await await_event(
-                ev, ctx, worker, timeout=ev.config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+                ev,
+                ctx,
+                worker,
+                timeout=ev.config.load_timeout_s,
+                until=(Compiled,),
+                what="loading and compiling for sm_90",
+                charge=False,
             )
             assert isinstance(compiled, Compiled)
-            await await_event(ev, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check")
+            await await_event(
+                ev, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check", charge=False
+            )
     ctx.add_flags(compiled.flags)
     ctx.audit.shared_memory.update(compiled.shared_memory)
     ctx.audit.static_cost.extend(compiled.static_cost)

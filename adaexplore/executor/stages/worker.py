@@ -52,20 +52,79 @@ async def candidate(
                 ctx.output.append(text if len(ctx.planned) == 1 else f"[{backend.value}]\n{text}")
 
 
+class _Clock:
+    """What one wait on a worker spends of the candidate's budget: on the CPU backends the CPU time the worker's
+    processes use (read from the system, so a busy machine costs the kernel nothing), on a GPU wall time."""
+
+    def __init__(self, ctx: Run, worker: WorkerChannel, charge: bool) -> None:
+        self.ctx, self.worker, self.charge = ctx, worker, charge
+        self.wall0 = time.monotonic()
+        self.cpu0 = worker.cpu_seconds() if worker.backend != Backend.cuda.value else None
+        self.cpu = self.cpu0 is not None
+
+    def wall(self) -> float:
+        return time.monotonic() - self.wall0
+
+    def used(self) -> float:
+        """What this wait has spent so far, in the budget's unit."""
+        if self.cpu0 is not None:
+            now = self.worker.cpu_seconds()
+            if now is not None:
+                return max(0.0, now - self.cpu0)
+        return self.wall()
+
+    def spent(self) -> float:
+        """The candidate's budget spent so far, this wait included."""
+        return self.ctx.candidate_spent_s + (self.used() if self.charge else 0.0)
+
+
 async def await_event(
-    ev: Evaluator, ctx: Run, worker: WorkerChannel, *, timeout: float, until: tuple[type, ...], what: str
+    ev: Evaluator,
+    ctx: Run,
+    worker: WorkerChannel,
+    *,
+    timeout: float,
+    until: tuple[type, ...],
+    what: str,
+    charge: bool = True,
 ) -> Event:
-    """Events from the worker until one of `until` (or a failure); reports progress meanwhile.
+    """Events from the worker until one of `until` (or a failure); reports progress meanwhile. `charge`: what the
+    wait takes counts against the candidate's budget (the compile check for sm_90 has its phase's timeout alone).
 
     Raises:
         Verdict: the candidate failed, hung or its worker died (whose fault it was is in the status).
         TaskError: the task's own code failed in the worker.
     """
-    entered = time.monotonic()
+    clock = _Clock(ctx, worker, charge)
     try:
-        return await _await_event(ev, ctx, worker, timeout=timeout, until=until, what=what, entered=entered)
+        return await _await_event(ev, ctx, worker, timeout=timeout, until=until, what=what, clock=clock)
     finally:
-        ctx.candidate_spent_s += time.monotonic() - entered
+        if charge:
+            ctx.candidate_spent_s += clock.used()
+
+
+def _ran_out(ctx: Run, clock: _Clock, what: str) -> Verdict:
+    budget = ctx.candidate_budget_s or 0.0
+    if clock.cpu:
+        where = (
+            "Triton's interpreter and the sm_90 compile of each launch"
+            if clock.worker.backend == "interpret"
+            else ("the worker")
+        )
+        return Verdict(
+            Status.timeout,
+            f"{what} was still running when the kernel's budget of {budget:.0f} s of CPU time (for loading it and "
+            f"running its trials, executor.call_budget_s) ran out, after {clock.spent():.1f} s of CPU time in "
+            f"{where} ({clock.wall():.1f} s of wall time in this phase), and was killed. The interpreter runs every "
+            "program of a launch in turn on the CPU: either the kernel's work at these sizes is more than it gets "
+            "through in that time (give it less work per launch, or judge it on a GPU), or the kernel does not end",
+        )
+    return Verdict(
+        Status.timeout,
+        f"{what} was still running when the kernel's budget of {budget:.0f} s (over all its phases: loading, trials "
+        f"and timing) ran out, after {clock.wall():.1f} s in this phase, and was killed; look for a loop that never "
+        "ends or a wait on another program",
+    )
 
 
 async def _await_event(
@@ -76,31 +135,29 @@ async def _await_event(
     timeout: float,
     until: tuple[type, ...],
     what: str,
-    entered: float,
+    clock: _Clock,
 ) -> Event:
     config = ev.config
-    budget = ctx.candidate_budget_s
-    # the candidate's whole budget, of which earlier phases spent some
-    budget_end = entered + budget - ctx.candidate_spent_s if budget is not None else float("inf")
+    budget = ctx.candidate_budget_s if clock.charge else None
     deadline = time.monotonic() + timeout
     while True:
-        remaining = min(deadline, budget_end) - time.monotonic()
+        remaining = deadline - time.monotonic()
+        if budget is not None:
+            # the budget's rest, in its unit: CPU time cannot pass faster than wall time times the cores used,
+            # and the heartbeat looks again within two seconds
+            remaining = min(remaining, budget - clock.spent())
         try:
             event = await worker.receive(min(HEARTBEAT_S, max(remaining, 0.0)))
         except WorkerTimeout:
             now = time.monotonic()
-            if now >= budget_end and budget_end < deadline:
-                raise Verdict(
-                    Status.timeout,
-                    f"{what} was still running when the kernel's budget of {budget:.0f} s (over all its phases: "
-                    f"loading, trials and timing) ran out, and was killed; look for a loop that never ends or a "
-                    "wait on another program",
-                ) from None
+            if budget is not None and clock.spent() >= budget and now < deadline:
+                raise _ran_out(ctx, clock, what) from None
             if now >= deadline:
+                used = f", {clock.used():.1f} s of it on the CPU" if clock.cpu else ""
                 raise Verdict(
                     Status.timeout,
-                    f"{what} did not finish within {timeout:.0f} s and was killed; "
-                    "look for a loop that never ends or a wait on another program",
+                    f"{what} did not finish within {timeout:.0f} s of wall time{used}, and was killed; look for a "
+                    "loop that never ends or a wait on another program",
                 ) from None
             await ctx.report("working", f"{what} ({time.perf_counter() - ctx.started:.0f} s)")
             continue

@@ -205,14 +205,44 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     return namespace
 
 
+def _sized_code(path: str, sizes: dict[str, int | float]) -> Any:
+    """The task module compiled with each module-level assignment to a name of `sizes` assigning its small value
+    instead, so that what the module computes from them (`bias_shape = (out_features,)`, `n = 2 * m`) follows,
+    as Python computes it. Compiled under the file's own name and lines, for tracebacks."""
+    source = importlib.util.decode_source(Path(path).read_bytes())
+    tree = ast.parse(source, path)
+    for node in tree.body:
+        pairs: list[tuple[ast.expr, ast.expr, Any]] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs.append((target, node.value, node))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs.append((node.target, node.value, node))
+        for target, value, owner in pairs:
+            if isinstance(target, ast.Name) and target.id in sizes:
+                owner.value = ast.copy_location(ast.Constant(sizes[target.id]), value)
+            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+                for i, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name) and element.id in sizes:
+                        value.elts[i] = ast.copy_location(ast.Constant(sizes[element.id]), value.elts[i])
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
 def load_task_module(path: str, small_sizes: dict[str, int | float] | None) -> ModuleType:
-    """Import a task and, for small sizes, assign its module-level size names.
+    """Import a task; for small sizes, with its module-level size names assigned their small values where the
+    module assigns them (so that names and shapes computed from them follow), and set after the import too.
 
     Raises:
         TaskFault: the module raises on import or lacks Model, get_inputs or get_init_inputs.
     """
     try:
-        module = import_file(TASK_MODULE, path)
+        if small_sizes:
+            module = ModuleType(TASK_MODULE)
+            module.__file__ = path
+            sys.modules[TASK_MODULE] = module
+            exec(_sized_code(path, small_sizes), module.__dict__)
+        else:
+            module = import_file(TASK_MODULE, path)
     except Exception as exc:
         raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
     for name in ("Model", "get_inputs", "get_init_inputs"):
