@@ -49,6 +49,7 @@ END_TO_END = (
     "bench/test_report_browser.py",
     "executor/test_evaluator.py",
     "executor/test_candidate_budget.py",
+    "executor/test_speed_and_precision.py",
     "executor/test_construction.py",
     "executor/test_input_sets.py",
     "flashinfer/",

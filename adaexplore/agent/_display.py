@@ -75,7 +75,8 @@ class TerminalDisplay:
         line.done, line.counts = record.step, counts
         line.best = format_speedup(record.best_speedup) if record.best_node_id is not None else "-"
         if record.best_node_id is not None and record.best_speedup is None:
-            line.best = "correct (not timed)"
+            estimated = record.best_estimated_speedup
+            line.best = f"{format_speedup(estimated)} est." if estimated is not None else "correct (not timed)"
         if not self.live:
             if record.node_id is None:
                 what = f"given up ({record.problem})"
@@ -83,6 +84,8 @@ class TerminalDisplay:
                 what = f"node {record.node_id} ({record.action} step from {record.parent_id}): {record.status}"
                 if record.speedup is not None:
                     what += f" {format_speedup(record.speedup)}"
+                elif record.estimated_speedup is not None:
+                    what += f" {format_speedup(record.estimated_speedup)} estimated (not measured)"
                 if record.reused:
                     what += " (identical code; evaluation reused)"
                 if record.is_new_best:
@@ -149,6 +152,8 @@ def best_text(s: TaskSummary) -> str:
     if s.best_node_id is None:
         return "none correct"
     ties = f", {s.tied + 1} tied" if s.tied else ""
+    if s.best_speedup is None and s.estimated_speedup is not None:
+        return f"{tools.speedup_text(None, s.estimated_speedup)} node {s.best_node_id} (estimated, not measured{ties})"
     if s.best_speedup is None:
         return f"node {s.best_node_id} (untimed{ties})"
     return f"{tools.speedup_text(s.best_speedup)} node {s.best_node_id} ({s.measured}{ties})"

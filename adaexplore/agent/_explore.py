@@ -102,6 +102,9 @@ class StepRecord:
     model_s: float
     eval_s: float
     total_s: float
+    # where nothing timed them: the new kernel's and the best kernel's estimated speedups (not measurements)
+    estimated_speedup: float | None = None
+    best_estimated_speedup: float | None = None
 
     @property
     def overhead_s(self) -> float:
@@ -128,8 +131,9 @@ class TaskSummary:
     failed_steps: int
     rules_recorded: int
     records: list[StepRecord] = field(default_factory=list)
-    measured: str = "untimed"  # where best_speedup comes from: re-measured, search-time or untimed
+    measured: str = "untimed"  # where best_speedup comes from: re-measured, search-time, estimated or untimed
     tied: int = 0  # correct kernels of the same speed that were not chosen
+    estimated_speedup: float | None = None  # where nothing timed the best: its estimated speedup
 
 
 class Observer(Protocol):
@@ -378,6 +382,7 @@ class Explorer:
             speedup=None,
             best_speedup=run.best_speedup,
             best_node_id=run.best_node_id,
+            best_estimated_speedup=run.best_estimated_speedup,
             is_new_best=False,
             reused=False,
             problem=attempt.problem,
@@ -395,6 +400,7 @@ class Explorer:
                 progress=self._progress(run.run_id),
             )
             record.status, record.speedup, record.node_id = result.status, result.speedup, result.node_id
+            record.estimated_speedup = result.estimated_speedup
             record.is_new_best, record.reused = result.is_new_best, result.reused_evaluation
             after = self._refresh(run)
             record.step, record.best_speedup, record.best_node_id = (
@@ -402,6 +408,7 @@ class Explorer:
                 after.best_speedup,
                 after.best_node_id,
             )
+            record.best_estimated_speedup = after.best_estimated_speedup
             if result.node_id is None:
                 record.problem = result.message  # the evaluator failed; nothing was added
             else:
@@ -527,11 +534,11 @@ class Explorer:
         svc = self.svc
         run = tools.get_run(svc, tools.GetRunRequest(run_id=run_id))
         best_id, speedup, verified, path, best_file, timed = None, None, False, [], None, False
-        measured, tied = "untimed", 0
+        measured, tied, estimated = "untimed", 0, None
         if run.final_node_id is not None or run.best_node_id is not None:
             best = tools.best_kernel(svc, tools.BestKernelRequest(run_id=run_id))  # the one best every view names
             best_id, speedup, verified = best.node_id, best.speedup, best.verified
-            measured, tied = best.measured, len(best.tied_node_ids)
+            measured, tied, estimated = best.measured, len(best.tied_node_ids), best.estimated_speedup
             node = tools.get_node(svc, tools.GetNodeRequest(node_id=best_id, include_code=False))
             timed = node.evaluation is not None and node.evaluation.timed
             path = self._path(best_id)
@@ -560,6 +567,7 @@ class Explorer:
             records=records,
             measured=measured,
             tied=tied,
+            estimated_speedup=estimated,
         )
         if self.observer:
             self.observer.task_finished(summary)

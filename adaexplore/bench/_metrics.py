@@ -7,7 +7,9 @@ Over all T problems of the bench (a problem without a correct kernel counts as s
 - Fast@p: problems that are correct with min(speedup, 10) strictly above p, / T.
 
 A correct kernel whose speedup was not measured (no GPU) counts for the correct rate only; the speedup
-numbers are then None ("not timed"), never a guess.
+numbers are then None ("not timed"), never a guess. Its estimated speedup is summed apart (`estimated`: the same
+numbers over the estimates, labelled as estimates), and where kernels were timed, the mean share of the speed of
+light they reach (`sol_fraction`) is given beside them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class ProblemScore:
     status: str | None  # None: not evaluated yet
     speedup: float | None = None  # vs eager PyTorch
     compile_speedup: float | None = None  # vs torch.compile
+    estimated_speedup: float | None = None  # vs eager PyTorch, estimated where nothing timed it
+    sol_fraction: float | None = None  # the timed kernel's share of its task's speed of light
 
     @property
     def correct(self) -> bool:
@@ -62,6 +66,11 @@ class BenchSummary:
     eager: SpeedupSummary | None  # None: no correct problem was timed
     compile: SpeedupSummary | None  # None: torch.compile was not timed
     notes: list[str] = field(default_factory=list)
+    # the same numbers over the estimated speedups of correct problems nothing timed (never mixed with `eager`)
+    estimated: SpeedupSummary | None = None
+    # the mean share of the speed of light of the timed correct problems, and how many
+    sol_fraction: float | None = None
+    sol_timed: int = 0
 
     @property
     def correct_rate(self) -> float:
@@ -76,6 +85,9 @@ class BenchSummary:
             "by_status": dict(self.by_status),
             "vs_eager": self.eager.as_dict() if self.eager else None,
             "vs_compile": self.compile.as_dict() if self.compile else None,
+            "estimated_vs_eager": self.estimated.as_dict() if self.estimated else None,
+            "mean_sol_fraction": self.sol_fraction,
+            "sol_timed": self.sol_timed,
             "notes": list(self.notes),
         }
 
@@ -104,12 +116,19 @@ def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
     correct = sum(1 for s in scores if s.correct)
     eager = _speedups(scores, "eager", [s.speedup for s in scores])
     compiled = _speedups(scores, "torch.compile", [s.compile_speedup for s in scores])
+    estimated = _speedups(
+        scores, "eager (estimated)", [s.estimated_speedup if s.speedup is None else None for s in scores]
+    )
+    fractions = [s.sol_fraction for s in scores if s.correct and s.speedup is not None and s.sol_fraction is not None]
     notes = []
     untimed = sum(1 for s in scores if s.correct and s.speedup is None)
     if untimed:
+        also = (
+            f"; {estimated.timed} of them have an estimated speedup, summed apart as an estimate" if estimated else ""
+        )
         notes.append(
             f"{untimed} correct problem(s) have no measured speedup (no GPU timing): they count for the correct "
-            "rate only"
+            f"rate only{also}"
         )
     uncompiled = sum(1 for s in scores if s.correct and s.speedup is not None and s.compile_speedup is None)
     if compiled is not None and uncompiled:
@@ -128,4 +147,7 @@ def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
         eager=eager,
         compile=compiled,
         notes=notes,
+        estimated=estimated,
+        sol_fraction=sum(fractions) / len(fractions) if fractions else None,
+        sol_timed=len(fractions),
     )

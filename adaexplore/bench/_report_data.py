@@ -44,6 +44,8 @@ def bench_page_data(svc: tools.Services, bench_id: str) -> dict[str, Any]:
             "message": row.message,
             "speedup": row.speedup,
             "compile_speedup": row.compile_speedup,
+            "estimated_speedup": row.estimated_speedup,
+            "sol_fraction": row.sol_fraction,
             "triton_share": row.triton_share,
             "flags": list(row.flags),
             "seconds": row.seconds,

@@ -107,6 +107,8 @@ def verdict_of(evaluation: Evaluation | None, node_id: int | None, seconds: floa
         speedup=timing.speedup if timing is not None and evaluation.status is Status.ok else None,
         compile_speedup=timing.speedup_vs_compile if timing is not None and evaluation.status is Status.ok else None,
         triton_share=evaluation.audit.triton_time_share,
+        estimated_speedup=evaluation.estimated_speedup if evaluation.status is Status.ok else None,
+        sol_fraction=evaluation.sol_fraction if evaluation.status is Status.ok else None,
         # what the audit warned of or rejected, each code once (its notes stay in the evaluation)
         flags=list(dict.fromkeys(f.code for f in evaluation.audit.flags if f.severity != "info")),
         seconds=seconds,

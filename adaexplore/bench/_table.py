@@ -29,6 +29,8 @@ _COLUMNS = [
     "status",
     "speedup",
     "compile_speedup",
+    "estimated_speedup",
+    "sol_fraction",
     "triton_share",
     "flags",
     "seconds",
@@ -52,7 +54,9 @@ def status_counts(counts: dict[str, int]) -> str:
 
 
 def bench_summary(rows: Sequence[BenchProblemRecord]) -> BenchSummary:
-    return summarize([ProblemScore(r.status, r.speedup, r.compile_speedup) for r in rows])
+    return summarize(
+        [ProblemScore(r.status, r.speedup, r.compile_speedup, r.estimated_speedup, r.sol_fraction) for r in rows]
+    )
 
 
 def bench_document(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> dict[str, object]:
@@ -79,7 +83,10 @@ def write_csv(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> str:
     writer.writerow(["bench", bench.id])
     for key in ("problems", "done", "correct", "correct_rate"):
         writer.writerow([key, summary[key]])
-    for side in ("vs_eager", "vs_compile"):
+    writer.writerow(
+        ["mean_sol_fraction", summary["mean_sol_fraction"] if summary["mean_sol_fraction"] is not None else ""]
+    )
+    for side in ("vs_eager", "vs_compile", "estimated_vs_eager"):
         block = summary[side]
         if isinstance(block, dict):
             for key, value in block.items():
@@ -102,6 +109,8 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
         ("status", "left"),
         ("vs eager", "right"),
         ("vs compile", "right"),
+        ("est. vs eager", "right"),
+        ("of SOL", "right"),
         ("triton share", "right"),
         ("audit", "left"),
         ("seconds", "right"),
@@ -114,6 +123,8 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
             r.status or "pending",
             format_speedup(r.speedup),
             format_speedup(r.compile_speedup),
+            format_speedup(r.estimated_speedup) if r.speedup is None else "-",
+            _share(r.sol_fraction),
             _share(r.triton_share),
             ",".join(r.flags) or "-",
             "-" if r.seconds is None else f"{r.seconds:.1f}",
@@ -138,6 +149,23 @@ def _speedup_lines(block: SpeedupSummary | None, baseline: str, summary: BenchSu
     ]
 
 
+def _estimate_lines(summary: BenchSummary) -> list[str]:
+    lines = []
+    if summary.sol_fraction is not None:
+        lines.append(
+            f"speed of light: the {summary.sol_timed} timed correct kernels reach {100 * summary.sol_fraction:.0f}% "
+            "of it on average"
+        )
+    block = summary.estimated
+    if block is not None:
+        geo = "-" if block.geomean is None else f"{block.geomean:.3f}x"
+        lines.append(
+            f"estimated vs eager (not measured, {block.timed} untimed correct kernels): mean {block.mean:.3f}x "
+            f"(clamped at 10, incorrect and measured ones as 0), geometric mean {geo}"
+        )
+    return lines
+
+
 def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, width: int = 140) -> str:
     """The per-problem table and the summary, as `bench` prints them at its end and `bench show` again."""
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
@@ -152,6 +180,7 @@ def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, widt
         f"statuses: {status_counts(summary.by_status)}",
         *_speedup_lines(summary.eager, "eager", summary),
         *_speedup_lines(summary.compile, "torch.compile", summary),
+        *_estimate_lines(summary),
         *(f"note: {n}" for n in summary.notes),
         "provenance: "
         + ", ".join(

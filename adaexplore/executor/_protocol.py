@@ -377,6 +377,10 @@ class Loaded(_Msg):
     # what the reference does at the task's full sizes (None: it could not be followed; `work_note` says why)
     work: TaskWork | None = None
     work_note: str = ""
+    # the job's small sizes with those the outputs do not depend on (what dots reduce over) back at full size,
+    # for a precision check at the task's full reduction lengths; None: no such size was made small
+    reduction_sizes: dict[str, int | float] | None = None
+    reduction_names: list[str] = Field(default_factory=list)
 
 
 class MemoryReport(_Msg):

@@ -64,7 +64,15 @@ class Tree:
         best = best_correct(self._nodes.values())
         return best.node if best else None
 
-    def add(self, parent: int, kind: Kind, status: str, speedup: float | None, reward: float) -> NodeStats:
+    def add(
+        self,
+        parent: int,
+        kind: Kind,
+        status: str,
+        speedup: float | None,
+        reward: float,
+        estimated_speedup: float | None = None,
+    ) -> NodeStats:
         """Insert an evaluated child of `parent` and add its reward to it and every ancestor."""
         if kind is Kind.root:
             raise ValueError("a tree has one root")
@@ -84,6 +92,7 @@ class Tree:
             max_reward=0.0,
             small_children=0,
             children=0,
+            estimated_speedup=estimated_speedup,
         )
         self._put(node)
         self._children[parent].append(new_id)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from adaexplore.domain import Evaluation, Kind
 from adaexplore.store import BenchProblemRecord, BenchRecord, ProblemVerdict
+from adaexplore.tools._best import run_best
 from adaexplore.tools._service import Services
 
 __all__ = [
@@ -95,7 +96,8 @@ def run_outcome(svc: Services, run_id: str) -> tuple[int | None, Evaluation | No
     """
     store = svc.store
     run = store.run(run_id)
-    chosen = run.final_node_id if run.final_node_id is not None else run.best_node_id
+    best = run_best(store, run)  # the one best, as best_kernel and `runs` name it
+    chosen = run.final_node_id if run.final_node_id is not None else (best.node_id if best else None)
     if chosen is None:
         nodes = [n for n in store.nodes(run_id) if n.kind is not Kind.root and n.evaluation_id is not None]
         if not nodes:

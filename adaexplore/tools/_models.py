@@ -79,10 +79,8 @@ class CreateTaskResult(_Out):
     small_sizes: bool
     small_sizes_note: str = Field(default="", description="where the small sizes came from, or why there are none")
     input_sets: list[str] = Field(default_factory=list, description="sets a kernel is judged on (at full size)")
-    speed_of_light: str = Field(
-        default="", description="the least time the task can take on the target GPU, and what bounds it"
-    )
-    speed_of_light_ms: float | None = Field(default=None, description="that time in milliseconds")
+    speed_of_light: str = Field(default="", description="least time on the target GPU, and why")
+    speed_of_light_ms: float | None = Field(default=None, description="that time, ms")
 
 
 class StartRunRequest(_In):
@@ -217,11 +215,11 @@ class CompileAndProfileResult(_Out):
     timed: bool
     estimated_speedup: float | None = Field(
         default=None,
-        description="where nothing timed a correct kernel: its speedup estimated on the target GPU (not measured)",
+        description="untimed: estimated on the target GPU, not measured",
     )
     sol_fraction: float | None = Field(
         default=None,
-        description="where timed: the kernel's share of the task's speed of light (1 = the hardware's limit)",
+        description="timed: share of the speed of light",
     )
     node_id: int | None = Field(description="the new node, when the result was added to a run")
     reward: float | None
@@ -246,12 +244,8 @@ class NodeResult(_Out):
     step: int
     status: str | None
     speedup: float | None
-    estimated_speedup: float | None = Field(
-        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
-    )
-    sol_fraction: float | None = Field(
-        default=None, description="where timed: its share of the task's speed of light (1 = the hardware's limit)"
-    )
+    estimated_speedup: float | None = None
+    sol_fraction: float | None = None
     reward: float | None
     visits: int
     mean_reward: float
@@ -281,12 +275,10 @@ class RunResult(_Out):
     nodes: int
     counts: dict[str, int]
     max_depth: int
-    best_node_id: int | None = Field(description="the run's best kernel, as best_kernel, `runs` and the report name it")
-    best_speedup: float | None = Field(description="its measured speedup (re-measured or search-time), if timed")
-    best_estimated_speedup: float | None = Field(
-        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
-    )
-    best_why: str = Field(default="", description="why that node: the rule that chose it")
+    best_node_id: int | None = Field(description="as best_kernel names it")
+    best_speedup: float | None
+    best_estimated_speedup: float | None = None
+    best_why: str = Field(default="", description="the rule that chose it")
     final_node_id: int | None
     config: SearchConfig = Field(description=_CONFIG)
     created_at: str
@@ -303,12 +295,10 @@ class BestKernelResult(_Out):
     speedup: float | None
     verified: bool = Field(description="chosen on fresh re-measurements at the end of the run (finish_run)")
     measured: Literal["re-measured", "search-time", "estimated", "untimed"] = Field(
-        description="where the speed comes from: finish_run's fresh re-measurement, the search, an estimate (nothing "
-        "timed it: estimated_speedup), or nothing"
+        description="where speedup comes from: finish_run's fresh re-measurement, the search, an estimate "
+        "(estimated_speedup), or nothing"
     )
-    estimated_speedup: float | None = Field(
-        default=None, description="where nothing timed it: its estimated speedup on the target GPU (not measured)"
-    )
+    estimated_speedup: float | None = None
     tied_node_ids: list[int] = Field(description="correct kernels of the same speed that were not chosen")
     code: str
     message: str

@@ -82,11 +82,5 @@ def ranking_sentence(svc: Services, run: RunRecord, task: Task, record: TaskReco
         parts.append("Kernels are timed on the GPU and ranked by their measured time.")
     else:
         gpu = sol.gpu if sol is not None else "H200"
-        parts.append(
-            f"No GPU times kernels here: each correct kernel is ranked by an estimate of its time on an {gpu}, made "
-            "from its launches at full size (the bytes each one moves, its `tl.dot` FLOPs at the tensor cores' rate "
-            "for their precision, its occupancy, one launch's cost) and its PyTorch calls. Each verdict says what "
-            "its estimate is made of. Fewer launches, fewer bytes of intermediates and the tensor cores at a "
-            "precision that passes are what make a kernel faster."
-        )
+        parts.append(f"No GPU here: correct kernels rank by their estimated time on an {gpu} (the verdicts say how).")
     return " ".join(parts)

@@ -62,7 +62,12 @@ async def test_a_correct_kernel_is_ok_and_says_plainly_that_nothing_was_timed(ev
     assert result.status is Status.ok, result.message
     assert result.backends == [Backend.compile, Backend.interpret]
     assert result.timing is None and not result.timed
-    assert "no timing was taken" in result.message
+    assert "no GPU timed it here" in result.message
+    # not timed, but estimated on the default target, and labelled so
+    assert result.estimate is not None and result.estimate.gpu == "H200" and result.estimate.speedup > 0
+    assert f"estimated {result.estimate.ms:.3g} ms on an H200, not measured" in result.message
+    assert result.speed_of_light is not None and result.speed_of_light.bound == "memory"
+    assert result.speed_of_light.fraction is None  # nothing measured to compare with it
     assert result.correctness is not None and result.correctness.passed
     assert len(result.correctness.trials) == 5
     assert all(t.norm_rel_error is not None and t.norm_rel_error < 1e-6 for t in result.correctness.trials)
@@ -83,6 +88,11 @@ async def test_a_correct_kernel_on_the_gpu_is_checked_timed_and_audited(evaluato
     assert all(r.passed for r in result.correctness.rechecks)
     assert result.audit.triton_time_share is not None and 0 < result.audit.triton_time_share <= 1
     assert result.provenance.sizes == "full" and result.provenance.gpu
+    # the GPU's own speed of light, and the measured kernel's share of it (and eager PyTorch's)
+    sol = result.speed_of_light
+    assert sol is not None and sol.fraction is not None and 0 < sol.fraction <= 1.05
+    assert sol.reference_fraction is not None and sol.reference_fraction > 0
+    assert result.estimate is None  # a measurement needs no estimate
     # strict mode draws the inputs and weights on the GPU itself, and says so
     assert result.provenance.seeds is not None and result.provenance.seeds.generator == "cuda"
 

@@ -236,3 +236,45 @@ async def test_every_kernelbench_problem_gets_small_sizes_or_a_reason(settings: 
     print(f"\n{len(results) - len(failures)}/{len(results)} got sizes; {total / len(results):.2f} s per problem")
     print("\n".join(failures))
     assert len(failures) <= len(results) // 20, "\n".join(failures)
+
+
+SHAPED = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, in_features, out_features, bias_shape):
+            super().__init__()
+            self.gemm = nn.Linear(in_features, out_features, bias=False)
+            self.bias = nn.Parameter(torch.randn(bias_shape))
+
+        def forward(self, x):
+            return torch.relu(self.gemm(x) + self.bias)
+
+    batch_size = 1024
+    in_features = 8192
+    out_features = 8192
+    bias_shape = (out_features,)
+    dim = 393216
+
+    def get_inputs():
+        return [torch.rand(batch_size, in_features)]
+
+    def get_init_inputs():
+        return [in_features, out_features, bias_shape]
+""")
+
+
+def test_a_size_a_tuple_is_built_from_is_scaled_and_the_tuple_follows(tmp_path: Path) -> None:
+    """KernelBench Level 2 problem 76 builds `bias_shape = (out_features,)`: SMALL_SIZES, applied to the module's
+    own assignments, scales out_features and the tuple with it; a `dim` of 393216 is a size, not an axis."""
+    from adaexplore.executor.worker._taskrun import load_task_module
+
+    first = candidates(SHAPED)[0][0].sizes
+    assert first["out_features"] <= 17 and first["in_features"] <= 17 and first["dim"] <= 17
+    path = tmp_path / "task.py"
+    path.write_text(with_small_sizes(SHAPED, first, "test"))
+    module = load_task_module(str(path), first, name="adaexplore_test_shaped")
+    assert module.bias_shape == (first["out_features"],) and module.out_features == first["out_features"]
+    model = module.Model(*module.get_init_inputs())
+    assert tuple(model(*module.get_inputs()).shape) == (first["batch_size"], first["out_features"])

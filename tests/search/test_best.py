@@ -73,3 +73,22 @@ def test_the_search_reads_verdicts_as_status_values_and_as_the_store_keeps_them(
         not_compiled = status in (Status.syntax_error, Status.compile_error)
         assert compiled(status) == compiled(status.value) == (not not_compiled)
     assert not compiled(None) and not correct(None)
+
+
+def test_an_estimate_ranks_untimed_kernels_and_never_outranks_a_measurement() -> None:
+    tree = Tree()
+    tree.add(0, Kind.large, "ok", None, reward("ok", 1.2), estimated_speedup=1.2)
+    tree.add(0, Kind.large, "ok", None, reward("ok", 2.4), estimated_speedup=2.4)
+    tree.add(0, Kind.large, "ok", None, reward("ok", None))  # no estimate: speedup 1
+    best = best_correct(tree.nodes())
+    assert best is not None and best.node.id == 2 and best.estimated and not best.timed and best.tied == ()
+    assert best.why.startswith("the fastest by its estimated speedup of 3 correct kernels")
+    assert "not a measurement" in best.why
+    assert tree.best() == best.node and tree.segment_best(2) == best.node
+    # the reward of an estimated kernel comes from its estimate, as a measured one's from its measurement
+    assert reward("ok", 2.4) > reward("ok", 1.2) > reward("ok", None) - 0.01
+    note = untimed_note("ok", None, 10.0, 2.4, "H200")
+    assert note is not None and "estimated speedup, 2.40x on an H200, not a measurement" in note
+    tree.add(0, Kind.large, "ok", 0.8, reward("ok", 0.8))  # measured slower than either estimate: it wins
+    measured = best_correct(tree.nodes())
+    assert measured is not None and measured.node.id == 4 and measured.timed and not measured.estimated

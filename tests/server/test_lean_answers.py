@@ -191,7 +191,7 @@ async def test_a_step_on_a_level2_task_carries_each_text_once_within_its_budget(
             for node_id, _, message in line:
                 cost = next(c for c in message.split("; ") if c.startswith("static cost "))
                 assert once(cost, answer) == 1, (node_id, cost)
-            assert answer.count("no timing was taken: there is no GPU here") == 1
+            assert answer.count("no GPU timed it here") == 1
             assert answer.count("in the interpreter at small sizes") == 1
             assert "compiles for sm_90 at" not in answer
             assert task_source.strip().splitlines()[-1] in instructions

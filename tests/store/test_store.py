@@ -72,3 +72,46 @@ def test_a_node_and_its_verdict_are_read_in_one_query_each_way(databases: Databa
         assert store.view(run).rows() == store.view(run.id).rows()
     finally:
         store.close()
+
+
+def test_estimated_speedups_rank_correct_nodes_below_measured_ones(databases: Databases, tmp_path: Path) -> None:
+    """A node keeps its evaluation's estimated speedup; the run's best, a segment's best and the view rank a
+    measured speedup above any estimated one (never compared), then estimates, then nodes with neither; the task
+    keeps the record of its reference that create_task gives it, and takes one it lacked later."""
+    store = open_store(databases(tmp_path))
+    try:
+        assert store.put_task("t", "task", "source", "file").work is None
+        assert store.put_task("t", "task", "source", "file", work='{"w": 1}').work == '{"w": 1}'
+        assert store.put_task("t", "task", "source", "file", work='{"w": 2}').work == '{"w": 1}'  # kept as it was
+        run = store.create_run("t", config="{}", mode="strict", backend="auto", model="m", seed=1)
+
+        def child(parent: int, speedup: float | None, estimated: float | None, kind: Kind = Kind.large) -> int:
+            evaluation = NewEvaluation(
+                code_hash=f"{speedup}-{estimated}-{parent}",
+                environment="e",
+                mode="strict",
+                status="ok",
+                speedup=speedup,
+                estimated_speedup=estimated,
+                result="{}",
+            )
+            node = store.add_child(
+                run.id, parent, kind, code="k", code_hash="h", context_ids=[], task_id="t", evaluation=evaluation,
+                reward=0.5,
+            )  # fmt: skip
+            return node.id
+
+        plain = child(run.root_id, None, None)
+        estimated = child(plain, None, 2.5, Kind.small)
+        assert store.run(run.id).best_node_id == estimated
+        assert store.node(estimated).estimated_speedup == 2.5
+        assert store.view(run).segment_best(plain).id == estimated  # type: ignore[union-attr]
+        better_guess = child(plain, None, 3.0, Kind.small)
+        assert store.run(run.id).best_node_id == better_guess
+        measured = child(run.root_id, 0.9, None)  # slower than the estimates, but measured
+        assert store.run(run.id).best_node_id == measured
+        stats = {n.id: n for n in store.view(run).correct_nodes()}
+        assert stats[measured].rank_speed > stats[better_guess].rank_speed > stats[plain].rank_speed
+        assert [b.id for b in store.view(run).segment_bests()] == [better_guess, measured]
+    finally:
+        store.close()

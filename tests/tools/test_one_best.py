@@ -10,8 +10,9 @@ import pytest
 from adaexplore import tools
 from adaexplore.bench._report_data import run_page_data
 from adaexplore.config import Settings
-from adaexplore.domain import Audit, Evaluation, KernelCost
+from adaexplore.domain import Audit, Estimate, Evaluation, KernelCost
 from adaexplore.executor import Status, Task
+from adaexplore.search import reward
 from adaexplore.store import open_store
 from adaexplore.tools import (
     BestKernelRequest,
@@ -19,6 +20,7 @@ from adaexplore.tools import (
     CreateTaskRequest,
     ExpandNodeRequest,
     FinishRunRequest,
+    GetRunRequest,
     SelectUctRequest,
     Services,
     StartRunRequest,
@@ -27,6 +29,7 @@ from adaexplore.tools import (
     create_task,
     expand_node,
     finish_run,
+    get_run,
     select_uct,
     start_run,
 )
@@ -220,3 +223,67 @@ def test_the_static_cost_sums_kernels_at_their_largest_size_and_cheapest_config(
     assert static_cost_key({"audit": {"static_cost": static_cost}}) == (4.0, 168.0, 9216.0)
     assert static_cost_key({"audit": {"static_cost": []}}) is None
     assert static_cost_key({}) is None
+
+
+ESTIMATES = {"e1": 1.3, "e2": 2.6, "e3": 1.9}
+
+
+class EstimatingEvaluator(FakeEvaluator):
+    """Untimed correct verdicts with an estimate each, as a machine without a GPU gives them."""
+
+    def __init__(self) -> None:
+        super().__init__(untimed)
+
+    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:  # type: ignore[override]
+        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+        speedup = ESTIMATES.get(code.split()[-1])
+        if evaluation.status is not Status.ok or speedup is None:
+            return evaluation
+        summary = f"estimated {1 / speedup:.3g} ms on an H200, not measured ({speedup:.2f}x eager's estimated 1 ms)"
+        estimate = Estimate(gpu="H200", ms=1 / speedup, reference_ms=1.0, speedup=speedup, summary=summary)
+        return evaluation.model_copy(update={"estimate": estimate, "message": f"{evaluation.message}; {summary}"})
+
+
+async def test_an_untimed_run_is_ranked_by_its_estimates_and_every_view_says_so(svc: Services) -> None:
+    svc.evaluator = EstimatingEvaluator()
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=3, total_steps=5))
+    results = [
+        await compile_and_profile(
+            svc, CompileAndProfileRequest(code=code, run_id=run.run_id, parent_id=run.root_node_id, action="large")
+        )
+        for code in ("e1", "e2", "wrong e4", "e3")
+    ]
+    first, fastest, wrong, _ = results
+    assert fastest.estimated_speedup == 2.6 and fastest.speedup is None and wrong.estimated_speedup is None
+    # the reward is the estimate's, said as an estimate: the kernels no longer tie at 0.509
+    assert fastest.reward == reward("ok", 2.6) > first.reward == reward("ok", 1.3)
+    assert "comes from its estimated speedup, 2.60x on an H200, not a measurement" in fastest.message
+    assert "tie" not in fastest.message
+    assert fastest.is_new_best and not results[3].is_new_best
+
+    best = best_kernel(svc, BestKernelRequest(run_id=run.run_id))
+    assert (best.node_id, best.speedup, best.measured) == (fastest.node_id, None, "estimated")
+    assert best.estimated_speedup == 2.6 and best.tied_node_ids == []
+    assert f"node {fastest.node_id}, 2.600x (estimated, not measured): the fastest by its estimated speedup" in (
+        best.message
+    )
+    state = get_run(svc, GetRunRequest(run_id=run.run_id))  # the same one best, with its rule
+    assert (state.best_node_id, state.best_speedup, state.best_estimated_speedup) == (fastest.node_id, None, 2.6)
+    assert state.best_why == best.message
+    (row,) = [line for line in tools.render_runs(svc).splitlines() if line.startswith(run.run_id)]
+    assert "2.600x est." in row and f"node {fastest.node_id}, estimated" in row
+    tree = tools.render_run_tree(svc, run.run_id).splitlines()
+    assert tree[1].startswith(f"best: node {fastest.node_id}, 2.600x (estimated, not measured)")
+    assert any(f"#{fastest.node_id} " in line and "2.60x est" in line for line in tree)
+    page = run_page_data(svc, run.run_id)["run"]
+    assert (page["best_node_id"], page["best_speedup"], page["best_estimated_speedup"], page["best_measured"]) == (
+        fastest.node_id,
+        None,
+        2.6,
+        "estimated",
+    )
+    # nothing was timed, so finishing re-measures nothing and the estimated best stands
+    calls = svc.evaluator.calls
+    finished = await finish_run(svc, FinishRunRequest(run_id=run.run_id))
+    assert svc.evaluator.calls == calls and finished.final_node_id == fastest.node_id

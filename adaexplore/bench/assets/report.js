@@ -61,6 +61,12 @@
     facts.textContent = "";
     if (node.parent !== null) {
       fact(facts, "speedup vs eager", speedup(node.speedup));
+      if (node.estimated_speedup !== null && node.estimated_speedup !== undefined) {
+        fact(facts, "estimated speedup (not measured)", speedup(node.estimated_speedup));
+      }
+      if (node.sol_fraction !== null && node.sol_fraction !== undefined) {
+        fact(facts, "share of the speed of light", (100 * node.sol_fraction).toFixed(0) + "%");
+      }
       if (run.with_compile || node.compile_speedup !== null) { fact(facts, "vs torch.compile", speedup(node.compile_speedup)); }
       if (verdict) {
         fact(facts, "Triton share of GPU time", share(verdict.triton_share));

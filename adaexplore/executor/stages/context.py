@@ -105,12 +105,17 @@ class Run:
         # what it took so far
         self.candidate_budget_s: float | None = None
         self.candidate_spent_s = 0.0
+        # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
+        self.trial_timeout_s: float | None = None
         # what the reference and the candidate do at the task's full sizes (see stages/speed.py), and the
         # kernels the candidate's trials launched
         self.task_work: TaskWork | None = None
         self.task_work_note = ""
         self.candidate_work: ForwardWork | None = None
         self.trial_kernels: list[str] | None = None
+        # the small sizes with the reduction lengths back at full size, and their names (see stages/precision.py)
+        self.reduction_sizes: dict[str, int | float] | None = None
+        self.reduction_names: list[str] = []
         # what result.settle_speed made of them
         self.speed_of_light: SpeedOfLight | None = None
         self.estimate: Estimate | None = None

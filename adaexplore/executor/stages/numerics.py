@@ -151,6 +151,7 @@ def _keep_work(ctx: Run, loaded: object) -> None:
     """What the judge recorded of the reference at full size (see stages/speed.py)."""
     if isinstance(loaded, Loaded):
         ctx.task_work, ctx.task_work_note = loaded.work, loaded.work_note
+        ctx.reduction_sizes, ctx.reduction_names = loaded.reduction_sizes, loaded.reduction_names
 
 
 async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
@@ -237,7 +238,9 @@ async def _judged(
         )
     )
     with ctx.phase("trials"):
-        done = await await_event(ev, ctx, worker, timeout=config.trial_timeout_s, until=(TrialsDone,), what="trial 1")
+        done = await await_event(
+            ev, ctx, worker, timeout=ctx.trial_timeout_s or config.trial_timeout_s, until=(TrialsDone,), what="trial 1"
+        )
     assert isinstance(done, TrialsDone)
     ctx.add_flags(done.flags)
     ctx.audit.triton_launches = done.triton_launches

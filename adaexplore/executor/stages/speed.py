@@ -27,7 +27,7 @@ from adaexplore.roofline import (
     speed_of_light,
 )
 
-__all__ = ["DEFAULT_TARGET", "describe_estimate", "describe_sol", "estimate_for", "sol_for", "target_gpu"]
+__all__ = ["DEFAULT_TARGET", "describe_estimate", "describe_sol", "estimate_for", "fp32_path", "sol_for", "target_gpu"]
 
 DEFAULT_TARGET = "H200"
 
@@ -46,7 +46,8 @@ def target_gpu(config: ExecutorConfig, environment: Environment | None, device: 
     return GPUS[DEFAULT_TARGET]
 
 
-def _fp32_path(task: Task, mode: Mode) -> str:
+def fp32_path(task: Task, mode: Mode) -> str:
+    """How fp32 matrix multiplies can go at best under the task's tolerance in `mode` ("tf32" or "tf32x3")."""
     try:
         rtol = tolerance_for(mode, "float32", task.allowed_precision, task.tolerance).rtol
     except ValueError:
@@ -57,7 +58,7 @@ def _fp32_path(task: Task, mode: Mode) -> str:
 def sol_for(task: Task, mode: Mode, work: TaskWork | None, gpu: GpuSpec | None) -> SpeedOfLight | None:
     if work is None or gpu is None:
         return None
-    return speed_of_light(work, gpu, _fp32_path(task, mode))
+    return speed_of_light(work, gpu, fp32_path(task, mode))
 
 
 def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:

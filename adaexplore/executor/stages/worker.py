@@ -165,7 +165,7 @@ async def _await_event(
             raise faults.died(ctx, worker, exc, what, config) from None
         if isinstance(event, Phase):
             if event.phase == "trial":
-                deadline = time.monotonic() + config.trial_timeout_s
+                deadline = time.monotonic() + (ctx.trial_timeout_s or config.trial_timeout_s)
                 what = f"trial {(event.done or 0) + 1} of {event.total}"
             elif event.phase == "timing":
                 deadline = time.monotonic() + config.timing_timeout_s

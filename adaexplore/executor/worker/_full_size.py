@@ -16,11 +16,20 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from adaexplore.executor.worker._taskrun import TaskFault, import_file
+from adaexplore.executor.worker._taskrun import TaskFault, import_file, load_task_module
 from adaexplore.executor.worker._work_record import task_work
 from adaexplore.roofline import TaskWork
 
-__all__ = ["FULL_TASK_MODULE", "META", "full_size_args", "full_size_pass", "reference_work", "shape_only"]
+__all__ = [
+    "FULL_TASK_MODULE",
+    "META",
+    "REDUCTION_CAP",
+    "full_size_args",
+    "full_size_pass",
+    "reduction_sizes",
+    "reference_work",
+    "shape_only",
+]
 
 FULL_TASK_MODULE = "adaexplore_task_full_sizes"
 META = torch.device("meta")
@@ -97,6 +106,49 @@ def _full_size_task(task_path: str, cast: torch.dtype | None) -> tuple[Any, list
             raise TaskFault(f"{name}() must return a list or tuple, not {type(values).__name__}")
         made.append(list(_cast(list(values), cast)))
     return task, made[0], made[1]
+
+
+# the longest reduction a precision check runs at (a dot over K = 8192 is a Level 2 GEMM's)
+REDUCTION_CAP = 16384
+_SHAPES_MODULE = "adaexplore_task_shapes"
+
+
+def _output_shapes(task_path: str, sizes: dict[str, int | float], cast: torch.dtype | None) -> list[tuple[int, ...]]:
+    with shape_only(), torch.no_grad():
+        task = load_task_module(task_path, sizes, name=_SHAPES_MODULE)
+        init_args = [_cast(v, cast) for v in task.get_init_inputs()]
+        model = task.Model(*init_args)
+        out = model(*[_cast(v, cast) for v in task.get_inputs()])
+    found = out if isinstance(out, list | tuple) else [out]
+    return [tuple(t.shape) for t in found if isinstance(t, torch.Tensor)]
+
+
+def reduction_sizes(
+    task_path: str, small: dict[str, int | float], cast: torch.dtype | None
+) -> tuple[dict[str, int | float] | None, list[str]]:
+    """The small sizes with every size the outputs' shapes do not depend on (a GEMM's in_features, a convolution's
+    in_channels: what a dot reduces over) back at the module's own value (at most REDUCTION_CAP), and the names of
+    those sizes; (None, []) where no such size was made small. Found on shape-only tensors: each small size in
+    turn is doubled, and one whose doubling leaves every output's shape as it was is reduced over."""
+    try:
+        with shape_only():
+            full = load_task_module(task_path, None, name=_SHAPES_MODULE)
+        base = _output_shapes(task_path, small, cast)
+    except Exception:
+        return None, []
+    restored: dict[str, int | float] = {}
+    for name, value in small.items():
+        own = getattr(full, name, None)
+        if not isinstance(value, int) or not isinstance(own, int) or isinstance(own, bool) or own <= value:
+            continue
+        try:
+            if _output_shapes(task_path, {**small, name: value * 2}, cast) == base:
+                restored[name] = min(own, REDUCTION_CAP)
+        except Exception:
+            continue
+    if not restored:
+        return None, []
+    return {**small, **restored}, sorted(restored)
 
 
 def reference_work(task_path: str, cast: torch.dtype | None) -> tuple[TaskWork | None, str]:

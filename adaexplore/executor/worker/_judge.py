@@ -42,7 +42,7 @@ from adaexplore.executor._side import SideSocket
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor
-from adaexplore.executor.worker._full_size import reference_work
+from adaexplore.executor.worker._full_size import reduction_sizes, reference_work
 from adaexplore.executor.worker._inductor_env import compile_failure, prepare_inductor
 from adaexplore.executor.worker._perturb import (
     apply_pattern,
@@ -60,7 +60,6 @@ from adaexplore.executor.worker._taskrun import (
     upcast,
 )
 from adaexplore.executor.worker._timing import Timer, summarize
-from adaexplore.roofline import TaskWork
 
 __all__ = ["Judge"]
 
@@ -95,8 +94,9 @@ class Judge:
         self.builder = ReferenceBuilder(device)
         # the bytes of the last reference built per task file and sizes: the room a new one needs
         self._last_size: dict[tuple[str, str], int] = {}
-        # what each task's reference does at full size, per task file and cast (see _work_record)
-        self._work: dict[tuple[str, str | None], tuple[TaskWork | None, str]] = {}
+        # what each task's reference does at full size, per task file and cast (see _work_record), and the sizes
+        # of its precision check (`_task_facts`)
+        self._work: dict[tuple[str, str | None], dict[str, Any]] = {}
         self._timer: Timer | None = None
 
     def handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
@@ -163,27 +163,32 @@ class Judge:
             self.cache.add(key, ref)
         ref.users += 1
         job = self.jobs[spec.job_id] = _Job(spec=spec, key=key, ref=ref, cached=cached)
-        work, note = self._task_work(spec)
+        facts = self._task_facts(spec)
         if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
-            return Loaded(cached=cached, work=work, work_note=note)
+            return Loaded(cached=cached, **facts)
         if not ref.inputs:  # kept by a job that did not share them
             ref.inputs = [self.builder.inputs(ref, spec, seed) for seed in ref.trial_seeds]
         if ref.timing_base is None:
             ref.timing_base = self.builder.inputs(ref, spec, ref.timing_seed)
         shared = share_inputs(ref.inputs, ref.timing_base, self.device)
         if shared is None:
-            return Loaded(cached=cached, work=work, work_note=note)
+            return Loaded(cached=cached, **facts)
         job.inputs, layout = shared
         self._hold(job, job.inputs.nbytes)
         self._send(job.inputs, f"{spec.job_id}:inputs")
-        return Loaded(inputs=layout, cached=cached, work=work, work_note=note)
+        return Loaded(inputs=layout, cached=cached, **facts)
 
-    def _task_work(self, spec: JobSpec) -> tuple[TaskWork | None, str]:
-        """What the task's reference does at its full sizes, recorded once per task file and cast."""
+    def _task_facts(self, spec: JobSpec) -> dict[str, Any]:
+        """What the task's reference does at its full sizes, and the sizes of a check at its full reduction
+        lengths (at small sizes), found once per task file and cast."""
         key = (spec.task_path, spec.cast_floats_to)
         if key not in self._work:
             cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
-            self._work[key] = reference_work(spec.task_path, cast)
+            work, note = reference_work(spec.task_path, cast)
+            sizes, names = (None, [])
+            if spec.sizes == "small" and spec.small_sizes:
+                sizes, names = reduction_sizes(spec.task_path, spec.small_sizes, cast)
+            self._work[key] = {"work": work, "work_note": note, "reduction_sizes": sizes, "reduction_names": names}
         return self._work[key]
 
     def _hold(self, job: _Job, nbytes: int) -> None:

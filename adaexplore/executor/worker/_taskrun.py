@@ -228,7 +228,7 @@ def _sized_code(path: str, sizes: dict[str, int | float]) -> Any:
     return compile(tree, path, "exec", dont_inherit=True)
 
 
-def load_task_module(path: str, small_sizes: dict[str, int | float] | None) -> ModuleType:
+def load_task_module(path: str, small_sizes: dict[str, int | float] | None, *, name: str = TASK_MODULE) -> ModuleType:
     """Import a task; for small sizes, with its module-level size names assigned their small values where the
     module assigns them (so that names and shapes computed from them follow), and set after the import too.
 
@@ -237,12 +237,12 @@ def load_task_module(path: str, small_sizes: dict[str, int | float] | None) -> M
     """
     try:
         if small_sizes:
-            module = ModuleType(TASK_MODULE)
+            module = ModuleType(name)
             module.__file__ = path
-            sys.modules[TASK_MODULE] = module
+            sys.modules[name] = module
             exec(_sized_code(path, small_sizes), module.__dict__)
         else:
-            module = import_file(TASK_MODULE, path)
+            module = import_file(name, path)
     except Exception as exc:
         raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
     for name in ("Model", "get_inputs", "get_init_inputs"):

@@ -1,0 +1,56 @@
+"""Writes the Triton IR of three small kernels for tests/roofline (compile-only, sm_90), without its source
+locations:  python tests/roofline/data/make_ttir.py tests/roofline/data"""
+
+import re
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+from adaexplore.executor.worker._compile_only import activate_compile_only
+
+activate_compile_only()
+
+
+@triton.jit
+def gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    pm, pn = pid // n_tiles, pid % n_tiles
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
+def persistent_sum(x_ptr, out_ptr, n_rows, n_cols, NUM_PROGRAMS: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    for row in range(pid, n_rows, NUM_PROGRAMS):
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for col in range(0, n_cols, BLOCK):
+            offs = col + tl.arange(0, BLOCK)
+            acc += tl.exp(tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0))
+        tl.store(out_ptr + row, tl.sum(acc))
+
+
+def write(path, ir):
+    kept = [
+        re.sub(r"\s+loc\((?:[^()]|\([^()]*\))*\)", "", line) for line in ir.splitlines() if not line.startswith("#loc")
+    ]
+    open(path, "w").write("\n".join(kept) + "\n")
+
+
+x = torch.empty(1, device="meta")
+out = sys.argv[1]
+for precision in ("ieee", "tf32x3"):
+    k = gemm.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, PRECISION=precision, num_warps=4)
+    write(f"{out}/gemm_{precision}.ttir", k.asm["ttir"])
+k = persistent_sum.run(x, x, 1000, 4096, grid=(1,), warmup=True, NUM_PROGRAMS=132, BLOCK=1024, num_warps=4)
+write(f"{out}/persistent_sum.ttir", k.asm["ttir"])
