@@ -1,7 +1,9 @@
 """How well the performance estimate ranks and times kernels that a GPU measured, and its calibration.
 
 The corpus is every kernel with an H200 verdict: `../shared/data/gpu-truth/` (kernels assistants wrote for
-KernelBench Level 2) and `benchmarks/gpu_truth/` (ours, where `truth.jsonl` has been measured). For each kernel
+KernelBench Level 2), `benchmarks/gpu_truth/` (ours, where `truth.jsonl` has been measured) and the example kernels
+an H200 timed (`benchmarks/gpu_truth/examples.jsonl`, from this folder's README: the one kernel whose dots run on
+the CUDA cores). For each kernel
 this records, without a GPU, what its forward does at full size (the compile-only pass of the compile backend, in
 a subprocess per kernel, not sandboxed: run it on kernels you trust) and what its task's reference does, then
 estimates both on an H200 and compares with the measured times.
@@ -39,7 +41,12 @@ RECORDS = ROOT / "benchmarks" / ".estimate_records.json"
 # ---- the corpus --------------------------------------------------------------------------------------
 def corpus() -> list[dict]:
     rows = []
-    for base, truth in ((SHARED / "gpu-truth", SHARED / "gpu-truth" / "truth.jsonl"), (OURS, OURS / "truth.jsonl")):
+    sources = (
+        (SHARED / "gpu-truth", SHARED / "gpu-truth" / "truth.jsonl"),
+        (OURS, OURS / "truth.jsonl"),
+        (ROOT, OURS / "examples.jsonl"),
+    )
+    for base, truth in sources:
         if not truth.is_file():
             continue
         for line in truth.read_text().splitlines():
@@ -47,10 +54,10 @@ def corpus() -> list[dict]:
                 continue
             row = json.loads(line)
             level = row.get("level", 2)
-            task = SHARED / "kernelbench" / f"level{level}" / row["problem"]
+            task = ROOT / row["task"] if "task" in row else SHARED / "kernelbench" / f"level{level}" / row["problem"]
             row["task_path"] = str(task)
             row["kernel_path"] = str(base / row["kernel"])
-            row["source"] = "ours" if base == OURS else "shared"
+            row["source"] = {OURS: "ours", ROOT: "examples"}.get(base, "shared")
             rows.append(row)
     return rows
 
@@ -163,8 +170,9 @@ def quality(rows: list[dict]) -> dict:
         rho = spearman(est, meas)
         if rho is not None:
             rhos[problem] = rho
-        pick = max(members, key=lambda m: m["est_ref_ms"] / m["est_ms"])
-        picks[problem] = pick["strict_speedup"] / max(meas)
+        if len(members) > 1:  # a problem of one kernel has nothing to choose between
+            pick = max(members, key=lambda m: m["est_ref_ms"] / m["est_ms"])
+            picks[problem] = pick["strict_speedup"] / max(meas)
     time_err = [abs(math.log(r["est_ms"] / r["kernel_ms"])) for r in timed]
     speed_err = [abs(math.log((r["est_ref_ms"] / r["est_ms"]) / r["strict_speedup"])) for r in timed]
     eager = {r["problem"]: (r["est_ref_ms"], r["eager_ms"]) for r in timed}
@@ -185,7 +193,7 @@ def quality(rows: list[dict]) -> dict:
 def show(q: dict, title: str) -> None:
     print(f"\n{title}: {q['kernels']} timed kernels over {q['problems']} problems")
     for problem, rho in q["spearman"].items():
-        print(f"  {problem:55s} spearman {rho:+.2f}   untimed best / fastest {q['best_pick'][problem]:.2f}")
+        print(f"  {problem:55s} spearman {rho:+.2f}   untimed best / fastest {q['best_pick'].get(problem, 1):.2f}")
     for key in ("spearman_mean", "median_abs_log_time", "median_abs_log_speedup", "median_abs_log_eager"):
         value = q[key]
         print(f"  {key:28s} {value:.3f}" if value is not None else f"  {key:28s} -")
@@ -198,6 +206,7 @@ FITTED = (
     "tensor_cores",
     "split_products",
     "cuda_cores",
+    "elementwise",
     "memory",
     "library_gemm",
     "library_conv",
@@ -205,8 +214,19 @@ FITTED = (
     "pipeline_exponent",
     "cache_rate",
     "spill_bytes",
+    "serial_share",
 )
-FRACTIONS = {"tensor_cores", "split_products", "cuda_cores", "memory", "library_gemm", "library_conv", "library_memory"}
+FRACTIONS = {
+    "tensor_cores",
+    "split_products",
+    "cuda_cores",
+    "elementwise",
+    "memory",
+    "library_gemm",
+    "library_conv",
+    "library_memory",
+    "serial_share",
+}
 
 
 def loss(rows: list[dict], records: dict, calibration) -> float:

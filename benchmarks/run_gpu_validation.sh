@@ -6,6 +6,8 @@
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 #   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
+#   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
+#                                               # and the estimate scored and fitted on both corpora
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -42,6 +44,12 @@ case "${1:-tests}" in
       --level-dir "${LEVEL_DIR:-../shared/data/kernelbench/level2}" --ids "${IDS:-1-100}" \
       --out "$OUT/suite.jsonl" --home "${SUITE_HOME:-$OUT/suite-home}" 2>&1 | tail -3
     python3 benchmarks/kernelbench_suite.py --summarize "$OUT/suite.jsonl" | tee "$OUT/suite-summary.txt"
+    ;;
+  truth)
+    # ONLY=level2/12 measures some kernels; it resumes from benchmarks/gpu_truth/truth.jsonl, copied to $OUT
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/gpu_truth/measure.py ${ONLY:+--only "$ONLY"} 2>&1 | tail -5
+    cp benchmarks/gpu_truth/truth.jsonl benchmarks/gpu_truth/provenance.json "$OUT/" 2>/dev/null
+    python3 benchmarks/sol_check.py | tee "$OUT/sol_check.txt"
     ;;
   compile)
     for round in 1 2 3; do

@@ -50,6 +50,7 @@ END_TO_END = (
     "executor/test_evaluator.py",
     "executor/test_candidate_budget.py",
     "executor/test_speed_and_precision.py",
+    "executor/test_gpu_truth.py",
     "executor/test_construction.py",
     "executor/test_input_sets.py",
     "flashinfer/",

@@ -31,7 +31,11 @@ def test_a_correct_kernel_prints_a_readable_verdict_and_exits_0(tmp_path: Path) 
     assert any(line.startswith("trials") for line in lines)
     assert any(line.startswith("environment") for line in lines)
     if not ON_GPU:
-        assert "no timing was taken" in done.stdout
+        assert "no GPU timed it here" in done.stdout
+        # an estimate on the default target, and the task's speed of light, said as such
+        (speed,) = [line for line in lines if line.startswith("speed")]
+        assert "speed of light" in speed and "on an H200" in speed
+        assert any("(not measured)" in line and line.lstrip().startswith("estimate") for line in lines)
 
 
 def test_json_output_is_one_object_with_the_whole_result(tmp_path: Path) -> None:

@@ -164,3 +164,11 @@ def test_gpus_are_a_list_of_indices_and_one_the_machine_lacks_is_a_usage_error(t
     missing = cli("profile", str(task), str(kernel), "--gpus", "7", home=tmp_path)
     assert missing.returncode == 2, missing.stderr
     assert "--gpus / executor.gpus names GPU 7, but this machine shows" in missing.stderr
+
+
+def test_a_target_gpu_the_table_lacks_is_refused_with_the_list(tmp_path: Path) -> None:
+    bad = cli("runs", "list", "--target", "RTX 4090", home=tmp_path)
+    assert bad.returncode == 2
+    assert "unknown target GPU 'RTX 4090'" in bad.stderr and "H200, H100, H100 PCIe, A100, L40S, B200" in bad.stderr
+    good = cli("--target", "h100", "runs", "list", home=tmp_path)
+    assert good.returncode == 0, good.stderr

@@ -128,6 +128,9 @@ class JobSpec(_Msg):
     runtime_guard: bool = True
     # On a GPU: inputs and outputs pass between the judge and the candidate's worker in device memory.
     device_exchange: bool = False
+    # the interpreter runs only the first config of an autotuned kernel (a check at larger sizes, where running
+    # every config once would multiply its cost)
+    one_config: bool = False
 
 
 # ---- commands: evaluator -> worker ---------------------------------------------------------------

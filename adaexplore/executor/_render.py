@@ -131,6 +131,21 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
         row("timing", "\n".join(text))
     elif ev.status.value == "ok":
         row("timing", "none: " + ("no GPU here, speed was not measured" if "cuda" not in ev.backends else "not timed"))
+    speed = []
+    if ev.speed_of_light is not None:
+        sol = ev.speed_of_light
+        speed.append(
+            f"speed of light {sol.ms:.4g} ms on an {sol.gpu} ({sol.bound}-bound: {sol.bytes / 1e6:.4g} MB at least, "
+            f"{sol.flops / 1e9:.4g} GFLOP of matrix products)"
+        )
+        if sol.fraction is not None:
+            speed.append(f"this kernel reaches {sol.fraction:.1%} of it, eager PyTorch {sol.reference_fraction:.1%}")
+    if ev.estimate is not None:
+        e = ev.estimate
+        speed.append(f"estimate   {e.ms:.4g} ms vs eager's {e.reference_ms:.4g} ms: {e.speedup:.2f}x (not measured)")
+        speed.extend(f"           {p.step} {p.ms:.4g} ms, {p.limit}: {p.detail}" for p in e.parts[:6])
+    if speed:
+        row("speed", "\n".join(speed))
     audit = []
     if ev.audit.triton_kernels:
         launches = f" ({ev.audit.triton_launches} launched per forward)" if ev.audit.triton_launches is not None else ""

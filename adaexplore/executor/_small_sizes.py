@@ -25,6 +25,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "BATCH_NAME",
     "BUDGET_S",
     "Attempt",
     "Candidate",
@@ -47,7 +48,7 @@ _STRUCTURAL = re.compile(
 )
 _DIVIDES = re.compile(r"group|head|chunk|split", re.IGNORECASE)  # numbers other sizes must be multiples of
 _SPATIAL = re.compile(r"height|width|depth|^[hwdl]$|length|len$|seq", re.IGNORECASE)  # never a multiple of groups
-_BATCH = re.compile(r"batch|^n$|^bs$", re.IGNORECASE)
+_BATCH = BATCH_NAME = re.compile(r"batch|^n$|^bs$", re.IGNORECASE)
 
 
 class Attempt(BaseModel):

@@ -76,6 +76,7 @@ def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: Exe
         generate_on_device=spec.generate_on_device and backend is Backend.cuda,
         enforce_policy=config.policy_on,
         runtime_guard=not config.disable_guards_for_tests,
+        one_config=run.one_config,
         **seeds,
     )
 

@@ -29,25 +29,33 @@ __all__ = ["CALIBRATION", "Calibration", "Part", "estimate_forward", "estimate_r
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fractions of a GPU's peaks that kernels reach, and fixed costs (fitted on an H200)."""
+    """Fractions of a GPU's peaks that kernels reach, and fixed costs. Fitted on an H200 to the kernels of the
+    shared corpus (`benchmarks/estimate_corpus.py fit`): tensor_cores, split_products, pipeline_exponent,
+    spill_bytes, cuda_cores, serial_share, memory, cache_rate and the library_* rates the corpus's eager times pin
+    down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are priors that no
+    measured kernel of the corpus exercises yet."""
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
-    tensor_cores: float = 0.754
-    split_products: float = 0.496
+    tensor_cores: float = 0.985
+    split_products: float = 0.55
     small_tiles: float = 0.4
     serialized: float = 0.55
     # K elements in flight ((stages - 1) x BLOCK_K) past which a dot's loads no longer keep the tensor cores waiting,
     # and how steeply fewer cost: efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
     pipeline_k: float = 128.0
-    pipeline_exponent: float = 0.459
+    pipeline_exponent: float = 0.452
     # registers spilled to local memory slow a dot's loop: efficiency / (1 + (spilled bytes / spill_bytes) ** 2)
-    spill_bytes: float = 2520.0
-    # Triton's CUDA-core work: ieee dots and element-wise arithmetic on blocks
-    cuda_cores: float = 0.428
+    spill_bytes: float = 5030.0
+    # Triton's CUDA-core work: ieee dots (fused multiply-adds in a loop) and element-wise arithmetic on blocks
+    cuda_cores: float = 0.43
+    elementwise: float = 0.224
+    # how much of the shorter of a launch's tensor-core and CUDA-core times adds to the longer (0: they overlap
+    # fully; element-wise work inside a dot's loop, an operand split in registers, waits for the MMAs)
+    serial_share: float = 1.0
     # Triton loads and stores against HBM, and what the programs ask of the caches (as a multiple of HBM's rate)
-    memory: float = 0.838
-    cache_rate: float = 4.0
+    memory: float = 0.902
+    cache_rate: float = 2.54
     # resident warps per streaming multiprocessor that keep the memory busy
     busy_warps: float = 16.0
     # each program's start and end, per streaming multiprocessor, in microseconds
@@ -55,9 +63,9 @@ class Calibration:
     # PyTorch's libraries: fp32 GEMM and convolution on the CUDA cores, anything on the tensor cores, and
     # elementwise and reduction kernels against HBM
     library_gemm: float = 0.769
-    library_conv: float = 0.595
+    library_conv: float = 0.613
     library_tensor_cores: float = 0.7
-    library_memory: float = 0.571
+    library_memory: float = 0.515
     launch_us: float | None = None  # None: the GPU table's
 
 
@@ -122,13 +130,14 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     tensor_s, unit, flops = 0.0, "", 0.0
     depth = (max(config.num_stages, 2) - 1) * (config.dot_tile[2] if config.dot_tile else cal.pipeline_k)
     pipelined = min(1.0, depth / cal.pipeline_k) ** cal.pipeline_exponent
-    # the CUDA cores' issue slots: element-wise work, ieee dots (one fused multiply-add per two FLOPs) and the
-    # special-function units' operations (a quarter warp's lanes each)
-    slots = config.simt + 8 * config.special
+    # the CUDA cores' issue slots: element-wise work and the special-function units' operations (a quarter warp's
+    # lanes each), and ieee dots (one fused multiply-add per two FLOPs), each at its own efficiency
+    lane_rate = gpu.fp32_tflops / 2 * 1e12
+    cuda_s = (config.simt + 8 * config.special) / (lane_rate * cal.elementwise)
     for precision, amount in config.dot_flops.items():
         flops += amount
         if precision == "ieee":
-            slots += amount / 2
+            cuda_s += amount / 2 / (lane_rate * cal.cuda_cores)
             continue
         rate, products, unit_here = _dot_rate(gpu, precision)
         efficiency = cal.split_products if precision == "tf32x3" else cal.tensor_cores
@@ -141,8 +150,8 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
         if seconds > tensor_s:
             unit = unit_here
         tensor_s += seconds
-    cuda_s = slots / (gpu.fp32_tflops / 2 * 1e12 * cal.cuda_cores) * waves
-    compute_s = max(tensor_s, cuda_s)
+    cuda_s *= waves
+    compute_s = max(tensor_s, cuda_s) + cal.serial_share * min(tensor_s, cuda_s)
     if cuda_s > tensor_s:
         unit = "CUDA cores (fp32)"
     moved = config.bytes_read + config.bytes_written

@@ -471,8 +471,10 @@ class _Walk:
     def _elementwise(self, op: Op, counts: ProgramCounts) -> None:
         """The CUDA-core work of an element-wise operation on a block (scalar work is one lane's in 32)."""
         name = op.name
-        if name in _FREE or not op.results or not (
-            name.startswith("arith.") or name.startswith("math.") or name in _SIMT_SLOTS
+        if (
+            name in _FREE
+            or not op.results
+            or not (name.startswith("arith.") or name.startswith("math.") or name in _SIMT_SLOTS)
         ):
             return
         types = op.types()

@@ -66,7 +66,7 @@ async def test_a_correct_kernel_is_ok_and_says_plainly_that_nothing_was_timed(ev
     # not timed, but estimated on the default target, and labelled so
     assert result.estimate is not None and result.estimate.gpu == "H200" and result.estimate.speedup > 0
     assert f"estimated {result.estimate.ms:.3g} ms on an H200, not measured" in result.message
-    assert result.speed_of_light is not None and result.speed_of_light.bound == "memory"
+    assert result.speed_of_light is not None and result.speed_of_light.bound == "launch"  # 0.5 MB: one launch
     assert result.speed_of_light.fraction is None  # nothing measured to compare with it
     assert result.correctness is not None and result.correctness.passed
     assert len(result.correctness.trials) == 5

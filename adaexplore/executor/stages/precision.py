@@ -5,11 +5,13 @@ Such a kernel passes only through a compensation of its own (a high/low split of
 products), and how much of it survives depends on how long the reduction is: on an H200 a split chained on one
 accumulator errs by 6e-5 over K = 8192 and by far less over the handful of terms small sizes leave. The judge
 finds the sizes the outputs do not depend on (what the dots reduce over) and gives them back their full values
-(at most `REDUCTION_CAP`); the other sizes stay small, so the interpreter's work grows with the reduction alone.
-One trial runs there, with the interpreter's emulation of the tensor cores (worker/_tensor_cores.py), and its
-outputs are held to the same tolerance. The check is the evaluator's, not part of the candidate's budget: it runs
-under a trial timeout of its own (`PROBE_TIMEOUTS` times executor.trial_timeout_s), and one that does not finish
-leaves the verdict as it was, with a warning that the precision was not checked.
+(at most `REDUCTION_CAP`); the other sizes stay small, so the interpreter's work grows with the reduction alone,
+but for a batch raised until the outputs hold `CHECKED_ELEMENTS` (rows a GEMM's tile computes anyway), so that
+the normwise error is measured on enough of them. One trial runs there (of the first config of an autotuned
+kernel), with the interpreter's emulation of the tensor cores (worker/_tensor_cores.py), and its outputs are
+held to the same tolerance. The check is the evaluator's, not part of the candidate's budget: it runs under a
+trial timeout of its own (`PROBE_TIMEOUTS` times executor.trial_timeout_s), and one that does not finish leaves
+the verdict as it was, with a warning that the precision was not checked.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ async def run(ev: Evaluator, ctx: Run) -> None:
     probe.spec = ctx.spec.model_copy(update={"trials": 1})
     probe.started = ctx.started
     probe.trial_timeout_s = ev.config.trial_timeout_s * PROBE_TIMEOUTS
+    probe.one_config = True  # an autotuned kernel's configs differ in speed, not in how its products add up
     try:
         with ctx.phase("precision"):
             await numerics.run(ev, probe, Backend.interpret, timed=False, with_compile=False, fresh_reference=False)

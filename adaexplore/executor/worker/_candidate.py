@@ -275,6 +275,10 @@ class CandidateRunner:
     def _run(self, command: RunCandidate, exchange: Path, cast: torch.dtype | None) -> None:
         job = command.job
         started = time.perf_counter()
+        if job.one_config and self.backend is Backend.interpret:
+            from adaexplore.executor.worker._interpret_shim import first_config_only
+
+            first_config_only()  # before the guard notes Triton's methods as they are
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)

@@ -10,12 +10,14 @@ driver never writes either.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from adaexplore.executor._small_sizes import BATCH_NAME as _BATCH
 from adaexplore.executor.worker._taskrun import TaskFault, import_file, load_task_module
 from adaexplore.executor.worker._work_record import task_work
 from adaexplore.roofline import TaskWork
@@ -110,6 +112,9 @@ def _full_size_task(task_path: str, cast: torch.dtype | None) -> tuple[Any, list
 
 # the longest reduction a precision check runs at (a dot over K = 8192 is a Level 2 GEMM's)
 REDUCTION_CAP = 16384
+# the outputs a precision check compares at least, where a larger batch gives them: a normwise error measured on
+# a few dozen elements is off by a sixth; rows of a GEMM's tile cost nothing more to compute
+CHECKED_ELEMENTS = 256
 _SHAPES_MODULE = "adaexplore_task_shapes"
 
 
@@ -148,7 +153,15 @@ def reduction_sizes(
             continue
     if not restored:
         return None, []
-    return {**small, **restored}, sorted(restored)
+    sizes = {**small, **restored}
+    batch = next((n for n in small if _BATCH.search(n) and isinstance(small[n], int)), None)
+    elements = sum(math.prod(shape) for shape in base)
+    if batch is not None and 0 < elements < CHECKED_ELEMENTS:
+        own = getattr(full, batch, None)
+        value = int(small[batch])
+        if isinstance(own, int) and own > value:
+            sizes[batch] = min(own, value * math.ceil(CHECKED_ELEMENTS / elements), 64)
+    return sizes, sorted(restored)
 
 
 def reference_work(task_path: str, cast: torch.dtype | None) -> tuple[TaskWork | None, str]:

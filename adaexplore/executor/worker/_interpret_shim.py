@@ -67,6 +67,16 @@ def _install_autotune() -> None:
     _autotuner.Autotuner.do_bench = property(lambda self: _cpu_bench)  # type: ignore[assignment]
 
 
+def first_config_only() -> None:
+    """From now on an autotuned kernel runs its first config alone (no other is run to time it)."""
+    prune = _autotuner.Autotuner.prune_configs
+
+    def first(self: Any, kwargs: Any, *args: Any, **more: Any) -> Any:
+        return prune(self, kwargs, *args, **more)[:1]
+
+    _autotuner.Autotuner.prune_configs = first  # type: ignore[method-assign]
+
+
 # ---- 2. bfloat16 computed in fp32 with round-to-nearest-even ---------------------------------------
 def _is_bf16(handle: Any) -> bool:
     return isinstance(handle, _Handle) and handle.dtype.scalar == tl.bfloat16
