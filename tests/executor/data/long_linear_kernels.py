@@ -2,7 +2,7 @@
 into tf32 high and low halves by a separate pass when `{split}` is True (three tf32 products chained on one
 accumulator, as assistants write a hand-made 3xTF32). `kernel(precision, split)` gives the module's text."""
 
-TEMPLATE = '''
+TEMPLATE = """
 import torch
 import torch.nn as nn
 import triton
@@ -64,7 +64,7 @@ class ModelNew(nn.Module):
         _linear[grid](xh, xl, wh, wl, out, M, N, K, BM=16, BN=16, BK=32, SPLIT={split},
                       PRECISION="{precision}")
         return out
-'''
+"""
 
 
 def kernel(precision: str, split: bool) -> str:
