@@ -31,30 +31,30 @@ __all__ = ["CALIBRATION", "Calibration", "Part", "estimate_forward", "estimate_r
 class Calibration:
     """Fractions of a GPU's peaks that kernels reach, and fixed costs. Fitted on an H200 to the kernels of the
     shared corpus (`benchmarks/estimate_corpus.py fit`): tensor_cores, split_products, pipeline_exponent,
-    spill_bytes, cuda_cores, serial_share, memory, cache_rate and the library_* rates the corpus's eager times pin
-    down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are priors that no
+    spill_bytes, cuda_cores, elementwise, serial_share, memory, cache_rate and the library_* rates the corpus's
+    eager times pin down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are priors that no
     measured kernel of the corpus exercises yet."""
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
-    tensor_cores: float = 0.985
-    split_products: float = 0.55
+    tensor_cores: float = 1.0
+    split_products: float = 0.558
     small_tiles: float = 0.4
     serialized: float = 0.55
     # K elements in flight ((stages - 1) x BLOCK_K) past which a dot's loads no longer keep the tensor cores waiting,
     # and how steeply fewer cost: efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
     pipeline_k: float = 128.0
-    pipeline_exponent: float = 0.452
+    pipeline_exponent: float = 0.486
     # registers spilled to local memory slow a dot's loop: efficiency / (1 + (spilled bytes / spill_bytes) ** 2)
-    spill_bytes: float = 5030.0
+    spill_bytes: float = 6950.0
     # Triton's CUDA-core work: ieee dots (fused multiply-adds in a loop) and element-wise arithmetic on blocks
-    cuda_cores: float = 0.43
-    elementwise: float = 0.224
+    cuda_cores: float = 0.463
+    elementwise: float = 0.214
     # how much of the shorter of a launch's tensor-core and CUDA-core times adds to the longer (0: they overlap
     # fully; element-wise work inside a dot's loop, an operand split in registers, waits for the MMAs)
-    serial_share: float = 1.0
+    serial_share: float = 0.943
     # Triton loads and stores against HBM, and what the programs ask of the caches (as a multiple of HBM's rate)
-    memory: float = 0.902
+    memory: float = 0.889
     cache_rate: float = 2.54
     # resident warps per streaming multiprocessor that keep the memory busy
     busy_warps: float = 16.0
@@ -65,7 +65,7 @@ class Calibration:
     library_gemm: float = 0.769
     library_conv: float = 0.613
     library_tensor_cores: float = 0.7
-    library_memory: float = 0.515
+    library_memory: float = 0.5
     launch_us: float | None = None  # None: the GPU table's
 
 

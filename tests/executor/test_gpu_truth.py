@@ -1,31 +1,50 @@
-"""The CPU path against the GPU's truth: every kernel of the shared corpus (`../shared/data/gpu-truth`: kernels
-assistants wrote for KernelBench Level 2, each with its H200 verdict in strict mode) is judged here as a search
-judges it (derived small sizes, the compile and interpret backends, the call budget of an MCP call), and its
-verdict must agree with the H200's: correct against not correct.
+"""The CPU path against the GPU's truth: kernels of the shared corpus (`../shared/data/gpu-truth`: kernels assistants
+wrote for KernelBench Level 2, each with its H200 verdict in strict mode) are judged here as a search judges them
+(`benchmarks/cpu_verdicts.py`: derived small sizes, the compile and interpret backends, an MCP call's budget),
+and each verdict must agree with the H200's: correct against not correct.
 
-Kernels whose tf32 products the evaluator checks at the full reduction length sit near strict mode's fp32
-tolerance on the GPU too (the same design passed on one problem and failed by one element in one of five trials
-on another), so for them alone the two may differ, within the agreement the corpus allows; a kernel the H200 finds
-far outside the tolerance must fail here too. No honest kernel may run out of its budget. Skipped where the
-shared data is absent, and on a GPU (which judges at full size itself)."""
+The whole corpus takes about twenty minutes on two cores, more than the test suite can give it; the suite takes
+every kind it holds instead: each failure the H200 found of a kind the corpus has (hand-chained tf32 products
+wrong over the full reduction, a TMA variant, shared memory over the limit, an import refused), and a kernel of
+each passing design (Triton's own tf32x3, a hand-made split checked at the full reduction, cuBLAS or cuDNN with
+a Triton epilogue, an implicit-GEMM convolution). `ADAEXPLORE_GPU_TRUTH=all` takes the whole corpus.
+
+A kernel whose tf32 products were checked at the full reduction length sits near strict mode's fp32 tolerance
+on the GPU too: one that failed there by a few elements of 8.4 million may pass here, where a few hundred
+outputs are compared (`BORDERLINE`). No honest kernel may run out of its budget. Skipped where the shared data is
+absent, and on a GPU (which judges at full size itself)."""
 
 from __future__ import annotations
 
-import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluator, Status, code_hash, derive_small_sizes, task_from_source, with_small_sizes
+from adaexplore.executor import Evaluator
 from tests.conftest import ON_GPU, ROOT
 
-SHARED = ROOT.parent / "shared" / "data"
-TRUTH = SHARED / "gpu-truth" / "truth.jsonl"
-# at least this share of the corpus agrees, borderline kernels included
-AGREEMENT = 0.9
-# the H200's normwise error of these was over twice strict mode's 2e-5: far outside, not borderline
-FAR_OUTSIDE = {"level2/12/3.py", "level2/12/4.py", "level2/12/6.py", "level2/99/3.py"}
+sys.path.insert(0, str(ROOT))
+from benchmarks.cpu_verdicts import TRUTH, corpus, judge, table
+
+# failures on the H200 by a few elements in millions, with the normwise error under the tolerance
+BORDERLINE = {"level2/76/step2.py", "level2/76/step6.py"}
+PART = [
+    "level2/12/3.py",  # hand-chained tf32 products, wrong over K = 8192 (normwise 5.7e-5 on the H200)
+    "level2/12/8.py",  # the same split in three loops: correct on the H200
+    "level2/76/assistant_pick.py",  # the split wrong by elements on the H200 (and normwise here)
+    "level2/76/step2.py",  # borderline: 8 elements of 8.4 million on the H200
+    "level2/76/step1.py",  # Triton's own tf32x3
+    "level2/76/best.py",  # cuBLAS + a Triton epilogue
+    "level2/76/step7.py",  # shared memory over the limit: compile_error
+    "level2/99/3.py",  # a TMA-fed split, wrong on the H200
+    "level2/17/step3.py",  # an implicit-GEMM convolution on split operands (checked over in_channels = 64)
+    "level2/17/best.py",  # cuDNN + a Triton epilogue
+    "level2/17/step9.py",  # an import the policy refuses
+    "level2/46/step9.py",  # a fused convolution in tf32x3
+]
 
 pytestmark = [
     pytest.mark.anyio,
@@ -34,44 +53,14 @@ pytestmark = [
 ]
 
 
-def corpus() -> list[dict]:
-    """The corpus's rows, each kernel once (a run's best kernel is also one of its steps)."""
-    rows, seen = [], set()
-    for line in TRUTH.read_text().splitlines():
-        row = json.loads(line)
-        code = (TRUTH.parent / row["kernel"]).read_text()
-        if code_hash(code) not in seen:
-            seen.add(code_hash(code))
-            rows.append(row | {"code": code})
-    return rows
-
-
 async def test_the_cpu_verdicts_agree_with_the_h200s(evaluator: Evaluator, home: Path) -> None:
-    settings = Settings(home=home)
-    tasks = {}
-    disagreements, borderline, outcomes = [], [], []
-    rows = corpus()
-    for row in rows:
-        problem = row["problem"]
-        if problem not in tasks:
-            source = (SHARED / "kernelbench" / "level2" / problem).read_text()
-            derived = await derive_small_sizes(source, settings=settings)
-            assert derived.sizes, derived.note()
-            tasks[problem] = task_from_source(with_small_sizes(source, derived.sizes, "derived"), name=problem)
-        result = await evaluator.evaluate(tasks[problem], row["code"], mode="strict", candidate_budget_s=40.0)
-        gpu_ok, cpu_ok = row["h200_status"] == "ok", result.status is Status.ok
-        checked = any(f.code.startswith("precision_") for f in result.audit.flags) or "full reduction length" in (
-            result.message
-        )
-        outcomes.append((row["kernel"], row["h200_status"], result.status.value))
-        assert result.status not in (Status.infra_error, Status.timeout), (row["kernel"], result.message)
-        if gpu_ok == cpu_ok:
-            continue
-        line = f"{row['kernel']}: H200 {row['h200_status']}, here {result.status.value}: {result.message[:200]}"
-        if checked and row["kernel"] not in FAR_OUTSIDE:
-            borderline.append(line)
-        else:
-            disagreements.append(line)
-    assert not disagreements, "\n".join(disagreements)
-    agreed = len(rows) - len(borderline)
-    assert agreed >= AGREEMENT * len(rows), "\n".join(borderline)
+    whole = os.environ.get("ADAEXPLORE_GPU_TRUTH") == "all"
+    rows = corpus(None if whole else PART)
+    assert whole or {r["kernel"] for r in rows} == set(PART)
+    outcomes = await judge(evaluator, rows, Settings(home=home), budget_s=40.0)
+    report = table(outcomes)
+    out_of_time = [o for o in outcomes if o.cpu in ("timeout", "infra_error")]
+    assert not out_of_time, report
+    disagree = [o for o in outcomes if not o.agrees]
+    assert all(o.kernel in BORDERLINE and o.checked for o in disagree), report
+    assert len(disagree) <= len(BORDERLINE), report
