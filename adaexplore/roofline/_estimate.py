@@ -32,8 +32,8 @@ class Calibration:
     """Fractions of a GPU's peaks that kernels reach, and fixed costs. Fitted on an H200 to the kernels of the
     shared corpus (`benchmarks/estimate_corpus.py fit`): tensor_cores, split_products, pipeline_exponent,
     spill_bytes, cuda_cores, elementwise, serial_share, memory, cache_rate and the library_* rates the corpus's
-    eager times pin down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are priors that no
-    measured kernel of the corpus exercises yet."""
+    eager times pin down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are
+    priors that no measured kernel of the corpus exercises yet."""
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs

@@ -10,9 +10,11 @@ each passing design (Triton's own tf32x3, a hand-made split checked at the full 
 a Triton epilogue, an implicit-GEMM convolution). `ADAEXPLORE_GPU_TRUTH=all` takes the whole corpus.
 
 A kernel whose tf32 products were checked at the full reduction length sits near strict mode's fp32 tolerance
-on the GPU too: one that failed there by a few elements of 8.4 million may pass here, where a few hundred
-outputs are compared (`BORDERLINE`). No honest kernel may run out of its budget. Skipped where the shared data is
-absent, and on a GPU (which judges at full size itself)."""
+on the GPU too: one that failed there by a few elements of 8.4 million passes or fails here by chance, where a
+few hundred outputs are compared on inputs drawn afresh, and so does a split whose normwise error lies within
+a tenth of the tolerance (`BORDERLINE`: their verdicts may differ, and the suite does not take them). No honest
+kernel may run out of its budget. Skipped where the shared data is absent, and on a GPU (which judges at full size
+itself)."""
 
 from __future__ import annotations
 
@@ -29,13 +31,20 @@ from tests.conftest import ON_GPU, ROOT
 sys.path.insert(0, str(ROOT))
 from benchmarks.cpu_verdicts import TRUTH, corpus, judge, table
 
-# failures on the H200 by a few elements in millions, with the normwise error under the tolerance
-BORDERLINE = {"level2/76/step2.py", "level2/76/step6.py"}
+BORDERLINE = {
+    # failures on the H200 by a few elements of 8.4 million, with the normwise error under the tolerance: a check
+    # of a few hundred outputs meets such a tail by chance
+    "level2/76/assistant_pick.py",  # 61 elements
+    "level2/76/step2.py",  # 8
+    "level2/76/step3.py",  # 28
+    "level2/76/step6.py",  # 96
+    # splits over K = 8192 whose normwise error here is 1.8e-5 to 2.5e-5 against the limit of 2e-5
+    "level2/12/8.py",  # correct on the H200
+    "level2/12/10.py",  # wrong on the H200 by one element
+}
 PART = [
     "level2/12/3.py",  # hand-chained tf32 products, wrong over K = 8192 (normwise 5.7e-5 on the H200)
-    "level2/12/8.py",  # the same split in three loops: correct on the H200
-    "level2/76/assistant_pick.py",  # the split wrong by elements on the H200 (and normwise here)
-    "level2/76/step2.py",  # borderline: 8 elements of 8.4 million on the H200
+    "level2/99/4.py",  # a split in loops of its own, correct over K = 8192 on the H200
     "level2/76/step1.py",  # Triton's own tf32x3
     "level2/76/best.py",  # cuBLAS + a Triton epilogue
     "level2/76/step7.py",  # shared memory over the limit: compile_error
@@ -63,4 +72,3 @@ async def test_the_cpu_verdicts_agree_with_the_h200s(evaluator: Evaluator, home:
     assert not out_of_time, report
     disagree = [o for o in outcomes if not o.agrees]
     assert all(o.kernel in BORDERLINE and o.checked for o in disagree), report
-    assert len(disagree) <= len(BORDERLINE), report

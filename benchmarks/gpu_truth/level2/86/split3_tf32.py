@@ -1,0 +1,104 @@
+# Triton tf32 hi/lo split pass + one Triton GEMM with 3 tf32 dots per K step (hand 3xTF32), 128x128x32 w8 s3, epilogue fused
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def _gelu(v):
+    # exact (erf) GELU, as torch.nn.functional.gelu's default
+    return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+
+@triton.jit
+def _split_tf32_kernel(src_ptr, hi_ptr, lo_ptr, n_elements, BLOCK: tl.constexpr):
+    # hi = v rounded to tf32 (add half an ulp of tf32 to the bits, clear the low 13 bits); lo = v - hi
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    v = tl.load(src_ptr + offs, mask=mask, other=0.0)
+    bits = v.to(tl.uint32, bitcast=True)
+    hi = ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    tl.store(hi_ptr + offs, hi, mask=mask)
+    tl.store(lo_ptr + offs, v - hi, mask=mask)
+
+
+def _split_tf32(t):
+    t = t.contiguous()
+    hi = torch.empty_like(t)
+    lo = torch.empty_like(t)
+    n = t.numel()
+    BLOCK = 4096
+    _split_tf32_kernel[(triton.cdiv(n, BLOCK),)](t, hi, lo, n, BLOCK=BLOCK, num_warps=8)
+    return hi, lo
+
+@triton.jit
+def _gemm_epilogue_kernel(
+    xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, divisor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # gelu((x @ W^T + b) / divisor)
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    # grouped ordering: GROUP_M row tiles walk the column tiles together (W tiles reused in L2)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    # rows/cols past the edge are wrapped for the loads (always in bounds) and masked at the store
+    offs_m_ld = offs_m % M
+    offs_n_ld = offs_n % N
+    a_off = offs_m_ld[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    b_off = offs_n_ld[None, :] * stride_wn + offs_k[:, None] * stride_wk  # (BLOCK_K, BLOCK_N) view of W^T
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = offs_k < K - k0
+        a_hi = tl.load(xh_ptr + a_off, mask=k_ok[None, :], other=0.0)
+        a_lo = tl.load(xl_ptr + a_off, mask=k_ok[None, :], other=0.0)
+        b_hi = tl.load(wh_ptr + b_off, mask=k_ok[:, None], other=0.0)
+        b_lo = tl.load(wl_ptr + b_off, mask=k_ok[:, None], other=0.0)
+        # 3xTF32: the two small cross terms first, then the big hi*hi product
+        acc = tl.dot(a_lo, b_hi, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_hi, acc, input_precision="tf32")
+        a_off += BLOCK_K * stride_xk
+        b_off += BLOCK_K * stride_wk
+
+    bias = tl.load(b_ptr + offs_n_ld)
+    y = acc + bias[None, :]
+    y = _gelu(y / divisor)
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on, y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size, output_size, divisor):
+        super().__init__()
+        self.linear = nn.Linear(input_size, output_size)
+        self.divisor = float(divisor)
+
+    def forward(self, x):
+        w = self.linear.weight
+        b = self.linear.bias
+        M, K = x.shape
+        N = w.shape[0]
+        x_hi, x_lo = _split_tf32(x)
+        w_hi, w_lo = _split_tf32(w)
+        BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
+        out = torch.empty((M, N), device=x.device, dtype=torch.float32)
+        _gemm_epilogue_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
+            x_hi, x_lo, w_hi, w_lo, b, out,
+            M, N, K,
+            x_hi.stride(0), x_hi.stride(1), w_hi.stride(0), w_hi.stride(1), out.stride(0), out.stride(1), self.divisor,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8, num_stages=3,
+        )
+        return out
