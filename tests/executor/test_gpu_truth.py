@@ -44,7 +44,6 @@ BORDERLINE = {
 }
 PART = [
     "level2/12/3.py",  # hand-chained tf32 products, wrong over K = 8192 (normwise 5.7e-5 on the H200)
-    "level2/99/4.py",  # a split in loops of its own, correct over K = 8192 on the H200
     "level2/76/step1.py",  # Triton's own tf32x3
     "level2/76/best.py",  # cuBLAS + a Triton epilogue
     "level2/76/step7.py",  # shared memory over the limit: compile_error
