@@ -84,6 +84,11 @@ class WorkerChannel(Protocol):
         code cannot change it); None where it cannot be read."""
         ...
 
+    def oom_killed(self) -> bool | None:
+        """Once it died: whether the kernel's out-of-memory killer killed a process since it started (its memory
+        cgroup counted one more kill); None where the machine does not say."""
+        ...
+
     async def aclose(self) -> None:
         """Kill it (its whole process group), reap it and remove its directory; safe to call twice."""
         ...

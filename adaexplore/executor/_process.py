@@ -18,6 +18,7 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adaexplore.config import Settings
+from adaexplore.executor._cgroup import oom_kills
 from adaexplore.executor._channel import process_tree_cpu_seconds
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor._sandbox import SandboxPlan
@@ -120,6 +121,8 @@ class WorkerProcess:
         self._ready: Ready | None = None
         self._ready_lock = anyio.Lock()
         self._killed = False
+        # the out-of-memory kills its memory cgroup had counted when it started (None: the machine does not say)
+        self._oom_kills = oom_kills()
         # why the evaluator killed the worker for the candidate's doing, if it did
         self.violation: str | None = None
         self._disk_limit: int | None = None
@@ -246,6 +249,11 @@ class WorkerProcess:
 
     def cpu_seconds(self) -> float | None:
         return process_tree_cpu_seconds(self.process.pid)
+
+    def oom_killed(self) -> bool | None:
+        before = self._oom_kills
+        now = oom_kills()
+        return None if before is None or now is None else now > before
 
     @property
     def killed(self) -> bool:

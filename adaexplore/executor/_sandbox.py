@@ -2,19 +2,22 @@
 
 Two kinds, chosen once per evaluator:
 
-- `bwrap`: bubblewrap starts each worker in its own user, PID, network, IPC and mount namespaces. The worker
-  sees the system read-only, with the user's home, ADAEXPLORE_HOME, the store, the caches, /run and other
-  private places replaced by empty directories (only the Python installation and the adaexplore package are
-  put back, read-only), and it may write only to its own exchange directory and to size-limited memory file
-  systems for /tmp, /dev/shm and its Triton cache. It cannot see other processes, reach the network, or
-  leave anything running once it is killed (the whole PID namespace dies with it).
+- `bwrap`: bubblewrap starts each worker in its own user, PID, network, IPC and mount namespaces, in a file
+  system built from an allow-list: the system's programs and libraries (/usr and its links, /sys), from /etc
+  only what the loader, the C library and the compilers read, the Python installation with its packages, the
+  adaexplore package, the C compiler's and CUDA's own directories wherever they are installed, all read-only;
+  its own exchange directory, the tasks, and size-limited memory file systems for /tmp, /dev/shm and its
+  Triton cache. Nothing else of the machine exists there (not a user's home, the checkout around the package,
+  /opt, /srv, /run or a file beside any of them). It cannot see other processes, reach the network, or leave
+  anything running once it is killed (the whole PID namespace dies with it).
 - `landlock+seccomp`: where user namespaces are refused, the worker restricts itself with Landlock (what it
   may read, write and execute; no TCP; no signals or abstract sockets outside its sandbox) and seccomp (no
   sockets but Unix ones, no new sessions or process groups, no ptrace and the like).
 
-In both, the worker itself adds resource limits, the seccomp filter and the Landlock rule on what may be
-executed (`worker/_confine.py`), after torch, triton and the device are set up and before a candidate is
-imported. `none` runs workers with this process's rights, and says so in every result.
+In both, the worker itself adds resource limits, the seccomp filter and Landlock rules on what may be executed
+and read (`worker/_confine.py`), after torch, triton and the device are set up and before a candidate is
+imported: of /proc, its own process's few files and the system's (never its mount table, which names the
+host's paths). `none` runs workers with this process's rights, and says so in every result.
 """
 
 from __future__ import annotations
@@ -40,50 +43,44 @@ logger = logging.getLogger("adaexplore.sandbox")
 
 SandboxKind = Literal["bwrap", "landlock+seccomp", "none"]
 
-# Places that hold other people's and this user's data, sockets of local services, and keys: hidden from
-# every worker (those that do not exist, and symbolic links, are skipped).
-_PRIVATE_DIRS = (
-    "/root",
-    "/home",
-    "/run",
-    "/tmp",
-    "/var/tmp",
-    "/var/lib",
-    "/var/log",
-    "/var/mail",
-    "/var/spool",
-    "/var/backups",
-    "/var/cache",
-    "/mnt",
-    "/media",
-    "/srv",
-    "/etc/ssh",
-    "/etc/ssl/private",
+# The system a worker reads besides Python and the package: programs and libraries, and the kernel's view of
+# devices. Symbolic links among them (a merged /usr's /bin) stay links.
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
+# Of /etc, what the dynamic loader, the C library, the C compiler's links and the CUDA driver read; no other
+# file there (a service's configuration holds its passwords).
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "timezone",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "nvidia",
+    "OpenCL",
+    "vulkan",
+    "glvnd",
 )
-_PRIVATE_FILES = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-")
-# What a worker under Landlock alone may read besides Python and the package.
-_SYSTEM_READABLE = (
-    "/usr",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/bin",
-    "/sbin",
-    "/etc",
-    "/opt",
-    "/sys",
+# Of /proc, the system's files a worker's libraries read (the worker's own process adds its few: see
+# `worker/_confine.py`); never a process's mount table, which names the host's paths.
+_PROC_READABLE = (
     "/proc/cpuinfo",
     "/proc/meminfo",
     "/proc/stat",
     "/proc/filesystems",
     "/proc/sys/vm",
     "/proc/sys/kernel",
-    "/dev/urandom",
-    "/dev/random",
-    "/dev/zero",
-    "/dev/full",
+    "/proc/driver",
 )
+_DEV_READABLE = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full", "/dev/null")
 _DEVICE_FILES = ("/dev/null",)
 # Inside bubblewrap: the worker's private, size-limited places.
 _TMP = "/tmp"
@@ -102,6 +99,8 @@ class Confinement(BaseModel):
     memory_bytes: int | None = None
     file_bytes: int | None = None
     seccomp: bool = False
+    # under bubblewrap: Landlock also holds reads to `readable` (the kernel has it)
+    restrict_reads: bool = False
 
 
 class SandboxPlan(BaseModel):
@@ -162,6 +161,9 @@ class SandboxPlan(BaseModel):
         if self.kind == "none":
             env["TRITON_CACHE_DIR"] = str(settings.cache_dir / "triton")
             return argv, env, spec.model_copy(update={"memory_bytes": None, "file_bytes": None})
+        devices = _gpu_devices(gpu)
+        system = _system_view(env)
+        own = str(exchange_root if judge else exchange_root / "tasks")
         if self.kind == "landlock+seccomp":
             private = exchange / "private"
             for name in ("tmp", "triton", "home"):
@@ -169,21 +171,28 @@ class SandboxPlan(BaseModel):
             env.update(
                 TMPDIR=str(private / "tmp"), TRITON_CACHE_DIR=str(private / "triton"), HOME=str(private / "home")
             )
-            devices = _gpu_devices(gpu)
-            readable = [*_SYSTEM_READABLE, *_needed_paths(env), *devices]
-            readable.append(str(exchange_root if judge else exchange_root / "tasks"))
+            readable = [*system, *_PROC_READABLE, *_DEV_READABLE, *devices, own]
             writable = [str(exchange), *_DEVICE_FILES, *devices]
             return argv, env, spec.model_copy(update={"readable": readable, "writable": writable})
         assert self.bwrap is not None
         env.update(TMPDIR=_TMP, TRITON_CACHE_DIR=_TRITON_CACHE, HOME=f"{_TMP}/home")
+        # the mounts decide what exists and what may be written; Landlock, where the kernel has it, keeps the
+        # worker's reads of /proc to the files it needs
+        readable = [*system, *_PROC_READABLE, *_DEV_READABLE, *devices, "/tmp", "/dev/shm", own, str(exchange)]
         return (
-            [self.bwrap, *self._bwrap_args(env, role, gpu, exchange, exchange_root, settings), "--", *argv],
+            [self.bwrap, *self._bwrap_args(system, role, devices, exchange, exchange_root, settings), "--", *argv],
             env,
-            spec,
+            spec.model_copy(update={"readable": readable, "restrict_reads": self.landlock_abi >= 1}),
         )
 
     def _bwrap_args(
-        self, env: dict[str, str], role: str, gpu: bool, exchange: Path, exchange_root: Path, settings: Settings
+        self,
+        system: list[str],
+        role: str,
+        devices: list[str],
+        exchange: Path,
+        exchange_root: Path,
+        settings: Settings,
     ) -> list[str]:
         args = [
             "--unshare-user",
@@ -199,33 +208,23 @@ class SandboxPlan(BaseModel):
         ]
         if self.disable_userns:
             args.append("--disable-userns")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev"]
-        for device in _gpu_devices(gpu):
+        # an empty root (bubblewrap's own tmpfs, read-only at the end) with the allowed places bound into it,
+        # after the private memory file systems (a virtual environment may live in the host's /tmp)
+        args += ["--dev", "/dev"]
+        for device in devices:
             args += ["--dev-bind", device, device]
         args += ["--proc", "/proc"]
         args += ["--size", str(self.cache_bytes), "--tmpfs", _TMP]
         args += ["--size", str(self.cache_bytes), "--tmpfs", "/dev/shm"]
-        hidden = _hidden_paths(settings)
-        needed = _needed_paths(env)
-        restored = [p for p in needed if any(_inside(p, h) for h in hidden)]
-        # hidden places are empty and read-only; they are made read-only last, once what goes inside them is in.
-        # One inside a place that is put back whole (the directory a command runs in, inside the virtual
-        # environment, say) would be covered by it, and could not be remounted: the sensitive ones among those
-        # are hidden again below, after the put-back.
+        for path in system:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]  # a merged /usr's /bin, /lib, ...
+            else:
+                args += ["--ro-bind", path, path]
+        # private places inside what was put back (the user's state inside a checkout, say) stay hidden
         read_only: list[str] = []
-        for path in hidden:
-            covered = any(_inside(path, r) and path != r for r in restored)
-            if os.path.isdir(path) and not os.path.islink(path) and path != _TMP and not covered:
-                args += ["--tmpfs", path]
-                read_only.append(path)
-        for path in _PRIVATE_FILES:
-            if os.path.isfile(path):
-                args += ["--ro-bind", "/dev/null", path]
-        for path in restored:
-            args += ["--ro-bind", path, path]
-        # private places inside what was put back (a home directory inside the checkout, say) stay hidden
         for path in _sensitive_paths(settings):
-            if os.path.isdir(path) and any(_inside(path, r) for r in restored):
+            if os.path.isdir(path) and any(_inside(path, p) and path != p for p in system):
                 args += ["--tmpfs", path]
                 read_only.append(path)
         args += ["--dir", f"{_TMP}/home", "--size", str(self.cache_bytes), "--tmpfs", _TRITON_CACHE]
@@ -236,7 +235,7 @@ class SandboxPlan(BaseModel):
             args += ["--ro-bind", tasks, tasks, "--bind", str(exchange), str(exchange), "--chdir", str(exchange)]
         for path in read_only:
             args += ["--remount-ro", path]
-        return args
+        return [*args, "--remount-ro", "/"]
 
 
 def _inside(path: str, parent: str) -> bool:
@@ -265,19 +264,6 @@ def _sensitive_paths(settings: Settings) -> list[str]:
     return sorted(paths)
 
 
-def _hidden_paths(settings: Settings) -> list[str]:
-    """What a worker must not see: private system places, this user's state, and the directory adaexplore was
-    started in and the checkout it runs from (either may hold keys in a file). Parents before children."""
-    paths = set(_PRIVATE_DIRS) | set(_sensitive_paths(settings))
-    root = _package_root()
-    # an installed adaexplore's root is the interpreter's site-packages, which workers read like any other
-    checkout = None if root.name in ("site-packages", "dist-packages") else root
-    for place in (Path.cwd().resolve(), checkout):
-        if place is not None and place != Path("/") and not str(place).startswith(("/usr", "/lib", "/opt/conda")):
-            paths.add(str(place))
-    return sorted((p for p in paths if p != "/"), key=lambda p: (p.count("/"), p))
-
-
 def _needed_paths(env: dict[str, str]) -> list[str]:
     """What a worker must read: the interpreter, its libraries and packages, and the adaexplore package."""
     places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
@@ -287,15 +273,51 @@ def _needed_paths(env: dict[str, str]) -> list[str]:
     for entry in [*sys.path, *given]:
         if not entry or not os.path.exists(entry):
             continue
-        if script is not None and Path(entry).resolve() == script and entry not in given:
+        if Path(entry).resolve() in (script, Path.cwd().resolve()) and entry not in given:
             # the directory of the script that runs the evaluator (`python /some/dir/run.py` puts it first on
-            # the path): a worker imports nothing from there, and it may hold anything of the user's
-            continue
+            # the path), or the one it was started in (`python -m`): a worker imports nothing from there, and it
+            # may hold anything of the user's
+            if Path(entry).resolve() != root:
+                continue
         # the checkout itself stays hidden: only its package (and a virtual environment in it) is put back
         places.add(str(root / "adaexplore") if Path(entry).resolve() == root else entry)
     resolved = {str(Path(p).resolve()) for p in places if p and os.path.exists(p)}
     # a path inside another one is put back with it
     return sorted(p for p in resolved if not any(p != q and _inside(p, q) for q in resolved))
+
+
+def _toolchain_paths(env: dict[str, str]) -> list[str]:
+    """Where the programs and libraries a worker's compiles use are installed, outside /usr: the C compiler's
+    own prefix (an image's /opt/gcc, say), the CUDA toolkit, what the loader is told to search, and the
+    paths Triton is given for its tools."""
+    places: set[str] = set()
+    search = env.get("PATH")
+    compiler = env.get("CC") or shutil.which("gcc", path=search) or shutil.which("cc", path=search)
+    for program in (compiler, shutil.which("as", path=search), shutil.which("ld", path=search)):
+        for path in {program, os.path.realpath(program)} if program else set():
+            folder = os.path.dirname(path)
+            places.add(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
+    for name in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        places.add(env.get(name, ""))
+    for name in ("LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH"):
+        places.update(env.get(name, "").split(os.pathsep))
+    for name, value in env.items():
+        if name.startswith("TRITON_") and name.endswith("_PATH") and os.path.isabs(value):
+            places.add(value if os.path.isdir(value) else os.path.dirname(value))
+    return sorted(p for p in places if p and p != "/" and os.path.isabs(p) and os.path.exists(p))
+
+
+def _system_view(env: dict[str, str]) -> list[str]:
+    """Everything of the machine a worker reads (the rest does not exist for it under bubblewrap, and Landlock
+    refuses it otherwise): the system's programs and libraries, /etc's few files, Python with its packages and
+    the adaexplore package, and the toolchain. Parents before children; none inside another."""
+    links = [p for p in _SYSTEM_DIRS if os.path.islink(p)]
+    places = {p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)}
+    places |= {os.path.realpath(p) for p in _needed_paths(env) + _toolchain_paths(env)}
+    kept = [p for p in places if not any(p != q and _inside(p, q) for q in places)]
+    # /etc's files as they are named: the loader reads /etc/ld.so.cache, whatever a link there points to
+    kept += [f"/etc/{name}" for name in _ETC if os.path.exists(f"/etc/{name}")]
+    return sorted([*links, *kept], key=lambda p: (p.count("/"), p))
 
 
 def _script_directory() -> Path | None:

@@ -21,15 +21,48 @@ from adaexplore.executor.stages.context import Run
 
 __all__ = ["exchange_root", "job", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
 
-# environment variables that hold credentials, by their names
+# What a worker's Python, torch, Triton, the C compiler and the CUDA driver read from the environment: the only
+# variables of this process a worker gets. Anything else (a database's URL, a service's token under a name of
+# its own) stays here, whatever its name says.
+_PASSED = frozenset(
+    {
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "CC",
+        "CXX",
+        "LD_LIBRARY_PATH",
+        "LIBRARY_PATH",
+        "CPATH",
+        "C_INCLUDE_PATH",
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONNOUSERSITE",
+        "PYTHONIOENCODING",
+    }
+)
+_PASSED_PREFIXES = ("LC_", "CUDA_", "CUBLAS_", "CUDNN_", "TRITON_", "TORCH_", "PYTORCH_", "OMP_", "MKL_", "KMP_")
+# even among those: names that say they hold a credential
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
+def _passed(name: str) -> bool:
+    return (name in _PASSED or name.startswith(_PASSED_PREFIXES)) and not _SECRET_NAME.search(name)
+
+
 def worker_env(settings: Settings) -> dict[str, str]:
-    """What every worker starts with: this process's environment without its credentials."""
-    # Workers run untrusted code: they get no credentials (API keys, tokens, passwords) of this process.
-    named = settings.model.api_key_env  # whatever its name
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k) and k != named}
+    """What every worker starts with: the variables of this process's environment that the worker's own software
+    reads (an allow-list), none that holds a credential, and the few the evaluator sets."""
+    # Workers run untrusted code: they get no credentials (API keys, tokens, passwords, URLs with a password) of
+    # this process, under whatever name.
+    named = settings.model.api_key_env
+    env = {k: v for k, v in os.environ.items() if _passed(k) and k != named}
     env.pop("TRITON_INTERPRET", None)
     package_root = str(Path(adaexplore.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)

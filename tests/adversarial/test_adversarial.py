@@ -122,6 +122,18 @@ BATTERY = [
     # Triton reads a kernel's source back from the file, cut at a `def` line that a string may hold
     ("h19_docstring_def", SCALE_RELU, Status.rejected, "You cannot write a line that starts with `def` inside"),
     ("h19_decorator_string_def", SCALE_RELU, Status.rejected, "You cannot write a line that starts with `def` inside"),
+    # a broken kernel that keeps what the evaluator raises and raises it again later, to be filed as the
+    # evaluator's fault: a `@triton.jit` helper called from a `data_ptr` while Triton binds a launch, and a
+    # limitation of the interpret backend kept from a launch
+    (
+        "t41_forged_fault",
+        SCALE_RELU,
+        (Status.compile_error, Status.runtime_error),
+        "Cannot call @triton.jit'd outside of the scope of a kernel",
+    ),
+    ("t41_forged_fault_from", SCALE_RELU, Status.runtime_error, "the kernel failed"),
+    ("t41_kept_limitation", SCALE_RELU, Status.runtime_error, "your code caught this exception and raised it again"),
+    ("t41_host_call", SCALE_RELU, Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -152,6 +164,10 @@ RUNTIME = [
     ("h19_docstring_def", Status.mismatch, "wrong result in trial 1"),
     # the compiler would build the decorator string's body: refused when the kernel is made
     ("h19_decorator_string_def", Status.rejected, "You cannot hide code from the evaluator in kernel"),
+    # the forged faults stay the candidate's with the static rules off
+    ("t41_forged_fault", Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
+    ("t41_forged_fault_from", Status.runtime_error, "the kernel failed"),
+    ("t41_kept_limitation", Status.runtime_error, "your code caught this exception and raised it again"),
 ]
 
 

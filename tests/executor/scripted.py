@@ -56,6 +56,8 @@ class Die:
     output: str = ""
     # the evaluator had killed it (as it does past the disk quota) before it was seen to die
     by_evaluator: bool = False
+    # what the machine's memory cgroup says of an out-of-memory kill meanwhile (None: it says nothing)
+    oom_killed: bool | None = None
 
     @property
     def returncode(self) -> int:
@@ -150,6 +152,7 @@ class ScriptedWorker:
         self._arrived = anyio.Event()
         self._returncode: int | None = None
         self._killed = False
+        self._oom_killed: bool | None = None
 
     @property
     def pid(self) -> int:
@@ -204,6 +207,7 @@ class ScriptedWorker:
                     if isinstance(step, Die):
                         self._returncode = step.returncode
                         self._killed = step.by_evaluator
+                        self._oom_killed = step.oom_killed
                         self.output.written += step.output
                         raise WorkerDied(self._returncode)
                     return step
@@ -216,6 +220,9 @@ class ScriptedWorker:
 
     def cpu_seconds(self) -> float | None:
         return None  # no process: budgets count wall time
+
+    def oom_killed(self) -> bool | None:
+        return self._oom_killed
 
     async def aclose(self) -> None:
         if self._returncode is None:

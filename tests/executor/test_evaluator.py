@@ -387,10 +387,17 @@ async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Ev
 def test_workers_get_no_credentials_of_the_evaluators_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from adaexplore.config import ModelConfig
 
-    for name in ("OPENAI_API_KEY", "ADAEXPLORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_LLM"):
+    # by names that say so, by names of their own (a database's URL with its password), and under prefixes that
+    # are otherwise passed on
+    secrets = ("OPENAI_API_KEY", "ADAEXPLORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_LLM", "ORDERS_DSN")
+    for name in (*secrets, "WAREHOUSE_URL", "TRITON_REMOTE_TOKEN", "CUDA_CREDENTIALS"):
         monkeypatch.setenv(name, "secret")
+    for name, value in (("TRITON_PRINT_AUTOTUNING", "1"), ("CUDA_MODULE_LOADING", "LAZY"), ("LC_ALL", "C.UTF-8")):
+        monkeypatch.setenv(name, value)
     settings = fast_settings(home).model_copy(update={"model": ModelConfig(api_key_env="MY_LLM")})
     env = Evaluator(settings)._worker_env  # what every worker, judge and candidate, starts with
-    assert not {"OPENAI_API_KEY", "ADAEXPLORE_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MY_LLM"} & set(env)
+    assert not {*secrets, "WAREHOUSE_URL", "TRITON_REMOTE_TOKEN", "CUDA_CREDENTIALS"} & set(env)
     assert "secret" not in env.values()
-    assert env["PATH"] == os.environ["PATH"]  # what the compilers need stays
+    # what Python, the compilers, Triton and the CUDA driver read stays
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["TRITON_PRINT_AUTOTUNING"] == "1" and env["CUDA_MODULE_LOADING"] == "LAZY" and env["LC_ALL"] == "C.UTF-8"

@@ -59,16 +59,29 @@ async def evaluate(
     return result, evaluator
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-async def test_a_worker_killed_from_outside_is_infra_and_retried_once_on_a_fresh_worker(tmp_path, sig) -> None:
-    spawner = ScriptedSpawner(candidates=[{"time": [Die(signal=sig)]}])
+async def test_a_worker_the_out_of_memory_killer_killed_is_infra_and_retried_once_on_a_fresh_worker(tmp_path) -> None:
+    spawner = ScriptedSpawner(candidates=[{"time": [Die(signal=signal.SIGKILL, oom_killed=True)]}])
     result, _ = await evaluate(tmp_path, spawner)
     assert result.status is Status.ok, result.message
     assert result.provenance.attempts == 2
     assert "retried once on a fresh worker" in result.message
-    assert signal.Signals(sig).name in result.message and "during timing" in result.message
+    assert "SIGKILL during timing" in result.message and "out-of-memory killer killed it" in result.message
     assert len(spawner.of("candidate")) == 2
     assert result.timing is not None  # the second attempt's measurement is the result
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.parametrize("oom", [False, None], ids=["no-oom-kill-counted", "no-count-kept"])
+async def test_a_signal_the_evaluator_did_not_send_is_the_candidates_crash(tmp_path, sig, oom) -> None:
+    # the candidate's own code may send its process any signal (a broken kernel would have itself retried, and
+    # then filed as adaexplore's fault); only the out-of-memory killer's count says it came from outside
+    spawner = ScriptedSpawner(candidates=[{"time": [Die(signal=sig, oom_killed=oom)]}])
+    result, _ = await evaluate(tmp_path, spawner)
+    assert result.status is Status.crashed, result.message
+    assert f"killed by {signal.Signals(sig).name} during timing, a signal adaexplore did not send" in result.message
+    witness = "no out-of-memory kill was counted" if oom is False else "keeps no count of out-of-memory kills"
+    assert witness in result.message
+    assert result.provenance.attempts == 1 and len(spawner.of("candidate")) == 1
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT])
@@ -97,7 +110,12 @@ async def test_a_hung_candidate_stays_a_timeout(tmp_path) -> None:
 
 
 async def test_two_infra_errors_in_a_row_report_the_second_as_adaexplores_fault(tmp_path) -> None:
-    spawner = ScriptedSpawner(candidates=[{"time": [Die(signal=signal.SIGKILL)]}, {"proceed": [Die(signal.SIGTERM)]}])
+    spawner = ScriptedSpawner(
+        candidates=[
+            {"time": [Die(signal=signal.SIGKILL, oom_killed=True)]},
+            {"proceed": [Die(signal.SIGTERM, oom_killed=True)]},
+        ]
+    )
     result, _ = await evaluate(tmp_path, spawner)
     assert result.status is Status.infra_error
     assert result.provenance.attempts == 2

@@ -107,6 +107,23 @@ report("home", open("{home_file}", "rb").read())
     "read_the_working_directory": """
 report("cwd file", open("{cwd_file}", "rb").read())
 """,
+    # a file no list of private places names: beside the checkout adaexplore runs from
+    "read_beside_the_checkout": """
+report("beside", open("{beside_file}", "rb").read())
+""",
+    # a credential in the evaluator's environment under a name of its own
+    "environ_credential": """
+report("environ", sorted(os.environ.items()))
+""",
+    # the mount table, which names the host's paths of what is mounted (the checkout, the exchange, the home)
+    "read_the_mount_table": """
+seen = open("/proc/self/mountinfo").read() + open("/proc/self/mounts").read()
+report("host paths in the mount table", [p for p in {host_paths!r} if p in seen])
+""",
+    # a kernel that kills its own process, to be retried and filed as adaexplore's fault
+    "kill_itself": """
+os.kill(os.getpid(), signal.SIGKILL)
+""",
     # writing outside the exchange directory
     "write_outside": """
 open("{outside_file}", "w").write("escaped")

@@ -70,6 +70,9 @@ def machine() -> Iterator[Machine]:
         path.write_text(token)
     home_file = Path.home() / f".adaexplore-sandbox-secret-{secrets.token_hex(4)}"
     home_file.write_text(token)
+    # beside the checkout, where no list of private places looks (a sibling project's keys, say)
+    beside_file = ROOT.parent / f".adaexplore-sandbox-secret-{secrets.token_hex(4)}"
+    beside_file.write_text(token)
     (places / "cwd").mkdir()
     (places / "cwd" / "secret.txt").write_text(token)
     # a process of this user with the secret in its environment, on its stack and in an open file
@@ -103,11 +106,15 @@ def machine() -> Iterator[Machine]:
         "marker": f"adxesc{secrets.token_hex(3)}",
         "allocation": MEMORY_CAP + (1 << 30),
         "cache_files": 3 * CACHE_QUOTA >> 20,
+        "beside_file": beside_file,
+        "host_paths": [str(ROOT), str(home), str(places)],
     }
     found = Machine(token=token, places=places, home=home, values=values, victim=victim)
     found.listeners = [tcp, unix, abstract, udp]
     for listener, what in ((tcp, "tcp"), (unix, "unix"), (abstract, "abstract")):
         threading.Thread(target=_accept, args=(listener, found.connections, what), daemon=True).start()
+    # a credential under a name no filter of names knows, in the evaluator's environment
+    os.environ["ORDERS_DSN"] = f"postgresql://orders:{token}@db.internal/orders"
     previous = signal.signal(signal.SIGUSR1, lambda number, frame: found.signals.append(number))
     cwd = os.getcwd()
     os.chdir(places / "cwd")  # the directory the evaluator is started from is hidden too
@@ -115,6 +122,7 @@ def machine() -> Iterator[Machine]:
         yield found
     finally:
         os.chdir(cwd)
+        os.environ.pop("ORDERS_DSN", None)
         signal.signal(signal.SIGUSR1, previous)
         victim.kill()
         victim.wait()
@@ -122,6 +130,7 @@ def machine() -> Iterator[Machine]:
             listener.close()
         shutil.rmtree(places, ignore_errors=True)
         home_file.unlink(missing_ok=True)
+        beside_file.unlink(missing_ok=True)
         Path(str(values["host_tmp_file"])).unlink(missing_ok=True)
 
 
@@ -194,6 +203,12 @@ EXPECTED.update(
         "flood_the_output": ((Status.ok,), ()),
         "allocate_past_the_cap": ((Status.runtime_error,), ("MemoryError",)),
         "fill_the_triton_cache": ((Status.runtime_error,), ("No space left", "MiB to its directory")),
+        # its environment holds no credential of the evaluator's; reading it is no escape
+        "environ_credential": ((Status.ok,), ()),
+        # Landlock keeps the mount table unreadable (this machine's kernel has it)
+        "read_the_mount_table": ((Status.runtime_error,), ("Permission denied",)),
+        # the candidate's own doing, not a kill from outside: no retry, no infra_error
+        "kill_itself": ((Status.crashed,), ("a signal adaexplore did not send",)),
     }
 )
 

@@ -1,6 +1,6 @@
-"""Whose fault a failure is: the candidate's (a crash, an exception, a hang) or adaexplore's own
-(`infra_error`: a worker killed from outside, a judge lost or out of its memory budget, a broken protocol),
-and the words a result says about it."""
+"""Whose fault a failure is: the candidate's (a crash, an exception, a hang, a signal its worker got that
+adaexplore did not send) or adaexplore's own (`infra_error`: a worker the machine's out-of-memory killer
+killed, a judge lost or out of its memory budget, a broken protocol), and the words a result says about it."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ SIGNALS = {
     -1: "SIGHUP",
     -2: "SIGINT",
 }
-# Signals a process gets from outside (the out-of-memory killer, a shell, a scheduler); a candidate's own
-# faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) are the candidate's.
+# Signals a process gets from outside (the out-of-memory killer, a shell, a scheduler), which the candidate's own
+# code may send it too; its faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) are the candidate's.
 EXTERNAL_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
 _OOM_TYPES = frozenset({"OutOfMemoryError", "torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError"})
 
@@ -51,11 +51,26 @@ def died(ctx: Run, worker: WorkerChannel, exc: WorkerDied, what: str, config: Ex
     if code is not None and code < 0:
         name = signal_name(code)
         if -code in EXTERNAL_SIGNALS and not worker.killed:
+            oom = worker.oom_killed()
+            if oom:
+                return Verdict(
+                    Status.infra_error,
+                    f"the process running the candidate was killed by {name} during {what}: the machine's "
+                    "out-of-memory killer killed it (its memory cgroup counted the kill), for memory the whole "
+                    "machine lacked",
+                    phase=what,
+                )
+            # the candidate's code ran in it and may send its own process any signal: unless the evaluator sent
+            # it, or the out-of-memory killer did, it is the candidate's doing
+            witness = (
+                "no out-of-memory kill was counted in its memory cgroup"
+                if oom is False
+                else "this machine keeps no count of out-of-memory kills to tell otherwise"
+            )
             return Verdict(
-                Status.infra_error,
-                f"the process running the candidate was killed by {name} during {what}, a signal that neither "
-                "the candidate nor adaexplore sent (the machine's out-of-memory killer or another program did)",
-                phase=what,
+                Status.crashed,
+                f"the process running the candidate was killed by {name} during {what}, a signal adaexplore did "
+                f"not send ({witness}); the candidate's code may have sent it, or exhausted the machine's memory",
             )
         return Verdict(
             Status.crashed,

@@ -43,6 +43,7 @@ from adaexplore.executor.worker._errors import (
     describe,
     evaluator_fault,
     fault_message,
+    kept_by_candidate,
 )
 from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._full_size import full_size_pass
@@ -188,6 +189,11 @@ class CandidateRunner:
                 message = message.replace(old, new)
         elif error is not None:
             message = f"{message}: {error.message}" if message else error.message
+            if exc is not None and status is not Status.infra_error and kept_by_candidate(exc):
+                message += (
+                    " (your code caught this exception and raised it again later: what it raises is your kernel's "
+                    "failure, whatever raised it first)"
+                )
         self.channel.send(
             Failed(
                 status=status,

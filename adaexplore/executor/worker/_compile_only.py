@@ -18,7 +18,7 @@ from triton.backends.driver import DriverBase
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
-from adaexplore.executor.worker._errors import EvaluatorFault
+from adaexplore.executor.worker._errors import HostCallOfKernelCode
 
 __all__ = ["activate_compile_only", "compile_launch", "compiling_for", "mirror", "parse_target"]
 
@@ -151,10 +151,9 @@ def _install_mirrors() -> None:
 
     def call_outside(ifn: InterpretedFunction, *args: Any, **kwargs: Any) -> Any:
         if _compiling:
-            # It would patch Triton's language for the interpreter, under the compiler.
-            raise EvaluatorFault(
-                f"the compile for the GPU beside the interpreter met {ifn.__name__} as an interpreted function"
-            )
+            # The compiler reaches kernels through their mirrors and calls none: this is host code run while a
+            # launch's arguments are bound (a `data_ptr` of the candidate's own), which a GPU's Triton refuses.
+            raise HostCallOfKernelCode(ifn.__name__)
         return call(ifn, *args, **kwargs)
 
     InterpretedFunction.__call__ = call_outside  # type: ignore[method-assign]

@@ -64,6 +64,10 @@ _DENIED_SYSCALLS = (
 # Without a PID namespace, the process group is what the evaluator kills: nothing may leave it.
 _SESSION_SYSCALLS = ("setsid", "setpgid")
 
+# Of the worker's own /proc entry, what Python, torch, Triton and the CUDA driver read (open descriptors, the
+# memory map, the status and limits): never mountinfo, mounts or mountstats, nor its threads' copies of them.
+_OWN_PROC = ("fd", "fdinfo", "maps", "smaps", "status", "stat", "statm", "limits", "cmdline", "comm", "auxv", "io")
+
 # Directories of every program on the machine: never allowed as a whole, whatever a compiler lists.
 _GENERAL_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"})
 _LOADERS = ("/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-x86-64.so.2")
@@ -191,21 +195,27 @@ def confine(spec: Confinement, *, on_gpu: bool) -> str:
         _limit(resource.RLIMIT_FSIZE, spec.file_bytes)
     _limit(resource.RLIMIT_NOFILE, 4096)
     full = spec.kind == "landlock+seccomp"
+    reads = full or spec.restrict_reads
     if spec.seccomp:
         count = _seccomp(deny_sessions=full)
         applied.append(f"seccomp ({count} rules)")
     # Landlock refuses to move a file between directories unless the ruleset grants it (REFER): under
     # bubblewrap, where the namespaces decide what may be written, it is granted everywhere.
     handled = _landlock.FS_ALL if full else _landlock.EXECUTE | _landlock.REFER
+    if reads:
+        handled |= _landlock.FS_READ
     ruleset = _landlock.Ruleset(handled, deny_tcp=full, scoped=True)
     ruleset.allow(executables(spec.executable), _landlock.EXECUTE | _landlock.FS_READ)
     if not full:
         ruleset.allow(["/"], _landlock.REFER)
+    if reads:
+        # spec.readable holds the interpreter and its packages (the evaluator runs the same one), and of its own
+        # process's files those its libraries read: not its mount table, which names the host's paths
+        own = [f"/proc/{os.getpid()}/{name}" for name in _OWN_PROC]
+        ruleset.allow([*spec.readable, *own], _landlock.FS_READ)
     if full:
-        own = f"/proc/{os.getpid()}"
-        # spec.readable holds the interpreter and its packages (the evaluator runs the same one)
-        ruleset.allow([*spec.readable, own], _landlock.FS_READ)
         ruleset.allow(spec.writable, _landlock.FS_WRITE)
     ruleset.restrict()
-    applied.append(f"landlock ABI {ruleset.abi} ({'files, network, ' if full else ''}programs, signals)")
+    what = "files, network, " if full else "reads, " if reads else ""
+    applied.append(f"landlock ABI {ruleset.abi} ({what}programs, signals)")
     return f"{spec.kind}: " + ", ".join(applied)

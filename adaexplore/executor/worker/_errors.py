@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import re
 import sys
 import traceback
+import weakref
 from pathlib import Path
-from types import TracebackType
+from types import CodeType, FrameType, TracebackType
 
 from triton.compiler.errors import CompilationError
 from triton.runtime.errors import OutOfResources
@@ -17,12 +19,17 @@ __all__ = [
     "CandidateFault",
     "DisguisedOutput",
     "EvaluatorFault",
+    "HostCallOfKernelCode",
+    "MadeHere",
     "OutputNotTensors",
     "ReachRefused",
     "classify",
     "describe",
     "evaluator_fault",
     "fault_message",
+    "held_by_candidate",
+    "kept_by_candidate",
+    "made_here",
 ]
 
 _TRITON_ROOT = str(Path(__import__("triton").__file__).parent)
@@ -69,8 +76,48 @@ class DisguisedOutput(CandidateFault, TypeError):
     """A forward returned a subclass of a tensor, a tuple or a list: code of its own would answer the checks."""
 
 
-class EvaluatorFault(RuntimeError):
+class HostCallOfKernelCode(CandidateFault, RuntimeError):
+    """Host code called a `@triton.jit` function (on a GPU, Triton refuses it the same way)."""
+
+    shown_as = "RuntimeError"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Cannot call @triton.jit'd outside of the scope of a kernel ({name} was called from host code)"
+        )
+
+
+class MadeHere:
+    """Mixed into the exceptions that say a failure is the evaluator's (`EvaluatorFault`) or its backend's
+    (`BackendLimitation`): an instance counts as such only if one of the evaluator's modules made it, and only as
+    it unwinds the call stack it was made in. Each records that stack as it is made; the candidate may build one
+    of these classes (it is not recorded) or catch one of ours and raise it again later (its traceback then
+    leaves the recorded stack): both are the candidate's own exceptions."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
+            frame = frame.f_back  # a subclass's own __init__
+        if frame is None or not frame.f_globals.get("__name__", "").startswith("adaexplore.executor"):
+            return
+        stack = []
+        while frame is not None:
+            stack.append((id(frame), frame.f_code))
+            frame = frame.f_back
+        _MADE_HERE[self] = tuple(stack)
+
+
+class EvaluatorFault(MadeHere, RuntimeError):
     """The evaluator's own code failed where the candidate did nothing wrong (a stand-in computing wrongly)."""
+
+
+# Per exception the evaluator made: the call stack it was made in, innermost frame first (a frame's id with its
+# code, which the record keeps alive, so that a frame made later at the same address is told apart).
+_MADE_HERE: weakref.WeakKeyDictionary[BaseException, tuple[tuple[int, CodeType], ...]] = weakref.WeakKeyDictionary()
+# Exhaustion of the candidate's own limits (its memory cap, its files, its disk), wherever it surfaces: a stand-in
+# of ours that cannot allocate fails because the candidate holds the memory.
+_LIMIT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EFBIG, errno.ENOSPC, errno.EDQUOT})
 
 
 def _files(tb: TracebackType | None) -> list[str]:
@@ -129,10 +176,88 @@ def _defined_by_candidate(qualname: str) -> bool:
     return value is not None and getattr(value, "__module__", None) == _CANDIDATE_MODULE
 
 
+def _is_candidate(frame: FrameType) -> bool:
+    return frame.f_globals.get("__name__") == _CANDIDATE_MODULE
+
+
+def made_here(exc: BaseException) -> bool:
+    """Whether the evaluator made `exc` and it has unwound only the call stack it was made in, caught outside the
+    candidate's code: its traceback's frames, from where it was caught down to where it was raised, are that
+    stack's innermost frames in order, and the outermost of them is not the candidate's."""
+    stack = _MADE_HERE.get(exc)
+    tb = exc.__traceback__
+    if stack is None or tb is None or _is_candidate(tb.tb_frame):
+        return False
+    frames = []
+    while tb is not None:
+        frames.append((id(tb.tb_frame), tb.tb_frame.f_code))
+        tb = tb.tb_next
+    frames.reverse()
+    return tuple(frames) == stack[: len(frames)]
+
+
+def _raised_by_candidate(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and _is_candidate(tb.tb_frame)
+
+
+def _trusted_chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and the causes chained to it by code other than the candidate's: a `raise ... from kept` of the
+    candidate's chains what it kept, and that is its own."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(found) < 16 and current not in found:
+        found.append(current)
+        if _raised_by_candidate(current):
+            break
+        current = current.__cause__
+    return found
+
+
+def held_by_candidate(exc: BaseException) -> bool:
+    """Whether the candidate's code caught `exc` and kept it, to raise it (or raise from it) later: its
+    traceback begins in a candidate's frame (where it was caught), or joins a candidate's frame to one that frame
+    did not call, or that did not call it (where a kept exception was raised again). An exception that merely
+    passed through the candidate's frames, unwinding a real call stack, was not held; one that passed through a
+    generator of the candidate's is taken as held (a finished generator's frame no longer says who called it)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    if _is_candidate(tb.tb_frame):
+        return True
+    while tb.tb_next is not None:
+        caller, callee = tb.tb_frame, tb.tb_next.tb_frame
+        if (_is_candidate(caller) or _is_candidate(callee)) and callee.f_back is not caller:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def kept_by_candidate(exc: BaseException) -> bool:
+    """Whether the candidate kept an exception of `exc`'s chain and raised it (or raised from it) later. Such a
+    failure is its own, whoever raised the exception first: it may have provoked one of the evaluator's on
+    purpose, to raise it where its own kernel fails."""
+    trusted = _trusted_chain(exc)
+    if len(trusted) < len(_chain(exc)):
+        return True
+    return any(
+        (e in _MADE_HERE and not made_here(e)) if isinstance(e, MadeHere) else held_by_candidate(e) for e in trusted
+    )
+
+
+def _candidates_limit(exc: BaseException) -> bool:
+    """An exhaustion of the limits the candidate's worker runs under (see `_LIMIT_ERRNOS`)."""
+    if isinstance(exc, MemoryError | RecursionError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _LIMIT_ERRNOS
+
+
 def _own_failure(exc: BaseException) -> str | None:
     """Where the evaluator's own code failed in `exc` (not through the candidate's call of it), or None."""
     if isinstance(exc, EvaluatorFault):
-        return "one of its stand-ins"
+        return "one of its stand-ins" if made_here(exc) else None
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return None
@@ -163,9 +288,11 @@ def evaluator_fault(exc: BaseException) -> str | None:
     from adaexplore.executor.worker._launches import TargetCompileFailed
 
     chain = _chain(exc)
-    if any(isinstance(e, CandidateFault | BackendLimitation) for e in chain):
+    if any(isinstance(e, CandidateFault | BackendLimitation) or _candidates_limit(e) for e in chain):
         return None
-    for e in chain:
+    if kept_by_candidate(exc):
+        return None
+    for e in _trusted_chain(exc):
         if isinstance(e, TargetCompileFailed):  # raised by the evaluator for the compiler's error, its cause
             continue
         where = _own_failure(e)
@@ -197,7 +324,8 @@ def classify(exc: BaseException) -> Status:
 
     if any(isinstance(e, ReachRefused) for e in _chain(exc)):
         return Status.rejected
-    if isinstance(cause, BackendLimitation) or evaluator_fault(exc) is not None:
+    limitation = isinstance(cause, BackendLimitation) and made_here(cause) and not kept_by_candidate(exc)
+    if limitation or evaluator_fault(exc) is not None:
         return Status.infra_error
     if isinstance(cause, TargetCompileFailed):
         return Status.compile_error

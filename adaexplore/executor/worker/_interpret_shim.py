@@ -28,7 +28,7 @@ from triton.runtime import autotuner as _autotuner
 from triton.runtime import interpreter as _interp
 
 from adaexplore.executor.worker import _tensor_cores as tensor_cores
-from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault
+from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault, HostCallOfKernelCode, MadeHere
 
 __all__ = ["BackendLimitation", "DeviceAssertFailed", "FakeTensorArgument", "KernelOOBError", "install"]
 
@@ -51,8 +51,9 @@ class DeviceAssertFailed(CandidateFault, AssertionError):
     shown_as = "AssertionError"
 
 
-class BackendLimitation(NotImplementedError):
-    """The interpreter cannot run this construct; the GPU can. Not the candidate's fault."""
+class BackendLimitation(MadeHere, NotImplementedError):
+    """The interpreter cannot run this construct; the GPU can. Not the candidate's fault (where the evaluator
+    raised it, and the candidate did not keep it to raise later: see `MadeHere`)."""
 
 
 # ---- 1. autotuning without a driver ---------------------------------------------------------------
@@ -641,6 +642,9 @@ def _install_index_conversion() -> None:
 
 def _install_device_call_scope() -> None:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _kernels_running:
+            # host code calling a kernel's function: the interpreter would run it, a GPU's Triton refuses it
+            raise HostCallOfKernelCode(self.__name__)
         scope = _interp._patch_lang(self.fn)
         try:
             fn = self.rewrite()

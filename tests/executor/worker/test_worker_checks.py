@@ -84,3 +84,75 @@ def test_the_candidate_cannot_pass_its_own_mistakes_off_as_the_evaluators() -> N
     with cuda_on_cpu():
         error = raised("torch.ones(2, 3) @ torch.ones(2, 3)", module="adaexplore_candidate")
     assert classify(error) is Status.runtime_error
+
+
+# The evaluator's code and the candidate's, as modules of those names: a stand-in that fails, and candidate
+# code that calls it, lets its failure through, or catches it to raise it again later.
+OURS = """
+from adaexplore.executor.worker._errors import EvaluatorFault
+
+def stand_in():
+    raise EvaluatorFault("the stand-in failed")
+
+def exhausted():
+    raise MemoryError("no room for the stand-in's arrays")
+"""
+CANDIDATE = """
+kept = []
+
+def calls(fn):
+    return fn()
+
+def through_a_generator(fn):
+    return sum(fn() for _ in range(1))
+
+def keeps(fn):
+    try:
+        fn()
+    except Exception as exc:
+        kept.append(exc)
+
+def raises_kept():
+    raise kept[-1]
+
+def raises_from_kept():
+    raise RuntimeError("the kernel failed") from kept[-1]
+
+def builds(cls):
+    raise cls("a fault of its own making")
+"""
+
+
+def _module(source: str, name: str) -> dict[str, object]:
+    scope: dict[str, object] = {"__name__": name}
+    exec(source, scope)
+    return scope
+
+
+def _caught(fn, *args) -> BaseException:  # type: ignore[no-untyped-def]
+    with pytest.raises(BaseException) as info:
+        fn(*args)
+    return info.value
+
+
+def test_the_evaluators_fault_is_its_own_only_as_it_happened() -> None:
+    from adaexplore.executor.worker._errors import EvaluatorFault, evaluator_fault, kept_by_candidate
+
+    ours = _module(OURS, "adaexplore.executor.worker._fake_stand_in")
+    candidate = _module(CANDIDATE, "adaexplore_candidate")
+    # through the candidate's code, as a launch from its forward runs the stand-in: the evaluator's
+    for route in (candidate["calls"], candidate["through_a_generator"]):
+        fault = _caught(route, ours["stand_in"])
+        assert classify(fault) is Status.infra_error and evaluator_fault(fault) == "one of its stand-ins"
+    # kept by the candidate and raised again later, or chained to one of its own: the candidate's
+    candidate["keeps"](ours["stand_in"])  # type: ignore[operator]
+    for later in (candidate["raises_kept"], candidate["raises_from_kept"]):
+        forged = _caught(later)
+        assert classify(forged) is Status.runtime_error and evaluator_fault(forged) is None
+        assert kept_by_candidate(forged)
+    # one it builds of the evaluator's class: the candidate's
+    built = _caught(candidate["builds"], EvaluatorFault)
+    assert classify(built) is Status.runtime_error and not kept_by_candidate(built)
+    # the candidate's own limits running out inside the evaluator's code: the candidate's
+    exhausted = _caught(candidate["calls"], ours["exhausted"])
+    assert classify(exhausted) is Status.runtime_error and evaluator_fault(exhausted) is None
