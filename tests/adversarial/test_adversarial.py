@@ -285,3 +285,19 @@ async def test_a_kernel_that_does_nothing_beside_pytorch_is_flagged_on_the_gpu(t
     assert honest.status is Status.ok and idle.status is Status.ok, (honest.message, idle.message)
     assert "little_triton_time" not in [f.code for f in honest.audit.flags]
     assert "little_triton_time" in [f.code for f in idle.audit.flags], idle.audit
+
+
+async def test_libdevices_approximate_functions_are_judged_with_the_gpus_error(timed_evaluator: Evaluator) -> None:
+    # fast_tanf near the poles fails float32's tolerance on a GPU, and here: it is no longer computed exactly
+    tan, gaussian = load_task(HERE / "tasks" / "tan_task.py"), load_task(HERE / "tasks" / "gaussian_task.py")
+    cases = [
+        (tan, "t41_fast_tanf", Status.mismatch),
+        (tan, "t41_tan", Status.ok),
+        (gaussian, "t41_fast_expf", Status.ok),
+    ]
+    for task, name, status in cases:
+        result = await timed_evaluator.evaluate(task, (CANDIDATES / f"{name}.py").read_text())
+        assert result.status is status, (name, result.message)
+        flagged = [f.message for f in result.audit.flags if f.code == "approximate_math"]
+        assert bool(flagged) == name.startswith("t41_fast"), (name, result.audit.flags)
+        assert all("computed as a GPU approximates them" in m for m in flagged)

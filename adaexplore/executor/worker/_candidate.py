@@ -35,6 +35,7 @@ from adaexplore.executor._protocol import (
     TrialsDone,
 )
 from adaexplore.executor._side import SideSocket
+from adaexplore.executor.worker import _fast_math as fast_math
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
 from adaexplore.executor.worker._errors import (
@@ -570,6 +571,17 @@ class CandidateRunner:
             self._compile_failed()
             outputs.append(self._hand_over(tensors, index, exchange, f"trial{index}"))
             del out, tensors
+        if fast_math.USED:
+            names = ", ".join(f"libdevice.{name}" for name in sorted(fast_math.USED))
+            self.state.flags.append(
+                AuditFlag(
+                    code="approximate_math",
+                    severity="info",
+                    message=f"{names} computed as a GPU approximates them (float32 arithmetic as the GPU does it, "
+                    "and an error of the documented size for each approximate instruction), not exactly: outputs "
+                    "that depend on them are judged with the GPU's error",
+                )
+            )
         return outputs, first_launches
 
     def _hand_over(self, tensors: list[torch.Tensor], index: int, exchange: Path, name: str) -> list[TensorFile]:

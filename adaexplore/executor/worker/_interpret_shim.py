@@ -29,6 +29,7 @@ from triton.runtime import interpreter as _interp
 
 from adaexplore.executor.worker import _tensor_cores as tensor_cores
 from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault, HostCallOfKernelCode, MadeHere
+from adaexplore.executor.worker._fast_math import FAST_BINARY, FAST_UNARY
 
 __all__ = ["BackendLimitation", "DeviceAssertFailed", "FakeTensorArgument", "KernelOOBError", "install"]
 
@@ -286,23 +287,15 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "nearbyint": np.rint,
     "round": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
     "saturatef": lambda x: np.clip(x, 0.0, 1.0),
-    "fast_expf": np.exp,
-    "fast_logf": np.log,
-    "fast_log2f": np.log2,
-    "fast_log10f": np.log10,
-    "fast_exp10f": lambda x: np.power(10.0, x),
-    "fast_sinf": np.sin,
-    "fast_cosf": np.cos,
-    "fast_tanf": np.tan,
-    "fast_tanhf": np.tanh,
     "sqrt_rn": np.sqrt,
     "rsqrt_rn": lambda x: 1.0 / np.sqrt(x),
     "rcp_rn": lambda x: 1.0 / x,
     "logb": lambda x: np.floor(np.log2(np.abs(x))),
+    # the GPU's approximations, not exact values (see worker/_fast_math.py)
+    **FAST_UNARY,
 }
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "pow": np.power,
-    "fast_powf": np.power,
     "atan2": np.arctan2,
     "fmod": np.fmod,
     "remainder": np.remainder,
@@ -312,12 +305,12 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "fmax": np.fmax,
     "fdim": lambda a, b: np.maximum(a - b, 0),
     "div_rn": np.divide,
-    "fast_dividef": np.divide,
     "add_rn": np.add,
     "sub_rn": np.subtract,
     "mul_rn": np.multiply,
     "nextafter": np.nextafter,
     "rhypot": lambda a, b: 1.0 / np.hypot(a, b),
+    **FAST_BINARY,
 }
 _TERNARY: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
     "fma": lambda a, b, c: a * b + c,
