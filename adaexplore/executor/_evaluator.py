@@ -39,7 +39,7 @@ from adaexplore.executor._protocol import JobSpec
 from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor._task import Task
 from adaexplore.executor.stages import compile as compile_stage
-from adaexplore.executor.stages import faults, numerics, precision, result, static, task_check
+from adaexplore.executor.stages import faults, full_path, numerics, precision, result, static, task_check
 from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
 from adaexplore.roofline import TaskWork, gpu_spec
 
@@ -518,6 +518,7 @@ class Evaluator:
                         self, run, chosen, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
                     )
                     if chosen is Backend.interpret:
+                        await full_path.run(self, run)
                         await precision.run(self, run)
             result.settle_speed(run, Status.ok, self.config, self.environment)
             return Status.ok, result.ok_message(run), None

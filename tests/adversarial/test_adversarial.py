@@ -134,6 +134,17 @@ BATTERY = [
     ("t41_forged_fault_from", SCALE_RELU, Status.runtime_error, "the kernel failed"),
     ("t41_kept_limitation", SCALE_RELU, Status.runtime_error, "your code caught this exception and raised it again"),
     ("t41_host_call", SCALE_RELU, Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
+    # the public catalogue: outputs of NaN, a printed report, the comparison patched, the expected outputs looked
+    # for in its own process, a shortcut at the benchmark's own shapes, and a kernel that tells the checked calls
+    # from the timed ones
+    ("t41_nan_outputs", SCALE_RELU, Status.mismatch, "NaN where the reference is finite"),
+    ("t41_fake_report", SCALE_RELU, Status.mismatch, "wrong result in trial 1"),
+    ("t41_patch_comparison", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
+    ("t41_gc_outputs", SCALE_RELU, Status.rejected, "You cannot import gc"),
+    ("t41_full_size_shortcut", SCALE_RELU, Status.rejected, "You cannot take another path at the task's full sizes"),
+    ("t41_full_size_other_kernel", SCALE_RELU, Status.mismatch, "at the task's full sizes forward takes another path"),
+    ("t41_wrong_when_timed", SCALE_RELU, Status.mismatch, "the output of a timed call is wrong"),
+    ("t41_mutates_input_when_timed", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
@@ -168,6 +179,16 @@ RUNTIME = [
     ("t41_forged_fault", Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
     ("t41_forged_fault_from", Status.runtime_error, "the kernel failed"),
     ("t41_kept_limitation", Status.runtime_error, "your code caught this exception and raised it again"),
+    ("t41_nan_outputs", Status.mismatch, "NaN where the reference is finite"),
+    ("t41_fake_report", Status.mismatch, "wrong result in trial 1"),
+    # the comparison runs in the judge's process, not the candidate's: what it patches there changes nothing
+    ("t41_patch_comparison", Status.rejected, "You cannot replace torch.equal"),
+    # the references live in the judge's process: there is nothing to find in the candidate's
+    ("t41_gc_outputs", Status.rejected, "no Triton kernel defined in the candidate ran"),
+    ("t41_full_size_shortcut", Status.rejected, "You cannot take another path at the task's full sizes"),
+    ("t41_full_size_other_kernel", Status.mismatch, "at the task's full sizes forward takes another path"),
+    ("t41_wrong_when_timed", Status.mismatch, "the output of a timed call is wrong"),
+    ("t41_mutates_input_when_timed", Status.rejected, "You cannot modify the inputs"),
 ]
 
 

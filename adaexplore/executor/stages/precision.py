@@ -80,6 +80,7 @@ async def run(ev: Evaluator, ctx: Run) -> None:
                 ]
             )
             return
+        ctx.timing = None  # a kernel that is not correct has no speed
         if verdict.status is Status.mismatch:
             raise Verdict(
                 Status.mismatch,

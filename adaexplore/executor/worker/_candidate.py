@@ -757,6 +757,12 @@ class CandidateRunner:
         except BaseException as exc:
             self._fail(classify(exc), "forward raised while being timed", exc, "timing")
         self._check(guard, "timing")
+        if measured.changed_input is not None:
+            self._fail(
+                Status.rejected,
+                f"You cannot modify the inputs: input {measured.changed_input} changed in a timed call (every "
+                "call must leave its inputs as it found them)",
+            )
         rechecks = [
             self._hand_over(tensors, k, exchange, f"recheck{k}") for k, (_, tensors) in enumerate(measured.kept)
         ]

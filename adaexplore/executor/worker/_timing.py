@@ -27,7 +27,7 @@ import torch
 from adaexplore.domain import Stats
 from adaexplore.executor._modes import TimingSpec
 from adaexplore.executor._protocol import InputPattern
-from adaexplore.executor.worker._perturb import PatternSource
+from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 
 __all__ = ["Measurement", "OutputTooLarge", "Timer", "oversized", "summarize"]
@@ -75,6 +75,8 @@ class _Chunk:
     excess_ms: float
     calls: int  # all calls made, the probe and the uncounted one included
     kept: tuple[InputPattern | None, list[torch.Tensor]] | None
+    # the kept call's inputs as the call left them (copies)
+    kept_inputs: list[torch.Tensor] | None = None
 
 
 @dataclass
@@ -86,6 +88,29 @@ class Measurement:
     unseen_ms: float = 0.0
     # (the pattern of the call's inputs, None where calls reuse the base; its outputs)
     kept: list[tuple[InputPattern | None, list[torch.Tensor]]] = field(default_factory=list)
+    # the first input a kept call changed (its index), None where none did
+    changed_input: int | None = None
+
+
+def _tensors_of(args: list[Any]) -> list[torch.Tensor]:
+    return [t.detach().clone() for t in flatten_args(args)]
+
+
+def flatten_args(args: list[Any]) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, list | tuple):
+            found.extend(flatten_args(list(value)))
+    return found
+
+
+def _first_changed(after: list[torch.Tensor], before: list[torch.Tensor]) -> int | None:
+    for index, (now, then) in enumerate(zip(after, before, strict=True)):
+        if now.shape != then.shape or now.dtype != then.dtype or not torch.equal(now.nan_to_num(), then.nan_to_num()):
+            return index
+    return None
 
 
 def summarize(times_ms: list[float], spec: TimingSpec, warmup_n: int = 0) -> Stats:
@@ -182,6 +207,7 @@ class Timer:
         seed's inputs) makes every call's inputs a new draw, for tasks with integer inputs (worker/_perturb.py)."""
         rings: list[list[Any]] = []
         patterns: PatternSource | None = None
+        pristine = clone_args(list(base)) if keep_at else []
         if spec.fresh_inputs:
             patterns = PatternSource(base, redraw)
             rings = [clone_args(list(base)) for _ in range(_RING)] if patterns.pool is not None else []
@@ -194,10 +220,18 @@ class Timer:
             made = patterns.inputs(base, rings[index % _RING] if rings else None) if patterns is not None else None
             return made if made is not None else (None, base)
 
+        def given(pattern: InputPattern | None) -> list[torch.Tensor]:
+            """The inputs of a call of `pattern` as they were made, rebuilt from the untouched base."""
+            if pattern is None or patterns is None:
+                return flatten_args(pristine)
+            if pattern.seed is not None and patterns.redraw is not None:
+                return flatten_args(patterns.redraw(pattern.seed))
+            return flatten_args(apply_pattern(pristine, pattern, patterns.pool))
+
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()
         with grad:
             if self.cuda and spec.pipelined:
-                return self._measure_pipelined(
+                measured = self._measure_pipelined(
                     call,
                     inputs,
                     spec,
@@ -206,7 +240,9 @@ class Timer:
                     max_reps=max_reps,
                     keep_at=keep_at,
                     keep_limit=keep_limit,
+                    given=given,
                 )
+                return measured
             warm: list[float] = []
             started = 0.0
             while len(warm) < max(1, spec.warmup_calls) or (
@@ -233,6 +269,8 @@ class Timer:
                 result.times_ms.append(counted)
                 if rep in keep:
                     result.kept.append((pattern, _kept_copy(out, keep_limit)))
+                    if result.changed_input is None:
+                        result.changed_input = _first_changed(_tensors_of(args), given(pattern))
                 del out
         return result
 
@@ -248,6 +286,7 @@ class Timer:
         max_reps: int,
         keep_at: tuple[float, ...],
         keep_limit: int | None,
+        given: Callable[[InputPattern | None], list[torch.Tensor]],
     ) -> Measurement:
         warmup_n = 0
         size = _MIN_CHUNK
@@ -283,6 +322,8 @@ class Timer:
             result.warmup_n += chunk.calls - n
             if chunk.kept is not None:
                 result.kept.append(chunk.kept)
+                if result.changed_input is None and chunk.kept_inputs is not None:
+                    result.changed_input = _first_changed(chunk.kept_inputs, given(chunk.kept[0]))
         hidden = statistics.median(excess)
         result.unseen_ms = hidden
         if hidden > 0.05 * statistics.median(device) + 0.005:
@@ -316,6 +357,7 @@ class Timer:
         del out
         events = []
         last: tuple[InputPattern | None, Any] | None = None
+        last_args: list[Any] = []
         for index in range(n + 1):
             pattern, args = inputs()
             self._flush(spec.flush_l2)
@@ -326,10 +368,18 @@ class Timer:
             events.append((start, end))
             if keep_last and index == n:
                 last = (pattern, out)
+                last_args = args
             del out
         torch.cuda.synchronize()
         kept = (last[0], _kept_copy(last[1], keep_limit)) if last is not None else None
-        return _Chunk(times_ms=[a.elapsed_time(b) for a, b in events[1:]], excess_ms=excess, calls=n + 2, kept=kept)
+        kept_inputs = _tensors_of(last_args) if last is not None else None
+        return _Chunk(
+            times_ms=[a.elapsed_time(b) for a, b in events[1:]],
+            excess_ms=excess,
+            calls=n + 2,
+            kept=kept,
+            kept_inputs=kept_inputs,
+        )
 
     def _one(self, call: Callable[[list[Any]], Any], args: list[Any], spec: TimingSpec) -> tuple[float, Any]:
         """One call alone: device time by CUDA events (host time on the CPU)."""
