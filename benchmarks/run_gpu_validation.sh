@@ -5,6 +5,8 @@
 #   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 #   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
+#   benchmarks/run_gpu_validation.sh trust      # everything on trust: the sandbox battery, the reward-hack suite with the
+#                                               # policy on and off, whose fault a failure is, the examples
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 #   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
 #                                               # and the estimate scored and fitted on both corpora
@@ -37,6 +39,12 @@ case "${1:-tests}" in
     timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/sandbox_bench.py --task examples/tasks/gemm_epilogue.py \
       --kernel examples/kernels/gemm_epilogue/correct.py --evals "${EVALS:-4}" --json "$OUT/sandbox.json" \
       2>&1 | tee "$OUT/sandbox-bench.log"
+    ;;
+  trust)
+    timeout "${TEST_TIMEOUT:-560}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+      tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial tests/executor/test_faults.py \
+      tests/executor/worker/test_worker_checks.py tests/executor/worker/test_fast_math.py tests/test_examples.py \
+      2>&1 | tee "$OUT/pytest-trust.log"
     ;;
   suite)
     # LEVEL_DIR: a KernelBench level; SUITE_HOME keeps the reference timings between calls that split it
