@@ -184,7 +184,7 @@ class ExecutorConfig(BaseModel):
 
 
 class SearchConfig(BaseModel):
-    """The tree search. Defaults are AdaExplore's released KernelBench Level 2 configuration; the three
+    """The tree search. Defaults are AdaExplore's released KernelBench Level 2 configuration; the four
     improvements over the paper are on, and `preset = "paper"` turns them off."""
 
     model_config = ConfigDict(extra="forbid")
@@ -204,8 +204,12 @@ class SearchConfig(BaseModel):
     memory_rounds: int = Field(default=5, ge=1)
     # Representative kernels in a large step's pool, one per segment on the path.
     pool_size: int = Field(default=5, ge=0)
-    # Off-path extras of the pool (0: off, as released for KernelBench), their count distribution, and the
-    # softmax temperature over speedup used to draw them.
+    # Beyond the paper: where the path's representatives leave room in the pool, the best kernels of the run's
+    # other branches fill it, fastest first, so a large step from the root sees what the run has found (the
+    # released configuration shows it an empty pool).
+    pool_other_branches: bool = True
+    # With pool_other_branches off: the authors' random off-path extras (0: off, as released for KernelBench),
+    # their count distribution, and the softmax temperature over speedup used to draw them.
     pool_extra_max: int = Field(default=0, ge=0)
     geometric_p: float = Field(default=0.6, gt=0, lt=1)
     softmax_temperature: float = Field(default=1.0, gt=0)
@@ -225,7 +229,12 @@ class SearchConfig(BaseModel):
             return self
         changed = [
             name
-            for name, paper in (("reuse_identical", False), ("final_reevaluation", 0), ("reward_cap", 10.0))
+            for name, paper in (
+                ("reuse_identical", False),
+                ("final_reevaluation", 0),
+                ("reward_cap", 10.0),
+                ("pool_other_branches", False),
+            )
             if name in self.model_fields_set and getattr(self, name) != paper
         ]
         if changed:
@@ -234,6 +243,7 @@ class SearchConfig(BaseModel):
                 f"{'them' if len(changed) > 1 else 'it'} or use preset 'default'"
             )
         self.reuse_identical, self.final_reevaluation, self.reward_cap = False, 0, 10.0
+        self.pool_other_branches = False
         return self
 
 

@@ -26,6 +26,7 @@ from adaexplore.tools import BenchRecord
 __all__ = ["BenchOptions", "list_benches", "run_bench", "show_bench"]
 
 INTERRUPTED = "interrupted"
+STDOUT = "-"  # json_to or csv_to: standard output (the table then goes where `out` says, stderr for the CLI)
 
 
 @dataclass
@@ -40,8 +41,8 @@ class BenchOptions:
     with_compile: bool = False
     seed: int | None = None
     resume: str | None = None
-    json_path: Path | None = None
-    csv_path: Path | None = None
+    json_to: str | None = None  # a file to write the results to as JSON, or STDOUT
+    csv_to: str | None = None  # the same, as CSV
     budget_tokens: int | None = None
     budget_usd: float | None = None
     budget_seconds: float | None = None
@@ -118,9 +119,9 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
             is unknown, finished, or its suite changed.
         ModelError: the endpoint cannot be used (before any problem starts).
     """
-    for path in (options.json_path, options.csv_path):
-        if path is not None and path.is_dir():
-            raise RequestError(f"{path} is a directory; give a file to write")
+    for target in (options.json_to, options.csv_to):
+        if target is not None and target != STDOUT and Path(target).is_dir():
+            raise RequestError(f"{target} is a directory; give a file to write")
     with tools.open_reader(settings) as reader:
         if options.resume:
             _check_resume_flags(options)
@@ -271,10 +272,25 @@ def _conclude(svc: tools.Services, bench_id: str, runner: BenchRunner, options: 
 
 
 def _write_files(bench: BenchRecord, rows: list, options: BenchOptions) -> None:  # type: ignore[type-arg]
-    if options.json_path is not None:
-        options.json_path.write_text(dumps(bench_document(bench, rows)))
-    if options.csv_path is not None:
-        options.csv_path.write_text(write_csv(bench, rows))
+    for target, render in ((options.json_to, _as_json), (options.csv_to, write_csv)):
+        if target is None:
+            continue
+        text = render(bench, rows)
+        if target == STDOUT:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            continue
+        try:
+            Path(target).write_text(text)
+        except OSError as exc:
+            raise RequestError(
+                f"cannot write {target}: {exc.strerror or exc}; the bench is kept (`adaexplore bench show "
+                f"{bench.id}` with --json or --csv writes it again)"
+            ) from None
+
+
+def _as_json(bench: BenchRecord, rows: list) -> str:  # type: ignore[type-arg]
+    return dumps(bench_document(bench, rows))
 
 
 def show_bench(settings: Settings, bench_id: str, options: BenchOptions, *, out: TextIO = sys.stdout) -> int:

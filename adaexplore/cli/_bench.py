@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from adaexplore.cli._options import POSITIVE_INT, SEED, budget_options, budgets, model_options, with_model_options
+from adaexplore.cli._output import STDOUT, output_file
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError
 
@@ -44,8 +47,14 @@ def add_bench_parser(commands: Any) -> None:
     bench.add_argument("--compile", action="store_true", help="also time torch.compile of each reference")
     bench.add_argument("--seed", type=SEED, help="the runs' random seed (default: drawn)")
     bench.add_argument("--resume", metavar="BENCH", help="continue a stopped or killed bench (see `bench list`)")
-    bench.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
-    bench.add_argument("--csv", type=Path, metavar="FILE", help="also write the results as CSV")
+    for flag, what in (("--json", "JSON"), ("--csv", "CSV")):
+        bench.add_argument(
+            flag,
+            type=output_file,
+            metavar="FILE",
+            help=f"also write the results as {what} to FILE; - prints them on standard output alone, and the "
+            "table on standard error",
+        )
     budget_options(bench)
     model_options(bench)
 
@@ -73,11 +82,15 @@ def run_bench_command(args: argparse.Namespace, settings: Settings) -> int:
         if len(words) > 1 or new_only or args.json or args.csv:
             raise RequestError("`bench list` takes no other arguments")
         return list_benches(settings)
-    options = BenchOptions(json_path=args.json, csv_path=args.csv)
+    if args.json == STDOUT and args.csv == STDOUT:
+        raise RequestError("--json - and --csv - would both print on standard output: send one of them to a file")
+    options = BenchOptions(json_to=args.json, csv_to=args.csv)
+    # standard output carries the JSON or CSV alone; the table and what the bench says go to standard error
+    out = sys.stderr if STDOUT in (args.json, args.csv) else sys.stdout
     if words[:1] == ["show"]:
         if len(words) != 2 or new_only:
             raise RequestError("`bench show BENCH` takes one bench id (see `adaexplore bench list`), and --json/--csv")
-        return show_bench(settings, words[1], options)
+        return show_bench(settings, words[1], options, out=out)
     if len(words) > 1:
         raise RequestError(f"bench takes one suite, not {len(words)} ({' '.join(words)}); usage:\n{_USAGE}")
     settings = with_model_options(settings, args)
@@ -92,4 +105,4 @@ def run_bench_command(args: argparse.Namespace, settings: Settings) -> int:
     options.budget_seconds = limits["budget_seconds"]
     if options.resume and args.parallel is None:
         options.parallel = 1
-    return anyio.run(run_bench, settings, options)
+    return anyio.run(partial(run_bench, settings, options, out=out))

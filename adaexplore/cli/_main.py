@@ -16,7 +16,6 @@ from adaexplore.cli._memory import run_memory_command
 from adaexplore.cli._options import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
-    EXIT_KERNEL_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     PORT,
@@ -29,25 +28,22 @@ from adaexplore.cli._options import (
     model_options,
     with_model_options,
 )
+from adaexplore.cli._profile import add_profile_parser, run_profile
 from adaexplore.cli._report import add_report_parser, run_report
 from adaexplore.cli._tasks import add_task_parsers, run_create_task, run_export
 from adaexplore.cli._worker import add_worker_parser, run_worker_command
 from adaexplore.config import Settings
-from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import AdaexploreError, ConfigError, ConflictError, EvaluatorError, NotFoundError
 from adaexplore.tools import (
     ConfirmRuleRequest,
     CreateTaskRequest,
-    ProgressUpdate,
     check_task_file,
     confirm_rule,
     create_task,
     database_exists,
     open_reader,
     open_services,
-    profile_kernel,
     read_code_file,
-    render_evaluation,
     render_run_tree,
     render_runs,
     seed_starter_memory,
@@ -66,30 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"adaexplore {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    profile = commands.add_parser(
-        "profile",
-        help="evaluate one kernel against a task: correctness, timing, audit",
-        description="Evaluate KERNEL (a module defining ModelNew) against TASK (a KernelBench-format module). "
-        "Exit code 0: the kernel is ok; 1: it failed (the verdict says how); 2: the call was wrong; "
-        "3: the evaluator failed; 4: interrupted.",
-    )
-    profile.add_argument("task", type=Path, help="task module (Model, get_inputs, get_init_inputs)")
-    profile.add_argument("kernel", type=Path, help="candidate module defining ModelNew")
-    profile.add_argument(
-        "--backend",
-        choices=["auto", "cuda", "compile", "interpret"],
-        default=None,
-        help="where to run: auto picks cuda on a GPU, else compile + interpret (default: auto)",
-    )
-    profile.add_argument(
-        "--mode",
-        choices=["strict", "kernelbench", "paper", "flashinfer"],
-        default=None,
-        help="evaluation protocol (default: strict; flashinfer for a FlashInfer-Bench definition)",
-    )
-    profile.add_argument("--compile", action="store_true", help="also time torch.compile of the reference")
-    profile.add_argument("--fresh-reference", action="store_true", help="time the reference again, ignoring the cache")
-    profile.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_profile_parser(commands)
 
     serve = commands.add_parser(
         "serve",
@@ -241,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
                 update={"executor": settings.executor.model_copy(update={"target_gpu": args.target})}
             )
         if args.command == "profile":
-            code = anyio.run(_profile, args, settings)
+            code = run_profile(args, settings)
         elif args.command == "serve":
             # the MCP SDK, like the model client below, is imported by the commands that use it alone, so
             # the other commands start without paying for it
@@ -422,50 +395,3 @@ async def _confirm(args: argparse.Namespace, settings: Settings) -> int:
         )
     print(result.message)
     return EXIT_OK
-
-
-async def _profile(args: argparse.Namespace, settings: Settings) -> int:
-    show = _Progress(enabled=sys.stderr.isatty() and not args.json)
-    result = await profile_kernel(
-        settings,
-        args.task,
-        args.kernel,
-        mode=args.mode,
-        backend=args.backend,
-        with_compile=args.compile,
-        fresh_reference=args.fresh_reference,
-        progress=show,
-    )
-    show.clear()
-    _print(result, args)
-    if result.status is Status.ok:
-        return EXIT_OK
-    return EXIT_INFRA if result.status is Status.infra_error else EXIT_KERNEL_FAILED
-
-
-def _print(result: Evaluation, args: argparse.Namespace) -> None:
-    if args.json:
-        print(result.model_dump_json(indent=2))
-    else:
-        print(render_evaluation(result, title=f"{args.kernel} against task {args.task.stem}"))
-
-
-class _Progress:
-    """One status line on stderr, rewritten in place, while an evaluation runs in a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.width = 0
-
-    async def __call__(self, update: ProgressUpdate) -> None:
-        if not self.enabled:
-            return
-        text = f"[{update.elapsed_s:6.1f}s] {update.stage}: {update.message}"[:100]
-        sys.stderr.write("\r" + text.ljust(self.width))
-        sys.stderr.flush()
-        self.width = len(text)
-
-    def clear(self) -> None:
-        if self.enabled and self.width:
-            sys.stderr.write("\r" + " " * self.width + "\r")
-            sys.stderr.flush()

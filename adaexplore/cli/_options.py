@@ -45,6 +45,12 @@ class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose errors are one line and a pointer to the command's --help, not its usage."""
 
     def error(self, message: str) -> NoReturn:
+        # an option that took a word meant for an argument says so (profile's `--json TASK KERNEL`)
+        hint = getattr(self, "error_hint", None)
+        if hint and message.startswith("the following arguments are required"):
+            message = f"{message}: {hint}"
+        if message in ("argument --json: expected one argument", "argument --csv: expected one argument"):
+            message += ": the file to write, or - for standard output"
         sys.stderr.write(f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
         sys.exit(EXIT_USAGE)
 

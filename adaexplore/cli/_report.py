@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from pathlib import Path
 
 from adaexplore import tools
+from adaexplore.cli._output import write_file
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
 
@@ -58,7 +57,7 @@ def run_report(args: argparse.Namespace, settings: Settings) -> int:
             what = f"bench {data['bench']['id']} on {data['bench']['suite']}, {len(data['problems'])} problems"
         else:
             raise RequestError(_not_an_id(svc, args.id))
-    _write(args.html, html)
+    write_file(args.html, html)
     print(f"wrote {args.html} ({_size(len(html.encode()))}): {what}; open it in a browser, no network needed")
     return 0
 
@@ -84,21 +83,3 @@ def _size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KiB"
     return f"{size / 1024 / 1024:.1f} MiB"
-
-
-def _write(path: Path, text: str) -> None:
-    """Write the file whole or not at all (a reader never sees half a page)."""
-    try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except FileNotFoundError:
-        raise RequestError(f"cannot write {path}: the folder {path.parent} does not exist") from None
-    except OSError as exc:
-        raise RequestError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise RequestError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -3,7 +3,15 @@
 from adaexplore.memory._judge import RuleCandidate, RuleJudge
 from adaexplore.memory._signature import Signature, signature, signature_of_text
 from adaexplore.memory._starter import STARTER_DIR, StarterRule, load_starter, read_header
-from adaexplore.memory._text import NO_GUIDANCE, check_rule_text, jaccard, tokens
+from adaexplore.memory._text import (
+    NO_GUIDANCE,
+    check_rule_text,
+    constructs,
+    jaccard,
+    more_specific,
+    names_triton_mistake,
+    tokens,
+)
 
 __all__ = [
     "NO_GUIDANCE",
@@ -13,8 +21,11 @@ __all__ = [
     "Signature",
     "StarterRule",
     "check_rule_text",
+    "constructs",
     "jaccard",
     "load_starter",
+    "more_specific",
+    "names_triton_mistake",
     "read_header",
     "signature",
     "signature_of_text",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "DistillContext",
@@ -18,6 +18,7 @@ __all__ = [
     "PrecisionContext",
     "RetryContext",
     "ReviewContext",
+    "RunBriefContext",
     "SmallStepContext",
     "render_answer_format",
     "render_distill_rule",
@@ -25,6 +26,7 @@ __all__ = [
     "render_large_step",
     "render_retry",
     "render_review",
+    "render_run_brief",
     "render_skill_memory",
     "render_small_step",
     "render_step_extras",
@@ -62,6 +64,10 @@ class PrecisionContext(BaseModel):
     tf32x3_error: float
     tf32_passes: bool
     tf32x3_passes: bool
+    # whether the mode lets cuBLAS (torch.mm, F.linear, @) and cuDNN (convolutions) use TF32, in the reference and
+    # in a candidate's own PyTorch calls alike (the evaluator sets both before either runs)
+    tf32_matmul: bool = False
+    tf32_cudnn: bool = False
 
 
 class LargeStepContext(BaseModel):
@@ -72,6 +78,14 @@ class LargeStepContext(BaseModel):
     precision: PrecisionContext
     # the task's speed of light and what ranks kernels (measured time, or an estimate where nothing is timed)
     speed: str = ""
+    # the node this step grows from, in one line, where it failed ("" from the root or a correct node)
+    origin: str = ""
+    # where the writer already holds the run's brief (the task, its precision and the rules: `render_run_brief`),
+    # the sentence that cites it, and the step leaves those out; "" gives the whole prompt
+    brief: str = ""
+    # what the evaluator found about the task itself (an output that passes as zeros or does not depend on the
+    # inputs, a tolerance widened), with what it checks instead; one line each
+    task_facts: list[str] = Field(default_factory=list)
 
 
 class DistillContext(BaseModel):
@@ -114,6 +128,20 @@ class SmallStepContext(BaseModel):
     history: list[KernelContext]
     precision: PrecisionContext
     speed: str = ""
+    # the current kernel's children so far, one line each (step, status, what changed), not to be repeated
+    children: list[str] = Field(default_factory=list)
+    task_facts: list[str] = Field(default_factory=list)
+    brief: str = ""
+
+
+class RunBriefContext(BaseModel):
+    """What every step of a run shares: the task, its precision and the rules a module keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_source: str
+    precision: PrecisionContext
+    speed: str = ""
 
 
 @cache
@@ -136,6 +164,10 @@ def render_large_step(context: LargeStepContext) -> str:
 
 def render_small_step(context: SmallStepContext) -> str:
     return _render("small_step.j2", context)
+
+
+def render_run_brief(context: RunBriefContext) -> str:
+    return _render("run_brief.j2", context)
 
 
 def render_skill_memory(rules: list[str]) -> str:

@@ -37,17 +37,23 @@ def working_memory(view: TreeView, node_id: int, rounds: int) -> list[NodeStats]
 
 def pool(view: TreeView, node_id: int, config: SearchConfig, rng: random.Random) -> list[NodeStats]:
     """The best correct kernel of each segment on the path from the root to the node (one per segment),
-    sampled down to `pool_size`, plus off-path extras when `pool_extra_max` > 0."""
+    sampled down to `pool_size`. Where that leaves room, the best kernels of the run's other branches fill it,
+    fastest first (`pool_other_branches`, so that a large step from the root sees what the run has found), or,
+    with that off, the authors' random off-path extras when `pool_extra_max` > 0."""
     path = path_to_root(view, node_id)
     heads = [n.id for n in reversed(path) if n.kind is Kind.large]
     representatives = [best for head in heads if (best := view.segment_best(head)) is not None]
     if len(representatives) > config.pool_size:
         keep = set(rng.sample(range(len(representatives)), config.pool_size))
         representatives = [r for i, r in enumerate(representatives) if i in keep]
+    on_path = set(heads)
+    others = [b for b in view.segment_bests() if b.segment not in on_path]
+    if config.pool_other_branches:
+        room = config.pool_size - len(representatives)
+        # fastest first; among equals the earlier found (a stable sort over segment order)
+        return representatives + sorted(others, key=lambda n: n.rank_speed, reverse=True)[: max(room, 0)]
     room = min(config.pool_size - len(representatives), config.pool_extra_max)
     if room > 0:
-        on_path = set(heads)
-        others = [b for b in view.segment_bests() if b.segment not in on_path]
         representatives += _extras(others, room, config, rng)
     return representatives
 

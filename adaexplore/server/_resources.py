@@ -58,6 +58,14 @@ def register_resources(mcp: MCPServer) -> None:
         return _resolved(lambda: tools.render_run_tree(services(ctx), run_id))
 
     @mcp.resource(
+        "run://{run_id}/brief",
+        mime_type="text/markdown",
+        description="what every step of a run shares: the task, its tolerance, the rules and the skill memory",
+    )
+    def run_brief(run_id: str, ctx: Context) -> str:
+        return _resolved(lambda: tools.run_brief_text(services(ctx), run_id))
+
+    @mcp.resource(
         "memory://{scope}",
         mime_type="text/plain",
         description="the skill memory as a prompt block; scope: 'current' (the running Triton) or a version",

@@ -1,7 +1,12 @@
 """Keeping `tools/list` lean: the JSON schemas a client reads before its first call, without what pydantic adds
-for its own sake (a title on every field, `null` branches, defaults of nothing), and descriptions as one line.
+for its own sake (a title on every field, the `null` branch of a parameter, defaults of nothing), and descriptions
+as one line.
 
-What stays is what a caller needs: types, enums, bounds, what is required, and each field's description.
+What stays is what a caller needs: types, enums, bounds, what is required, and each field's description. It stays
+portable too, as the MCP Inspector's `--strict` check has it (tests/server/test_portable_schemas.py): every `type`
+is one JSON type, never an array such as ["number", "null"], which a host that maps tool schemas onto a
+single-type dialect refuses or misreads; a result's field that may be null says so with pydantic's own
+`anyOf: [{"type": "number"}, {"type": "null"}]`.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ def _without_null(options: list[Any]) -> list[Any]:
 
 def _compact(schema: Any, *, optional_null: bool) -> Any:
     """`schema` without titles and empty defaults. `optional_null`: an input's `anyOf[X, null]` is X (leaving a
-    parameter out is how a caller says "none"); in an output it becomes X's type with "null" beside it."""
+    parameter out is how a caller says "none"); an output's stays as it is, since the answer sends that null."""
     if isinstance(schema, list):
         return [_compact(item, optional_null=optional_null) for item in schema]
     if not isinstance(schema, dict):
@@ -56,16 +61,11 @@ def _compact(schema: Any, *, optional_null: bool) -> Any:
         else:
             out[key] = _compact(value, optional_null=optional_null)
     options = out.get("anyOf")
-    if isinstance(options, list) and _NULL in options:
+    if optional_null and isinstance(options, list) and _NULL in options:
         rest = _without_null(options)
         if len(rest) == 1:
-            (only,) = rest
-            if optional_null:
-                del out["anyOf"]
-                out = {**only, **out}
-            elif isinstance(only.get("type"), str):
-                del out["anyOf"]
-                out = {**only, **out, "type": [only["type"], "null"]}
+            del out["anyOf"]
+            out = {**rest[0], **out}
     return out
 
 
@@ -133,8 +133,8 @@ def compact_output(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     }
     if not defs:
         return out
-    # a large object, nullable, becomes {"type": ["object", "null"]} as any other nullable field
-    out = _compact(_flatten_deep(out, {name: body for name, body in defs.items() if _large(body)}), optional_null=False)
+    # a large object, nullable, becomes anyOf [{"type": "object"}, {"type": "null"}] as any other nullable field
+    out = _flatten_deep(out, {name: body for name, body in defs.items() if _large(body)})
     top = _refs(out)
     kept = {name: defs[name] for name in top if name in defs}
     kept = {name: _flatten_deep(body, defs) if body.get("type") == "object" else body for name, body in kept.items()}

@@ -39,9 +39,8 @@ def _register_search(mcp: MCPServer) -> None:
     async def create_task(
         ctx: Context, request: tools.CreateTaskRequest
     ) -> Annotated[CallToolResult, tools.CreateTaskResult]:
-        """Register a reference task (a PyTorch Model, KernelBench format) and get its task_id; the same task
-        always gets the same id. The task is loaded once in the evaluator, so code that fails is refused with the
-        reason. Next: start_run, or compile_and_profile with the task_id for one kernel."""
+        """Register a reference task (a PyTorch Model, KernelBench format) and get its task_id (the same task, the
+        same id). A task that fails to load is refused with the reason. Next: start_run."""
         svc = services(ctx)
 
         async def check(report: Report) -> tools.CreateTaskResult:
@@ -78,8 +77,8 @@ def _register_search(mcp: MCPServer) -> None:
     async def select_uct(
         ctx: Context, request: tools.SelectUctRequest
     ) -> Annotated[CallToolResult, tools.SelectUctResult]:
-        """Pick the node to grow and the step (small: edit its kernel; large: write a new one) by UCT; the trail
-        shows the scores that decided. Call expand_node next."""
+        """Pick the node to grow and the step (small: edit its kernel; large: write a new one) by UCT, with the
+        scores that decided. Call expand_node next."""
         result = call(lambda: tools.select_uct(services(ctx), request))
         return answer(
             result,
@@ -96,14 +95,15 @@ def _register_search(mcp: MCPServer) -> None:
     async def expand_node(
         ctx: Context, request: tools.ExpandNodeRequest
     ) -> Annotated[CallToolResult, tools.StepAnswer]:
-        """What you need to write the next kernel, in `instructions`: the task, the skill memory's rules, for a
-        small step the kernel to edit and its recent history, for a large step the best kernel of each earlier
-        line of search. Write the module, then call compile_and_profile with the returned expansion_id."""
-        result = call(lambda: tools.expand_node(services(ctx), request))
+        """What the next kernel needs, in `instructions`: the task, the kernel to edit and its history (small) or
+        the best kernel of each line (large), the skill memory's rules when new to the run. Then call
+        compile_and_profile with the expansion_id."""
+        svc = services(ctx)
+        result = call(lambda: tools.expand_node(svc, request))
         action, run_id, node_id = request.action, request.run_id, request.node_id
         kernels = f"{len(result.pool)} pool kernels" if action == "large" else "the kernel to edit"
         return answer(
-            tools.StepAnswer.of(result),
+            call(lambda: tools.step_answer(svc, result)),
             f"expansion {result.expansion_id}: a {action} step from node {node_id} ({kernels}); follow `instructions`",
             {"instructions": f"the {action}_step prompt with run_id={run_id!r}, node_id={node_id}"},
         )
@@ -124,10 +124,9 @@ def _register_search(mcp: MCPServer) -> None:
     async def compile_and_profile(
         ctx: Context, request: tools.CompileAndProfileRequest
     ) -> Annotated[CallToolResult, tools.CompileAndProfileResult]:
-        """Evaluate a kernel in an isolated worker: compile, check against the reference on fresh inputs, time on
-        the GPU (without a GPU: check in Triton's interpreter, untimed). A failing kernel is a normal result:
-        `status` and `message` say what went wrong. With an expansion_id the result joins the run as a node.
-        After a failure, call record_failure."""
+        """Evaluate a kernel in an isolated worker: compile, check against the reference, time on the GPU (no GPU:
+        check in Triton's interpreter, untimed). A failure is a normal result (`status`, `message`). With an
+        expansion_id the result joins the run. After a failure, call record_failure."""
         svc = services(ctx)
         result = await with_progress(
             ctx, lambda progress: acall(lambda: tools.compile_and_profile(svc, request, progress=progress))
@@ -168,9 +167,8 @@ def _register_memory(mcp: MCPServer) -> None:
     async def confirm_rule(
         ctx: Context, request: tools.ConfirmRuleRequest
     ) -> Annotated[CallToolResult, tools.ConfirmRuleResult]:
-        """Back an imported rule (scope unknown) with evidence: evaluate a small kernel that makes its mistake.
-        If it fails in a way no other rule covers, the rule becomes curated, scoped to the server's Triton, and is
-        put into prompts. A reproducer that passes, or shows another rule's mistake, changes nothing."""
+        """Back an imported rule (scope unknown) with a small kernel that makes its mistake: if it fails in a way
+        no other rule covers, the rule is scoped to the server's Triton and put into prompts."""
         svc = services(ctx)
         result = await with_progress(
             ctx, lambda progress: acall(lambda: tools.confirm_rule(svc, request, progress=progress))
@@ -188,14 +186,18 @@ def _register_memory(mcp: MCPServer) -> None:
     async def get_skill_memory(
         ctx: Context, request: tools.GetSkillMemoryRequest
     ) -> Annotated[CallToolResult, tools.GetSkillMemoryResult]:
-        """The rules learned from earlier failures of Triton kernels ("You cannot …"), for the running Triton.
-        Read them before writing a kernel."""
+        """The rules learned from earlier failures of Triton kernels ("You cannot …"), for the running Triton."""
         result = call(lambda: tools.get_skill_memory(services(ctx), request))
         count = f"{len(result.rules)} rules for Triton {result.triton}"
         if request.format == "data":
             return answer(result, count)
-        # one copy of the text: the block, with the rules' counts left to format='data'
-        return answer(result.model_copy(update={"rules": []}), f"{count}: `prompt`", {"prompt": "memory://current"})
+        # one copy of the text: the block, with the rules' counts left to format='data'; the summary says so, since
+        # an empty `rules` beside "35 rules" reads as a memory that lists none
+        return answer(
+            result.model_copy(update={"rules": []}),
+            f"{count} in `prompt`; format='data' lists the same rules with their ids and counts",
+            {"prompt": "memory://current"},
+        )
 
 
 def _register_reading(mcp: MCPServer) -> None:
@@ -227,7 +229,7 @@ def _register_reading(mcp: MCPServer) -> None:
         ctx: Context, request: tools.BestKernelRequest
     ) -> Annotated[CallToolResult, tools.BestKernelResult]:
         """The best correct kernel of a run: after finish_run, the winner of fresh re-measurements; before, the
-        best measured during the search. Kernels of the same speed go to the lowest static cost."""
+        search's best (ties: the lowest static cost)."""
         result = call(lambda: tools.best_kernel(services(ctx), request))
         return answer(result, result.message, {"code": f"node://{result.node_id}/code"})
 

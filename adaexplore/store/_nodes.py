@@ -134,6 +134,14 @@ class NodeTables:
         ).fetchone()
         return int(row["id"]) if row is not None else None
 
+    def latest_checked_node(self, run_id: str) -> int | None:
+        """The run's newest node whose outputs were compared with the reference (it came back ok or mismatch),
+        None while there is none: its evaluation says what the evaluator found about the task."""
+        row = self._db.execute(
+            "SELECT id FROM nodes WHERE run_id=? AND status IN ('ok', 'mismatch') ORDER BY id DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return int(row["id"]) if row is not None else None
+
     def add_child(
         self,
         run_id: str,

@@ -50,6 +50,8 @@ class RunRecord(_Record):
     # reason) or 'finished'
     stop_reason: str | None = None
     with_compile: bool = False  # every evaluation also times torch.compile of the reference
+    # the version of the run's brief last given to its client (start_run, expand_node)
+    brief_version: str | None = None
 
 
 class EvaluationRecord(_Record):

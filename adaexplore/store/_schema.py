@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -218,4 +218,7 @@ UPGRADES: dict[int, list[str]] = {
         "ALTER TABLE bench_problems ADD COLUMN sol_fraction REAL",
         "ALTER TABLE tasks ADD COLUMN work TEXT",
     ],
+    # 11: the version of the run's brief (the task, its precision, the rules and the skill memory) last given to
+    # its client, so that the step answers send the brief again only when it changed
+    10: ["ALTER TABLE runs ADD COLUMN brief_version TEXT"],
 }

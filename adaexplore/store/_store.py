@@ -258,6 +258,21 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
             )
         return self.run(run_id)
 
+    def give_brief(self, run_id: str, version: str) -> bool:
+        """Record that the run's client now holds the run's brief of `version`; whether it held another (or none)
+        before, so that the brief must be sent.
+
+        Raises:
+            NotFoundError: the run id is unknown.
+        """
+        self.run(run_id)
+        with self._write() as db:
+            held = db.execute("SELECT brief_version FROM runs WHERE id=?", (run_id,)).fetchone()[0]
+            if held == version:
+                return False
+            db.execute("UPDATE runs SET brief_version=? WHERE id=?", (version, run_id))
+        return True
+
     def finish_run(self, run_id: str, final_node_id: int | None, final_result: str) -> RunRecord:
         """Mark a run finished with the winner of its final re-evaluation."""
         self.run(run_id)

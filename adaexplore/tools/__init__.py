@@ -15,6 +15,7 @@ from adaexplore.tools._benches import (
     start_bench_problem,
 )
 from adaexplore.tools._best import Measured, RunBest, run_best, speedup_text, tie_break_key
+from adaexplore.tools._brief import run_brief_text
 from adaexplore.tools._files import (
     ProgressUpdate,
     Task,
@@ -51,14 +52,11 @@ from adaexplore.tools._memory import (
     ConfirmRuleResult,
     GetSkillMemoryRequest,
     GetSkillMemoryResult,
-    RecordFailureRequest,
-    RecordFailureResult,
     SkillRule,
     confirm_rule,
     describe_scope,
     get_skill_memory,
     injected,
-    record_failure,
     running_triton,
     seed_starter_memory,
 )
@@ -137,6 +135,7 @@ from adaexplore.tools._reading import (
     task_view,
     usage,
 )
+from adaexplore.tools._record import RecordFailureRequest, RecordFailureResult, record_failure
 from adaexplore.tools._rules import (
     FailureRecord,
     RuleDetail,
@@ -150,7 +149,7 @@ from adaexplore.tools._run_text import render_run_tree, render_runs
 from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
 from adaexplore.tools._service import EvaluatorLike, Progress, Services, open_services
 from adaexplore.tools._speed import TaskWork, check_target_gpu, known_target_gpus
-from adaexplore.tools._steps import expand_node, select_uct, step_instructions
+from adaexplore.tools._steps import expand_node, select_uct, step_answer, step_instructions
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
 from adaexplore.tools._task_tools import create_checked_task, create_task
 
@@ -280,6 +279,7 @@ __all__ = [
     "require_distributed",
     "rule_detail",
     "run_best",
+    "run_brief_text",
     "run_list",
     "run_mode",
     "run_outcome",
@@ -296,6 +296,7 @@ __all__ = [
     "speedup_text",
     "start_bench_problem",
     "start_run",
+    "step_answer",
     "step_instructions",
     "stop_run",
     "synthesize_tasks",

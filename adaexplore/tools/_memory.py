@@ -1,5 +1,6 @@
-"""The skill memory's tools: record a failure (and the caller's rule), read the rules to inject, and
-manage the memory (list, show, retire, pin, edit, export, import)."""
+"""The skill memory's tools: read the rules to inject, and back a rule with a reproducer; and what the other
+memory tools share (a rule as answers show it, whether it is injected, the starter memory, a failure's
+signature). Recording a failure is in _record, managing the rules in _rules and _memory_files."""
 
 from __future__ import annotations
 
@@ -14,13 +15,9 @@ from adaexplore.config import MemoryConfig
 from adaexplore.errors import RequestError
 from adaexplore.executor import Evaluation, Progress, Status
 from adaexplore.memory import (
-    NO_GUIDANCE,
-    RuleCandidate,
     Signature,
-    check_rule_text,
     load_starter,
     signature,
-    signature_of_text,
     tokens,
 )
 from adaexplore.prompts import render_skill_memory
@@ -28,36 +25,23 @@ from adaexplore.store import NewRule, RuleRecord
 from adaexplore.tools._service import Services, parsed_task
 
 __all__ = [
+    "KEY_DISPLAY",
     "ConfirmRuleRequest",
     "ConfirmRuleResult",
     "GetSkillMemoryRequest",
     "GetSkillMemoryResult",
-    "RecordFailureRequest",
-    "RecordFailureResult",
     "SkillRule",
     "confirm_rule",
     "describe_scope",
+    "described_failure",
     "get_skill_memory",
     "injected",
-    "record_failure",
     "running_triton",
     "seed_starter_memory",
+    "skill_rule",
 ]
 
-_DISPLAY = 4000
-
-
-class RecordFailureRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    task_id: str
-    node_id: int | None = Field(default=None, description="a failed node of a run (its code and evaluation)")
-    evaluation: Evaluation | None = Field(default=None, description="or a failed evaluation, with code")
-    code: str | None = None
-    status: str | None = Field(default=None, description="or the status and error text, with code")
-    error_type: str | None = None
-    error_text: str | None = None
-    rule: str | None = Field(default=None, description="your one sentence 'You cannot …', or 'no guidance'")
+KEY_DISPLAY = 4000  # the most of a signature's key an answer shows
 
 
 class SkillRule(BaseModel):
@@ -70,18 +54,6 @@ class SkillRule(BaseModel):
     status: str
     source: str
     scope: str
-
-
-class RecordFailureResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    failure_id: int | None
-    signature: str | None
-    signature_key: str | None
-    merged_by: Literal["signature", "similarity", "judge", "new", "none"]
-    rule: SkillRule | None
-    injected: bool
-    message: str
 
 
 class ConfirmRuleRequest(BaseModel):
@@ -124,8 +96,7 @@ class GetSkillMemoryResult(BaseModel):
     prompt: str | None
     unconfirmed: list[SkillRule] = Field(
         default=[],
-        description="(format data) active rules of unknown scope, imported from another memory: not injected "
-        "until confirm_rule backs one with a reproducer",
+        description="(format data) imported rules of unknown scope, not injected until confirm_rule backs one",
     )
 
 
@@ -142,7 +113,7 @@ def describe_scope(rule: RuleRecord) -> str:
     return f"triton {span}" + (f" ({', '.join(rule.backends)})" if rule.backends else "")
 
 
-def _skill(rule: RuleRecord) -> SkillRule:
+def skill_rule(rule: RuleRecord) -> SkillRule:
     return SkillRule(
         rule_id=rule.id,
         text=rule.text,
@@ -202,45 +173,9 @@ def seed_starter_memory(svc: Services) -> int:
     return len(rules)
 
 
-def _failure(svc: Services, req: RecordFailureRequest) -> tuple[Signature, str, str, str, str, str | None, str | None]:
-    """(signature, status, error type, error text, code, triton, backend) of the failure described."""
-    given = [req.node_id is not None, req.evaluation is not None, req.status is not None]
-    if sum(given) != 1:
-        raise RequestError(
-            "describe the failure one way: node_id (a failed node), evaluation with code, or status "
-            "and error_text with code"
-        )
-    if req.node_id is not None:
-        node = svc.store.node(req.node_id)
-        if svc.store.run(node.run_id).task_id != req.task_id:
-            raise RequestError(f"node {req.node_id} belongs to a run of another task, not to task {req.task_id}")
-        if node.evaluation_id is None:
-            raise RequestError(f"node {req.node_id} has no evaluation (the root never has one)")
-        evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
-        code = node.code
-    elif req.evaluation is not None:
-        evaluation, code = req.evaluation, req.code or ""
-    else:
-        text = req.error_text or ""
-        if not text.strip():
-            raise RequestError("the failure has no error text; give error_text (the message or traceback) as well")
-        status = req.status or ""
-        if status not in {s.value for s in Status}:
-            raise RequestError(f"status {status!r} is not a verdict; use one of {', '.join(s.value for s in Status)}")
-        sig = signature_of_text(status, req.error_type or "", text, req.code or "")
-        return sig, status, req.error_type or "", text, req.code or "", None, None
-    described = _described(evaluation, code)
-    if not described[2].strip() and not described[3].strip():
-        # As with error_text: a failure with nothing to tell it by cannot be told from any other.
-        where = f"node {req.node_id}'s evaluation" if req.node_id is not None else "the evaluation"
-        raise RequestError(
-            f"the failure has no error text: {where} has an empty message and no error; give status and "
-            "error_text (the message or traceback) with code instead"
-        )
-    return described
-
-
-def _described(evaluation: Evaluation, code: str) -> tuple[Signature, str, str, str, str, str | None, str | None]:
+def described_failure(
+    evaluation: Evaluation, code: str
+) -> tuple[Signature, str, str, str, str, str | None, str | None]:
     """(signature, status, error type, error text, code, triton, backend) of an evaluated failure."""
     text = "\n".join(
         part for part in (evaluation.message, evaluation.error.traceback if evaluation.error else "") if part
@@ -263,122 +198,6 @@ def _failed_with(evaluation: Evaluation) -> str:
     first = (evaluation.message or "").strip().splitlines()[0] if (evaluation.message or "").strip() else ""
     kind = f"{error.type}: " if error is not None and error.type and error.type not in first else ""
     return f"{evaluation.status.value} ({kind}{first[:200]})" if first or kind else evaluation.status.value
-
-
-async def record_failure(svc: Services, req: RecordFailureRequest) -> RecordFailureResult:
-    """Store a failure and count it toward the rule it belongs to. Merging goes by signature, then by the
-    similarity of the caller's rule text to existing rules, then (when configured) by a model judge; a new
-    rule is made from the caller's text otherwise. A retired rule is matched like any other: the failure
-    counts toward it, it stays retired (never injected), and no second rule with its mistake is made.
-
-    Raises:
-        NotFoundError: the task or node is unknown.
-        RequestError: the failure is described ambiguously or not at all, nothing failed, or the rule text
-            does not start with "You cannot".
-    """
-    svc.store.task(req.task_id)
-    sig, status, error_type, text, code, triton, backend = _failure(svc, req)
-    config = svc.settings.memory
-    if status == Status.ok:
-        raise RequestError("nothing failed: the evaluation is ok, so there is no rule to learn from it")
-    if status == Status.infra_error:
-        return RecordFailureResult(
-            failure_id=None,
-            signature=None,
-            signature_key=None,
-            merged_by="none",
-            rule=None,
-            injected=False,
-            message="not recorded: infrastructure failures are the evaluator's, "
-            "never the kernel's, and never make or count toward rules",
-        )
-    try:
-        rule_text = check_rule_text(req.rule) if req.rule is not None else None
-    except ValueError as exc:
-        raise RequestError(str(exc)) from exc
-    seed_starter_memory(svc)
-    running = triton or running_triton()
-    earlier = svc.store.failure_of_node(req.node_id) if req.node_id is not None else None
-    if earlier is not None and (earlier.rule_id is not None or rule_text is None):
-        # Sent again (a client's retry, say): a node's failure counts once.
-        kept = svc.store.rule(earlier.rule_id) if earlier.rule_id is not None else None
-        counts = (
-            f"; rule {kept.id} stays at {kept.occurrences} occurrences in {kept.tasks} task(s)"
-            if kept is not None
-            else "; it has no rule yet: give a one-sentence rule 'You cannot …' to start one"
-        )
-        return RecordFailureResult(
-            failure_id=earlier.id,
-            signature=sig.id,
-            signature_key=sig.key[:_DISPLAY],
-            merged_by="none",
-            rule=_skill(kept) if kept else None,
-            injected=kept is not None and injected(kept, config, running),
-            message=f"node {req.node_id}'s failure was recorded already (failure {earlier.id}) and counts once"
-            + counts,
-        )
-    merged_by: Literal["signature", "similarity", "judge", "new", "none"] = "none"
-    target: int | NewRule | None = None
-    existing = svc.store.rule_for_signature(sig.id) if sig.specific else None
-    if existing is not None:
-        target, merged_by = existing.id, "signature"
-    elif rule_text is not None:
-        words = tokens(rule_text)
-        similar = svc.store.similar_rules(words, floor=min(config.judge_floor, config.similarity_threshold))
-        same = svc.store.rule_with_text(rule_text)  # even a sentence of stop words alone, which has no tokens
-        if same is not None:
-            target, merged_by = same.id, "similarity"
-        elif similar and similar[0][2] >= config.similarity_threshold:
-            target, merged_by = similar[0][0], "similarity"
-        elif svc.judge is not None and (close := [c for c in similar if c[2] >= config.judge_floor]):
-            chosen = await svc.judge.same_rule(rule_text, [RuleCandidate(i, t, s) for i, t, s in close])
-            if chosen is not None and chosen in {c[0] for c in close}:
-                target, merged_by = chosen, "judge"
-        if target is None:
-            target, merged_by = NewRule(text=rule_text, tokens=words), "new"
-    failure_id, rule_id = svc.store.record_failure(
-        task_id=req.task_id,
-        signature=sig.id,
-        signature_key=sig.key,
-        specific=sig.specific,
-        status=status,
-        error_type=error_type,
-        error_text=text,
-        code=code,
-        triton=running,
-        backend=backend,
-        rule=target,
-        node_id=req.node_id,
-    )
-    rule = svc.store.rule(rule_id) if rule_id is not None else None
-    now_injected = rule is not None and injected(rule, config, running)
-    if rule is None:
-        hint = "no rule yet for this failure" + (
-            ""
-            if req.rule and req.rule.lower().startswith(NO_GUIDANCE)
-            else "; give a one-sentence rule 'You cannot …' to start one"
-        )
-        message = f"failure {failure_id} recorded with signature {sig.id}; {hint}"
-    elif rule.status == "retired":
-        message = (
-            f"counted toward rule {rule.id} ({merged_by}), which is retired: seen {rule.occurrences} times in "
-            f"{rule.tasks} task(s), and never injected while retired (`adaexplore memory activate {rule.id}` "
-            "lets its counts decide again)"
-        )
-    else:
-        message = (
-            f"counted toward rule {rule.id} ({merged_by}): seen {rule.occurrences} times in {rule.tasks} "
-            f"task(s); {'injected into prompts' if now_injected else 'not injected yet'}"
-        )
-    return RecordFailureResult(
-        failure_id=failure_id,
-        signature=sig.id,
-        signature_key=sig.key[:_DISPLAY],
-        merged_by=merged_by,
-        rule=_skill(rule) if rule else None,
-        injected=now_injected,
-        message=message,
-    )
 
 
 # a version as Triton and pip write them: 3.6.0, 3.6, 3.6.0+git1a2b3c, 3.7.0.dev20261101
@@ -417,10 +236,12 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
             rules.append(rule)
     if config.preset == "paper":
         rules.sort(key=lambda r: r.id)  # the authors listed their rules in the order they were made
-    skills = [_skill(r) for r in rules]
+    skills = [skill_rule(r) for r in rules]
     prompt = render_skill_memory([r.text for r in rules]) if req.format == "prompt" else None
     unconfirmed = (
-        [_skill(r) for r in svc.store.rules(("active", "pinned")) if not r.scope_known] if req.format == "data" else []
+        [skill_rule(r) for r in svc.store.rules(("active", "pinned")) if not r.scope_known]
+        if req.format == "data"
+        else []
     )
     result = GetSkillMemoryResult(
         triton=triton,
@@ -459,11 +280,11 @@ async def confirm_rule(
         raise RequestError(
             f"the evaluator failed on its own ({evaluation.message}); that says nothing about rule {rule.id}"
         )
-    sig, status, error_type, text, code, triton, backend = _described(evaluation, req.code)
+    sig, status, error_type, text, code, triton, backend = described_failure(evaluation, req.code)
     if not sig.specific:
         raise RequestError(
             f"the reproducer failed with {evaluation.status.value}, but too generically to name one mistake "
-            f"(signature {sig.key[:_DISPLAY]!r}); make it fail with an error message of its own"
+            f"(signature {sig.key[:KEY_DISPLAY]!r}); make it fail with an error message of its own"
         )
     failed_with = _failed_with(evaluation)
     owner = svc.store.rule_for_signature(sig.id)
@@ -476,7 +297,7 @@ async def confirm_rule(
     if own and sig.id not in rule.signatures:
         raise RequestError(
             f"the reproducer does not fail by rule {rule.id}'s own signature, so it backs nothing: it failed with "
-            f"{failed_with}, and rule {rule.id} is about {own[0][:_DISPLAY]!r}"
+            f"{failed_with}, and rule {rule.id} is about {own[0][:KEY_DISPLAY]!r}"
             f"{f' (and {len(own) - 1} more)' if len(own) > 1 else ''}. Check that --task is the task the reproducer "
             "was written for and that it makes the rule's mistake"
         )
@@ -497,10 +318,10 @@ async def confirm_rule(
         " (this reproducer was counted before, so the counts stay)" if confirmed.occurrences == rule.occurrences else ""
     )
     return ConfirmRuleResult(
-        rule=_skill(confirmed),
+        rule=skill_rule(confirmed),
         status=evaluation.status.value,
         signature=sig.id,
-        signature_key=sig.key[:_DISPLAY],
+        signature_key=sig.key[:KEY_DISPLAY],
         injected=now_injected,
         message=(
             f"rule {confirmed.id} is backed by a reproducer that fails with {failed_with}; "

@@ -171,8 +171,12 @@ def _parse_ours(text: str) -> list[NewRule]:
         raise refuse(f"it is not JSON ({exc})") from exc
     if not isinstance(data, dict) or data.get("format") != "adaexplore-memory":
         raise refuse('it has no "format": "adaexplore-memory"')
-    if data.get("version", 1) != 1:
-        raise refuse(f"version {data.get('version')!r} is not one this adaexplore reads (1)")
+    version = data.get("version", 1)
+    if type(version) is not int or version != 1:  # true and 1.0 are equal to 1 in Python, yet no version we wrote
+        raise refuse(
+            f"version {json.dumps(version)[:40]} is not one this adaexplore reads (it reads version 1, written as "
+            "the number 1)"
+        )
     if not isinstance(data.get("rules"), list):
         raise refuse('"rules" is not a list of rules')
     rules = []

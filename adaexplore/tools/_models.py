@@ -39,11 +39,8 @@ __all__ = [
 Action = Literal["small", "large"]
 
 # What the large objects of a result hold: the tool list describes them as objects (server/_schema.py)
-_CONFIG = "the run's search settings: total_steps, p_large, small_step_limit, memory_rounds, pool_size, reward_cap, …"
-_EVALUATION = (
-    "the whole verdict: status, message, mode, backends, timed, correctness (trials, tolerance), timing, audit "
-    "(flags, static_cost per kernel, size and config), error, output, phases, provenance"
-)
+_CONFIG = "the run's search settings: total_steps, p_large, small_step_limit, pool_size, …"
+_EVALUATION = "the whole verdict: status, message, correctness, timing, audit (flags, static_cost), provenance, …"
 
 
 class _In(BaseModel):
@@ -66,8 +63,7 @@ class CreateTaskRequest(_In):
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
     small_sizes: dict[str, int | float] | None = Field(
         default=None,
-        description="module-level names to numbers for CPU checks, in place of the module's SMALL_SIZES; "
-        "{} for none (full sizes); default: the module's own, else derived and checked",
+        description="names to numbers for CPU checks, in place of SMALL_SIZES; {}: full sizes; default: derived",
     )
 
 
@@ -100,6 +96,8 @@ class StartRunResult(_Out):
     root_node_id: int
     seed: int
     config: SearchConfig = Field(description=_CONFIG)
+    brief: str = Field(description="what every step shares: the task, its tolerance, the rules, the skill memory")
+    brief_version: str
 
 
 class TrailStep(_Out):
@@ -154,7 +152,10 @@ class ExpandNodeResult(_Out):
         description="the rules learned from earlier failures (get_skill_memory's prompt block), also at the head "
         "of the instructions; empty when none is injected"
     )
+    brief: str = Field(description="the run's brief: the task, its precision, the rules and the skill memory")
+    brief_version: str
     instructions: str = Field(description="the whole prompt for this step: rules, task, kernels and what to answer")
+    step_instructions: str = Field(description="the step's own instructions, which cite the brief")
 
 
 class StepKernel(_Out):
@@ -178,13 +179,14 @@ class StepAnswer(_Out):
     run_id: str
     node_id: int
     action: Action
-    current: StepKernel | None = Field(description="the kernel to edit (small step); its code is in the instructions")
+    current: StepKernel | None = Field(description="the kernel to edit (small step)")
     working_memory: list[StepKernel] = Field(description="earlier nodes of this line, oldest first (small step)")
     pool: list[StepKernel] = Field(description="the best kernel of each line (large step); code in the instructions")
-    instructions: str = Field(description="the whole prompt for this step: rules, task, kernels and what to answer")
+    brief_version: str = Field(description="the run brief's version that applies")
+    instructions: str = Field(description="the step's prompt (after the brief if that is new to the run)")
 
     @classmethod
-    def of(cls, result: ExpandNodeResult) -> StepAnswer:
+    def of(cls, result: ExpandNodeResult, instructions: str) -> StepAnswer:
         return cls(
             expansion_id=result.expansion_id,
             run_id=result.run_id,
@@ -193,7 +195,8 @@ class StepAnswer(_Out):
             current=StepKernel.of(result.current) if result.current is not None else None,
             working_memory=[StepKernel.of(k) for k in result.working_memory],
             pool=[StepKernel.of(k) for k in result.pool],
-            instructions=result.instructions,
+            brief_version=result.brief_version,
+            instructions=instructions,
         )
 
 

@@ -3,7 +3,7 @@ numbers, and which float32 `tl.dot` precisions sit well within it."""
 
 from __future__ import annotations
 
-from adaexplore.executor import Mode, tolerance_for
+from adaexplore.executor import Mode, mode_spec, tolerance_for
 from adaexplore.prompts import PrecisionContext
 
 __all__ = ["precision_context"]
@@ -31,6 +31,7 @@ def precision_context(
     """The tolerance a run in `mode` holds float32 outputs to (loosened by the task's ALLOWED_PRECISION; in mode
     flashinfer, the task's own TOLERANCE)."""
     tolerance = tolerance_for(Mode(mode), "float32", allowed_precision, task_tolerance)
+    spec = mode_spec(Mode(mode))
     return PrecisionContext(
         mode=mode,
         reference_dtype=tolerance.reference_dtype,
@@ -42,4 +43,6 @@ def precision_context(
         tf32x3_error=_DOT_ERROR["tf32x3"][0],
         tf32_passes=_passes("tf32", tolerance.kind, tolerance.atol, tolerance.rtol, tolerance.norm_rtol),
         tf32x3_passes=_passes("tf32x3", tolerance.kind, tolerance.atol, tolerance.rtol, tolerance.norm_rtol),
+        tf32_matmul=spec.allow_tf32_matmul,
+        tf32_cudnn=spec.allow_tf32_cudnn,
     )

@@ -14,7 +14,7 @@ from adaexplore.executor import (
 )
 from adaexplore.search import reward, untimed_note
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord
-from adaexplore.tools._best import TIE_RULE
+from adaexplore.tools._best import TIE_RULE, run_best
 from adaexplore.tools._models import (
     CompileAndProfileRequest,
     CompileAndProfileResult,
@@ -93,7 +93,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
         if node.code != req.code or node.evaluation_id is None:
             continue
         evaluation = Evaluation.model_validate_json(svc.store.evaluation(node.evaluation_id).result)
-        best_id = svc.store.run(expansion.run_id).best_node_id
+        best_id = _best_id(svc, expansion.run_id)
         gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
         note = untimed_note(
             evaluation.status.value,
@@ -169,7 +169,7 @@ async def _evaluate_step(
     estimated = evaluation.estimated_speedup if speedup is None else None
     node: NodeRecord | None = None
     score = None
-    best_id = run.best_node_id if run is not None else None
+    best_id = None
     if run is not None and evaluation.status is not Status.infra_error:
         assert parent_id is not None and action is not None
         score = reward(evaluation.status.value, speedup if speedup is not None else estimated, config.reward_cap)
@@ -199,9 +199,10 @@ async def _evaluate_step(
             expansion_id=req.expansion_id,
             claim_id=claim_id,
         )
-        best_id = svc.store.run(run.id).best_node_id
+        best_id = _best_id(svc, run.id)
     message = evaluation.message
     if run is not None and node is None:
+        best_id = _best_id(svc, run.id)
         message += " (not added to the tree: the evaluator failed, not the kernel; try again)"
     gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
     note = (
@@ -223,6 +224,12 @@ async def _evaluate_step(
         reused_evaluation=reused is not None,
         evaluation=evaluation,
     )
+
+
+def _best_id(svc: Services, run_id: str) -> int | None:
+    """The run's one best node, as best_kernel, get_run and every view name it (`run_best`)."""
+    best = run_best(svc.store, svc.store.run(run_id))
+    return best.node_id if best is not None else None
 
 
 def _timed_compile(evaluation: Evaluation) -> bool:

@@ -17,6 +17,7 @@ from adaexplore.executor import (
 )
 from adaexplore.store import ClaimSpec, NodeRecord, RunRecord
 from adaexplore.tools._best import run_best, speedup_text
+from adaexplore.tools._brief import run_brief
 from adaexplore.tools._flashinfer import run_mode
 from adaexplore.tools._models import (
     BestKernelRequest,
@@ -63,7 +64,17 @@ def start_run(svc: Services, req: StartRunRequest) -> StartRunResult:
         seed=seed,
         with_compile=req.with_compile,
     )
-    return StartRunResult(run_id=run.id, task_id=run.task_id, root_node_id=run.root_id, seed=seed, config=config)
+    brief = run_brief(svc, run)
+    svc.store.give_brief(run.id, brief.version)
+    return StartRunResult(
+        run_id=run.id,
+        task_id=run.task_id,
+        root_node_id=run.root_id,
+        seed=seed,
+        config=config,
+        brief=brief.text,
+        brief_version=brief.version,
+    )
 
 
 def get_node(svc: Services, req: GetNodeRequest) -> NodeResult:

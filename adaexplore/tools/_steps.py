@@ -22,12 +22,14 @@ from adaexplore.prompts import (
 from adaexplore.search import NodeStats, pool, select, tie_phrase, working_memory
 from adaexplore.store import NodeRecord, RunRecord
 from adaexplore.tools._best import tie_break_key
+from adaexplore.tools._brief import RunBrief, run_brief
 from adaexplore.tools._models import (
     ContextKernel,
     ExpandNodeRequest,
     ExpandNodeResult,
     SelectUctRequest,
     SelectUctResult,
+    StepAnswer,
     TrailStep,
 )
 from adaexplore.tools._precision import precision_context
@@ -41,9 +43,14 @@ from adaexplore.tools._service import (
     run_rng,
 )
 from adaexplore.tools._speed import ranking_sentence
+from adaexplore.tools._step_facts import child_lines, failure_line, task_facts
 from adaexplore.tools._step_text import step_verdict
 
-__all__ = ["expand_node", "select_uct", "step_instructions"]
+__all__ = ["POOL_CODE", "expand_node", "select_uct", "step_answer", "step_instructions"]
+
+# The most characters of pool kernels' code that a large step's answer to an MCP client holds (the first kernel's
+# whole, however long): the rest are named, with their verdicts, and read as resources.
+POOL_CODE = 6_000
 
 
 def _verdict(result: str | None) -> str:
@@ -149,9 +156,10 @@ class _StepContext:
     current: ContextKernel | None
     working_memory: list[ContextKernel]
     pool: list[ContextKernel]
-    instructions: str
+    instructions: str  # the step's whole instructions, without the skill memory
+    lean: str  # the step's instructions for a client that holds the run's brief, which they cite
     context_ids: list[int]
-    skill_memory: str
+    brief: RunBrief
 
 
 def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
@@ -167,37 +175,41 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     parsed = task_from_source(task.source, name=task.name)
     precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
     speed = ranking_sentence(svc, run, parsed, task)
+    facts = task_facts(svc, run)
+    brief = run_brief(svc, run)
+    citation = brief.citation(run.id)
     if action is Kind.small:
         refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")
         memory = [_context(svc, n) for n in working_memory(view, node.id, config.memory_rounds)]
         # the kernel to edit says how every kernel of the line was checked; the earlier ones leave that out
         current, history, representatives = _brief(memory[-1]), [_brief(k, method=False) for k in memory[:-1]], []
-        instructions = render_small_step(
-            SmallStepContext(
-                task_source=parsed.model_view,
-                current=_prompt_kernel(current),
-                history=[_prompt_kernel(k) for k in history],
-                precision=precision,
-                speed=speed,
-            )
+        small = SmallStepContext(
+            task_source=parsed.model_view,
+            current=_prompt_kernel(current),
+            history=[_prompt_kernel(k) for k in history],
+            precision=precision,
+            speed=speed,
+            children=child_lines(svc, node),
+            task_facts=facts,
         )
+        instructions = render_small_step(small)
+        lean = render_small_step(small.model_copy(update={"brief": citation}))
         context_ids = [k.node_id for k in memory]
     else:
         chosen = pool(view, node.id, config, run_rng(run, "pool", node.id))
         representatives = [_brief(_context(svc, n)) for n in chosen]
         current, history = None, []
-        instructions = render_large_step(
-            LargeStepContext(
-                task_source=parsed.model_view,
-                pool=[_prompt_kernel(k) for k in representatives],
-                precision=precision,
-                speed=speed,
-            )
+        large = LargeStepContext(
+            task_source=parsed.model_view,
+            pool=[_prompt_kernel(k) for k in representatives],
+            precision=precision,
+            speed=speed,
+            origin=failure_line(svc, node),
+            task_facts=facts,
         )
+        instructions = render_large_step(large)
+        lean = render_large_step(large.model_copy(update={"brief": citation, "pool": _within(large.pool)}))
         context_ids = [k.node_id for k in representatives]
-    from adaexplore.tools._memory import GetSkillMemoryRequest, get_skill_memory  # it builds on this module
-
-    block = get_skill_memory(svc, GetSkillMemoryRequest()).prompt or ""
     return _StepContext(
         run,
         node,
@@ -206,10 +218,25 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
         current,
         history,  # the nodes before the current one: the current kernel is given once, as `current`
         representatives,
-        render_with_memory(block, instructions),
+        instructions,
+        lean,
         context_ids,
-        block,
+        brief,
     )
+
+
+def _within(kernels: list[KernelContext]) -> list[KernelContext]:
+    """A large step's pool for a client that can read a node's code as a resource: the code of the first kernels
+    whole, as long as they fit `POOL_CODE` characters together (the first always), and of the rest left out (the
+    step names where it is)."""
+    kept, used = [], 0
+    for kernel in kernels:
+        if kept and used + len(kernel.code) > POOL_CODE:
+            kept.append(kernel.model_copy(update={"code": ""}))
+            continue
+        used += len(kernel.code)
+        kept.append(kernel)
+    return kept
 
 
 def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
@@ -232,9 +259,21 @@ def expand_node(svc: Services, req: ExpandNodeRequest) -> ExpandNodeResult:
         current=step.current,
         working_memory=step.working_memory,
         pool=step.pool,
-        skill_memory=step.skill_memory,
-        instructions=step.instructions,
+        skill_memory=step.brief.memory,
+        brief=step.brief.text,
+        brief_version=step.brief.version,
+        instructions=render_with_memory(step.brief.memory, step.instructions),
+        step_instructions=step.lean,
     )
+
+
+def step_answer(svc: Services, result: ExpandNodeResult) -> StepAnswer:
+    """expand_node's answer to an MCP client, which keeps its conversation: the step's instructions cite the run's
+    brief (start_run gave it), which heads them only where the run's client has not been given its version yet
+    (the skill memory changed since)."""
+    if svc.store.give_brief(result.run_id, result.brief_version):
+        return StepAnswer.of(result, f"{result.brief}\n\n{result.step_instructions}")
+    return StepAnswer.of(result, result.step_instructions)
 
 
 def step_instructions(svc: Services, req: ExpandNodeRequest) -> str:
@@ -244,4 +283,5 @@ def step_instructions(svc: Services, req: ExpandNodeRequest) -> str:
         NotFoundError: the run or node id is unknown.
         RequestError: the node is in another run, or cannot take this step.
     """
-    return _step_context(svc, req).instructions
+    step = _step_context(svc, req)
+    return render_with_memory(step.brief.memory, step.instructions)

@@ -78,6 +78,12 @@ def test_a_replay_bench_evaluates_each_kernel_once_and_reports_every_problem(tmp
 
     shown = bench("show", bench_id, home=home)
     assert shown.returncode == 0 and "correct: 1 of 3" in shown.stdout
+    # `-`: standard output carries the JSON (or the CSV) alone, the table goes to standard error
+    as_json = bench("show", bench_id, "--json", "-", home=home)
+    assert as_json.returncode == 0 and "correct: 1 of 3" in as_json.stderr
+    assert json.loads(as_json.stdout)["summary"] == document["summary"]
+    as_csv = bench("show", bench_id, "--csv", "-", home=home)
+    assert as_csv.returncode == 0 and list(csv.reader(io.StringIO(as_csv.stdout)))[2][2] == "ok"
     listed = bench("list", home=home)
     assert bench_id in listed.stdout and "examples" in listed.stdout
     missing = bench("show", "bench-nothere", home=home)

@@ -468,12 +468,23 @@ async def test_every_field_of_our_format_is_checked_and_the_rule_named(
     assert rows(svc, "rules") == 0 and rows(svc, "rule_signatures") == 0
 
 
+_VERSIONED = (
+    '{"format": "adaexplore-memory", "version": %s, '
+    '"rules": [{"text": "You cannot a.", "status": "active", "source": "distilled", "occurrences": 1}]}'
+)
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
         ('{"format": "adaexplore-memory", "rules": [1e400', "it is not JSON"),
         ('{"format": "something else", "rules": []}', 'it has no "format": "adaexplore-memory"'),
         ('{"format": "adaexplore-memory", "version": 2, "rules": []}', "version 2 is not one this adaexplore reads"),
+        # a version we never wrote, though Python finds it equal to 1; with a rule in it, so nothing is imported
+        (_VERSIONED % "true", "version true is not one this adaexplore reads (it reads version 1"),
+        (_VERSIONED % "1.0", "version 1.0 is not one this adaexplore reads"),
+        (_VERSIONED % '"1"', 'version "1" is not one this adaexplore reads'),
+        (_VERSIONED % "null", "version null is not one this adaexplore reads"),
         ('{"format": "adaexplore-memory", "rules": {}}', '"rules" is not a list'),
         ('{"format": "adaexplore-memory", "rules": ["You cannot a."]}', "rule 1: it is str, not an object"),
         ('{"format": "adaexplore-memory", "rules": [{"text": "You cannot x."}]}', "rule 1: it lacks status"),

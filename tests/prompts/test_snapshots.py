@@ -25,6 +25,7 @@ from adaexplore.prompts import (
     PrecisionContext,
     RetryContext,
     ReviewContext,
+    RunBriefContext,
     SmallStepContext,
 )
 
@@ -85,6 +86,8 @@ STRICT = PrecisionContext(
     tf32x3_passes=True,
 )
 SCALED = STRICT.model_copy(update={"mode": "paper", "kind": "scaled", "norm_rtol": 1e-2, "tf32_passes": True})
+KERNELBENCH = STRICT.model_copy(update={"mode": "kernelbench", "tf32_cudnn": True})
+BRIEF = "The task, tolerance, rules and skill memory: run brief 0123abcd (start_run; run://run-1/brief)."
 WRONG = KernelContext(node_id=5, kind="large", verdict="wrong result", correct=False, code=KERNEL)
 
 # name of the snapshot file (its template's name first) -> the rendering it holds
@@ -101,6 +104,19 @@ CASES: dict[str, Callable[[], str]] = {
     ),
     "large_step-fresh": lambda: prompts.render_large_step(
         LargeStepContext(task_source=TASK, pool=[], precision=SCALED)
+    ),
+    "large_step-lean": lambda: prompts.render_large_step(
+        LargeStepContext(
+            task_source=TASK,
+            pool=[CORRECT, WRONG.model_copy(update={"code": ""})],
+            precision=STRICT,
+            origin="Node 5 (large step) failed: mismatch: wrong result. Do not repeat its mistake.",
+            task_facts=["an all-zero output 0 passes the tolerance on this task"],
+            brief=BRIEF,
+        )
+    ),
+    "run_brief": lambda: prompts.render_run_brief(
+        RunBriefContext(task_source=TASK, precision=KERNELBENCH, speed="Kernels are timed on the GPU.")
     ),
     "retry-module": lambda: prompts.render_retry(RetryContext(problem="no fenced python block", expect="module")),
     "retry-module_truncated": lambda: prompts.render_retry(
@@ -119,6 +135,16 @@ CASES: dict[str, Callable[[], str]] = {
     "skill_memory-empty": lambda: prompts.render_skill_memory([]),
     "small_step-correct": lambda: prompts.render_small_step(
         SmallStepContext(task_source=TASK, current=CORRECT, history=[WRONG], precision=STRICT)
+    ),
+    "small_step-lean": lambda: prompts.render_small_step(
+        SmallStepContext(
+            task_source=TASK,
+            current=CORRECT,
+            history=[WRONG],
+            precision=STRICT,
+            children=["node 6 (small step, ok, 1.900x): +1/-1 lines: `BLOCK = 512`"],
+            brief=BRIEF,
+        )
     ),
     "small_step-wrong": lambda: prompts.render_small_step(
         SmallStepContext(task_source=TASK, current=WRONG, history=[], precision=SCALED)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from adaexplore.config import SearchConfig
 from adaexplore.domain import Kind
-from adaexplore.search import Tree, pool, reward, select, working_memory
+from adaexplore.search import Tree, path_to_root, pool, reward, select, working_memory
 
 outcome = st.one_of(
     st.just(("compile_error", None)),
@@ -22,6 +22,7 @@ configs = st.builds(
     small_step_limit=st.integers(min_value=0, max_value=3),
     pool_size=st.integers(min_value=0, max_value=4),
     pool_extra_max=st.integers(min_value=0, max_value=3),
+    pool_other_branches=st.booleans(),
     reward_alpha=st.floats(min_value=0.0, max_value=1.0),
     exploration_weight=st.floats(min_value=0.0, max_value=2.0),
     reward_cap=st.one_of(st.none(), st.just(10.0)),
@@ -56,6 +57,14 @@ def test_search_invariants(config: SearchConfig, outcomes: list, seed: int) -> N
             assert len({r.segment for r in representatives}) == len(representatives)
             assert all(r.correct for r in representatives)
             assert len(representatives) <= config.pool_size
+            if config.pool_other_branches:
+                # the pool is as full as the run allows, and the other branches it shows are their fastest
+                bests = tree.segment_bests()
+                assert len(representatives) == min(config.pool_size, len(bests))
+                on_path = {n.id for n in path_to_root(tree, node.id) if n.kind is Kind.large}
+                shown = [r for r in representatives if r.segment not in on_path]
+                left = [b for b in bests if b.segment not in on_path and b not in shown]
+                assert all(s.rank_speed >= b.rank_speed for s in shown for b in left)
         best = tree.best()
         assert best is None or best.correct
         if best is not None:

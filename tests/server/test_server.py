@@ -117,7 +117,8 @@ async def test_one_step_and_a_failure_through_the_tools(settings: Settings) -> N
         chosen = await call(client, "select_uct", run_id=run["run_id"])
         assert (chosen["node_id"], chosen["action"]) == (run["root_node_id"], "large")
         context = await call(client, "expand_node", run_id=run["run_id"], node_id=chosen["node_id"], action="large")
-        assert "class Model" in context["instructions"]
+        # the task came with start_run's brief, which the step cites
+        assert "class Model" in run["brief"] and f"run brief {run['brief_version']} " in context["instructions"]
         result = await client.call_tool(
             "compile_and_profile",
             {"code": "good kernel", "expansion_id": context["expansion_id"]},
@@ -406,7 +407,7 @@ async def test_a_step_from_a_long_chain_keeps_its_instructions_whole_and_each_ke
         context = await call(client, "expand_node", run_id=run["run_id"], node_id=parent, action="small")
         assert parent not in [k["node_id"] for k in context["working_memory"]]  # the current kernel comes once
         assert context["current"]["node_id"] == parent and "code" not in context["current"]
-        assert context["instructions"].startswith("Rules learned from earlier failures")
+        assert context["instructions"].startswith("Improve the current kernel")  # the brief came with start_run
         assert len(json.dumps(context)) < 80_000
         # the earlier kernels are listed by id, their code left to node://ID/code: the instructions stay whole
         assert "trimmed" not in context["instructions"] and "code" not in context["working_memory"][0]

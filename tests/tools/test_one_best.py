@@ -191,6 +191,10 @@ async def test_untimed_correct_kernels_that_tie_go_to_the_lowest_static_cost(svc
         for code in codes
     ]
     ids = [r.node_id for r in results]
+    # each answer names the one best as it stands then: k1 first, then k2 (cheaper than k1), k3, k4, and k4 again
+    # where its equal copy lands (compile_and_profile's best_node_id is best_kernel's)
+    assert [r.best_node_id for r in results] == [ids[0], ids[1], ids[2], ids[3], ids[3]]
+    assert [r.is_new_best for r in results] == [True, True, True, True, False]
     rule = "static cost (fewest spilled bytes, then registers, then shared memory)"
     assert all(f"among them the lowest {rule} goes first" in r.message for r in results), results[0].message
     # k1 spills, k2 uses more registers, k3 more shared memory; k4 and its copy cost the same: k4 came first
