@@ -64,7 +64,8 @@ class _CheckerBase(ast.NodeVisitor):
                 node,
                 "import",
                 f"You cannot import {module}; a candidate may import only {allowed} "
-                "(and torch.nn, torch.nn.functional, triton.language and libdevice).",
+                "(and torch.nn, torch.nn.functional, triton.language, libdevice and "
+                "triton.tools.tensor_descriptor).",
             )
 
     # names ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adaexplore.executor._policy_tables import _BANNED_NAMES
+from adaexplore.executor._policy_tables import _BANNED_NAMES, ALLOWED_IMPORTS
 from adaexplore.executor._policy_tables_attrs import (
     _ALLOWED_DUNDERS,
     _FORMAT_METHODS,
@@ -20,11 +20,17 @@ from adaexplore.executor._policy_tables_attrs import (
     _SEED_ATTRS,
 )
 
+# Allowed modules inside a banned package (triton.tools.tensor_descriptor in triton.tools): the ban of the package
+# stops at them, and what they hold is checked by the rules as any allowed module's is.
+_ALLOWED_INSIDE = {banned: tuple(m for m in ALLOWED_IMPORTS if m.startswith(banned + ".")) for banned in _BANNED_NAMES}
+
 
 def banned_name(dotted: str) -> str | None:
     """The message for a dotted name (import aliases resolved) that a candidate may not use, or None."""
     for banned, message in _BANNED_NAMES.items():
         if dotted == banned or dotted.startswith(banned + "."):
+            if any(dotted == m or dotted.startswith(m + ".") for m in _ALLOWED_INSIDE[banned]):
+                continue
             return message
     return None
 

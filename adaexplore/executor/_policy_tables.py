@@ -31,6 +31,20 @@ ALLOWED_IMPORTS = frozenset(
         "triton.language.extra.cuda",
         "triton.language.extra.cuda.libdevice",
         "triton.language.math",
+        # Triton's host-side TMA descriptor (`TensorDescriptor.from_tensor(x, block_shape)`), the way to feed
+        # Hopper's bulk copy engine from the host; the rest of triton.tools stays banned (_BANNED_NAMES).
+        # Reviewed for triton 3.6: the module imports dataclasses.dataclass, typing's List and Any, and
+        # triton._utils.validate_block_shape (checks that a block shape is a list of powers of two), and defines
+        # the dataclass TensorDescriptor(base, shape, strides, block_shape, padding), whose __post_init__ only
+        # asserts on the base's data_ptr, dtype and the shapes, and whose from_tensor reads a tensor's shape and
+        # strides. No file, process, network or interpreter API is reachable from it: the dataclass helper (which
+        # builds code from strings) is banned by name and, in the worker, as an object from dataclasses; the
+        # dataclass's own special attributes (__dataclass_fields__, ...) fall to the dunder rule. Importing it
+        # imports the package triton.tools (whose __init__ imports only the C class LinearLayout); the worker's
+        # __import__ lets that package hand out no other submodule. A kernel reads through a descriptor only what
+        # its base tensor holds: the interpreter checks each access against the tensors it was given, the
+        # descriptor's base included (_interpret_shim), as on a GPU the TMA unit clips to its shape.
+        "triton.tools.tensor_descriptor",
     }
 )
 
@@ -102,7 +116,12 @@ _BANNED_NAMES = {
     "triton.compiler": "You cannot call Triton's compiler directly; use @triton.jit.",
     "triton.compile": "You cannot call Triton's compiler directly; use @triton.jit.",
     "torch.CompilationUnit": "You cannot compile TorchScript from strings; write Triton kernels.",
-    "triton.tools": "You cannot use triton.tools in a candidate.",
+    "triton.tools": (
+        "You cannot use triton.tools in a candidate, apart from its tensor descriptor, imported as `from "
+        "triton.tools.tensor_descriptor import TensorDescriptor`."
+    ),
+    # what the tensor descriptor's module imports for itself
+    "triton.tools.tensor_descriptor.dataclass": "You cannot use dataclasses' dataclass (it builds code from strings).",
     "torch.load": "You cannot read files in a candidate.",
     "torch.save": "You cannot write files in a candidate.",
     "torch.from_file": "You cannot read files in a candidate.",

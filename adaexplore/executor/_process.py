@@ -23,6 +23,7 @@ from adaexplore.executor._channel import process_tree_cpu_seconds
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._side import SideSocket, side_pair
+from adaexplore.executor.stages.speed import DEFAULT_TARGET
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
 
@@ -152,6 +153,9 @@ class WorkerProcess:
             OSError: the process could not be started.
         """
         exchange.mkdir(mode=0o700)
+        # the GPU a candidate's questions about the device (torch.cuda.get_device_properties) are answered as on the
+        # CPU backends; on a GPU the GPU answers
+        target_gpu = settings.executor.target_gpu
         command = [
             sys.executable,
             "-P",  # the directory it starts in is not on its import path
@@ -165,6 +169,8 @@ class WorkerProcess:
             str(device),
             "--compile-target",
             compile_target,
+            "--target-gpu",
+            DEFAULT_TARGET if target_gpu == "auto" else target_gpu,
         ]
         ours, theirs = side_pair()
         command += ["--side-fd", str(theirs.fileno())]

@@ -2,7 +2,9 @@
 
 Figures are the vendors' datasheet peaks for dense math (no 2:4 sparsity), in the SXM form where there is one:
 HBM bandwidth in GB/s (10^9 bytes), FLOP rates in TFLOP/s, with the streaming multiprocessors' count and what one
-of them holds (shared memory, registers, threads), which bound how many programs of a kernel run at once.
+of them holds (shared memory, registers, threads), which bound how many programs of a kernel run at once; and what
+CUDA says of such a GPU (its name, compute capability and memory), which the CPU backends answer a candidate's
+`torch.cuda.get_device_properties` with.
 `launch_us` is the time one kernel launch costs the GPU when launches come back to back (measured on an H200 with
 `benchmarks/calibrate_estimate.py`; the same figure stands for the others).
 """
@@ -32,6 +34,11 @@ class GpuSpec:
     fp64_tflops: float  # the tensor cores' fp64 where they have it
     int8_tops: float | None
     shared_memory_per_sm: int  # bytes, what a block may use at most on this architecture
+    # what `torch.cuda.get_device_name` says of one, its compute capability, and its memory in bytes as nvidia-smi
+    # reports it (memory.total; CUDA's `total_memory` leaves out up to about 1 % that the driver keeps)
+    cuda_name: str
+    capability: tuple[int, int]
+    memory_bytes: int
     registers_per_sm: int = 65536
     threads_per_sm: int = 2048
     blocks_per_sm: int = 32
@@ -50,11 +57,28 @@ class GpuSpec:
         }.get(precision)
 
 
-_HOPPER = {"shared_memory_per_sm": 232448}
+_HOPPER = {"shared_memory_per_sm": 232448, "capability": (9, 0)}
+_MIB = 1 << 20
 GPUS: dict[str, GpuSpec] = {
     spec.name: spec
     for spec in (
-        GpuSpec("H200", ("H200",), 132, 4800, 50 << 20, 66.9, 494.7, 989.4, 989.4, 1978.9, 66.9, 1978.9, **_HOPPER),
+        GpuSpec(
+            "H200",
+            ("H200",),
+            132,
+            4800,
+            60 << 20,  # as an H200 reports it (an H100 SXM enables 50 MB of the same chip's L2)
+            66.9,
+            494.7,
+            989.4,
+            989.4,
+            1978.9,
+            66.9,
+            1978.9,
+            cuda_name="NVIDIA H200",
+            memory_bytes=143771 * _MIB,
+            **_HOPPER,
+        ),
         GpuSpec(
             "H100",
             ("H100 80GB HBM3", "H100 SXM", "H100"),
@@ -68,16 +92,81 @@ GPUS: dict[str, GpuSpec] = {
             1978.9,
             66.9,
             1978.9,
+            cuda_name="NVIDIA H100 80GB HBM3",
+            memory_bytes=81559 * _MIB,
             **_HOPPER,
         ),
-        GpuSpec("H100 PCIe", ("H100 PCIe",), 114, 2000, 50 << 20, 51.2, 378, 756, 756, 1513, 51.2, 1513, **_HOPPER),
         GpuSpec(
-            "A100", ("A100",), 108, 2039, 40 << 20, 19.5, 156, 312, 312, None, 19.5, 624, shared_memory_per_sm=166912
+            "H100 PCIe",
+            ("H100 PCIe",),
+            114,
+            2000,
+            50 << 20,
+            51.2,
+            378,
+            756,
+            756,
+            1513,
+            51.2,
+            1513,
+            cuda_name="NVIDIA H100 PCIe",
+            memory_bytes=81559 * _MIB,
+            **_HOPPER,
         ),
         GpuSpec(
-            "L40S", ("L40S",), 142, 864, 96 << 20, 91.6, 183.2, 362.1, 362.1, 733, 1.4, 733, shared_memory_per_sm=101376
+            "A100",
+            ("A100",),
+            108,
+            2039,
+            40 << 20,
+            19.5,
+            156,
+            312,
+            312,
+            None,
+            19.5,
+            624,
+            shared_memory_per_sm=166912,
+            cuda_name="NVIDIA A100-SXM4-80GB",
+            capability=(8, 0),
+            memory_bytes=81920 * _MIB,
         ),
-        GpuSpec("B200", ("B200",), 148, 8000, 126 << 20, 80, 1100, 2250, 2250, 4500, 40, 4500, **_HOPPER),
+        GpuSpec(
+            "L40S",
+            ("L40S",),
+            142,
+            864,
+            96 << 20,
+            91.6,
+            183.2,
+            362.1,
+            362.1,
+            733,
+            1.4,
+            733,
+            shared_memory_per_sm=101376,
+            cuda_name="NVIDIA L40S",
+            capability=(8, 9),
+            memory_bytes=46068 * _MIB,
+        ),
+        GpuSpec(
+            "B200",
+            ("B200",),
+            148,
+            8000,
+            126 << 20,
+            80,
+            1100,
+            2250,
+            2250,
+            4500,
+            40,
+            4500,
+            shared_memory_per_sm=232448,
+            cuda_name="NVIDIA B200",
+            capability=(10, 0),
+            memory_bytes=183359 * _MIB,
+        ),
     )
 }
 

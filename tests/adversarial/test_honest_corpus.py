@@ -167,7 +167,7 @@ def test_an_autograd_function_with_input_parameters_profiles_ok_end_to_end() -> 
     # the command a user runs, in a real subprocess: `adaexplore profile TASK KERNEL`
     path = CORPUS / "elementwise_autograd_input.py"
     run = subprocess.run(
-        [sys.executable, "-m", "adaexplore", "profile", "--json", str(task_of(path)), str(path)],
+        [sys.executable, "-m", "adaexplore", "profile", str(task_of(path)), str(path), "--json", "-"],
         capture_output=True,
         text=True,
         timeout=600,

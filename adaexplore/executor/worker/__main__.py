@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["cuda", "compile", "interpret"], required=True)
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--compile-target", default="cuda:90")
+    parser.add_argument("--target-gpu", default="H200", help="the GPU torch.cuda's device queries answer as on the CPU")
     parser.add_argument("--confine", default='{"kind": "none"}', help="what to apply before Ready (JSON)")
     parser.add_argument("--side-fd", type=int, default=None, help="the inherited end of the side socket")
     parser.add_argument("--memory-budget", type=int, default=None, help="judge: bytes its references may hold")
@@ -96,9 +97,11 @@ def main() -> None:
 
             activate_compile_only(options.compile_target)
         if backend is not Backend.cuda:
-            from adaexplore.executor.worker._cuda_on_cpu import install_is_cuda
+            from adaexplore.executor.worker._cuda_on_cpu import install_device_queries, install_is_cuda
+            from adaexplore.roofline import gpu_spec
 
             install_is_cuda()
+            install_device_queries(gpu_spec(options.target_gpu))
         tracker = LaunchTracker(backend)
         tracker.install()
     if options.role in ("synth", "sizes"):

@@ -46,7 +46,19 @@ _EXECUTOR_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
 # mode that every torch call passes through): what fails in them fails in the call the candidate made.
 _TRANSPARENT = {
     "_taskrun.py": frozenset({"restricted_import", "checked_getattr", "checked_type"}),
-    "_cuda_on_cpu.py": frozenset({"__torch_function__", "<lambda>"}),
+    "_cuda_on_cpu.py": frozenset(
+        {
+            "__torch_function__",
+            "<lambda>",
+            # torch.cuda's device queries, answered as the target GPU
+            "get_device_properties",
+            "get_device_capability",
+            "get_device_name",
+            "device_count",
+            "current_device",
+            "_device_index",
+        }
+    ),
 }
 _CANDIDATE_MODULE = "adaexplore_candidate"
 # Python's message when a call does not fit the function's parameters: the callee's frame never starts.

@@ -26,6 +26,7 @@ import triton
 import triton.language as tl
 from triton.runtime import autotuner as _autotuner
 from triton.runtime import interpreter as _interp
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from adaexplore.executor.worker import _tensor_cores as tensor_cores
 from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault, HostCallOfKernelCode, MadeHere
@@ -487,6 +488,8 @@ def _refuse_fake_tensors(value: Any, label: str) -> None:
     if isinstance(value, tuple | list):
         for item in value:
             _refuse_fake_tensors(item, label)
+    elif isinstance(value, TensorDescriptor):  # a host-side descriptor: its base is what the kernel reads
+        _refuse_fake_tensors(value.base, f"{label}.base")
     elif hasattr(value, "data_ptr") and not isinstance(getattr(value, "base", None), torch.Tensor):
         raise FakeTensorArgument(
             f"kernel argument {label} is a {type(value).__name__} with a data_ptr, not a torch.Tensor; pass tensors"

@@ -116,9 +116,13 @@ _AUTOGRAD_CONTEXTS = (torch.autograd.function.FunctionCtx,)
 
 def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
     """The builtins of a candidate module: the interpreter's without _WITHHELD_BUILTINS, and an __import__
-    that imports only the `allowed` modules (and the packages above them, which `import a.b` binds)."""
+    that imports only the `allowed` modules (and the packages above them, which `import a.b` binds; from such a
+    package, `from a import b` takes only a module on the way to an allowed one, not another of its submodules)."""
     real_import = builtins_module.__import__
     modules = sys.modules
+
+    def on_the_way(name: str) -> bool:
+        return any(m == name or m.startswith(name + ".") for m in allowed)
 
     def restricted_import(
         name: str,
@@ -127,7 +131,14 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         fromlist: Any = (),
         level: int = 0,
     ) -> ModuleType:
-        if level or not any(m == name or m.startswith(name + ".") for m in allowed):
+        beside = False
+        if name not in allowed and on_the_way(name):
+            # a package above an allowed module (triton.tools, above triton.tools.tensor_descriptor): each name of
+            # the fromlist, which it imports as a submodule, must lead on to an allowed module; read once, into a
+            # tuple, which is what is imported
+            fromlist = tuple(fromlist) if fromlist else ()
+            beside = not all(isinstance(f, str) and on_the_way(f"{name}.{f}") for f in fromlist)
+        if level or beside or not on_the_way(name):
             if type(fromlist) is list and not fromlist and not level and name in modules:
                 # PyImport_ImportModule, called by C code (torch's own, making a tensor's storage) while a
                 # candidate frame is the innermost: it asks with an empty list and reads the module from

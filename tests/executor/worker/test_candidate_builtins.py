@@ -95,3 +95,33 @@ def test_torch_may_import_its_own_loaded_modules_under_a_candidate_frame() -> No
     assert namespace["value"].detach().item() == 1.5
     # what C code asked for is read from sys.modules by C; the caller gets nothing
     assert namespace["__builtins__"]["__import__"]("os", {}, {}, [], 0) is None
+
+
+def test_the_tensor_descriptor_is_the_one_module_of_triton_tools_a_candidate_imports(tmp_path: Path) -> None:
+    module = load(
+        tmp_path,
+        "from triton.tools.tensor_descriptor import TensorDescriptor\nfrom triton.tools import tensor_descriptor\n",
+    )
+    assert module.TensorDescriptor is module.tensor_descriptor.TensorDescriptor
+    assert module.TensorDescriptor.__module__ == "triton.tools.tensor_descriptor"
+    # the package above it hands out none of its other modules (disasm and compile run programs), whatever the
+    # fromlist is made of
+    restricted = candidate_builtins(ALLOWED_IMPORTS)["__import__"]
+
+    class Flips:  # falsy when asked first, then a fromlist after all
+        asked = 0
+
+        def __bool__(self) -> bool:
+            self.asked += 1
+            return self.asked > 1
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            return iter(["disasm"])
+
+    for fromlist in (["disasm"], ("tensor_descriptor", "compile"), {"link"}, iter(["disasm"]), ["*"]):
+        with pytest.raises(ImportError, match=r"a candidate cannot import triton\.tools"):
+            restricted("triton.tools", {}, {}, fromlist, 0)
+    # a fromlist that turns truthy once checked imports nothing: what is imported is what was checked
+    assert restricted("triton.tools", {}, {}, Flips(), 0).__name__ == "triton"
+    with pytest.raises(ImportError):
+        load(tmp_path, "from triton.tools import disasm\n")

@@ -285,3 +285,48 @@ def test_a_device_functions_patches_of_the_language_are_undone() -> None:
         print(json.dumps({"restored": tl.program_id is original, "ran": bool((x == 2).all())}))
     """)
     assert result == {"restored": True, "ran": True}
+
+
+def test_host_tensor_descriptors_read_only_their_base() -> None:
+    # Triton's host-side TMA descriptors (triton.tools.tensor_descriptor): a kernel reads through one what its base
+    # tensor holds, and no more; a descriptor over an object that only claims to be a tensor is refused up front.
+    result = run_interpreted("""
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        @triton.jit
+        def k(x_desc, y_desc, ROW, BM: tl.constexpr, BN: tl.constexpr):
+            y_desc.store([0, 0], x_desc.load([ROW, 0]) * 2.0)
+
+        def run(x_desc, row):
+            try:
+                k[(1,)](x_desc, TensorDescriptor.from_tensor(y, [16, 16]), row, BM=16, BN=16)
+                return None
+            except Exception as exc:
+                return f"{type(exc).__name__}: {exc}"
+
+        class Claims:
+            dtype = torch.float32
+            shape = (64, 16)
+
+            def __init__(self, x):
+                self.x = x
+
+            def data_ptr(self):
+                return self.x.data_ptr()
+
+            def stride(self):
+                return (16, 1)
+
+        x, y = torch.randn(16, 16), torch.empty(16, 16)
+        honest = run(TensorDescriptor.from_tensor(x, [16, 16]), 0)
+        doubled = bool(torch.equal(y, x * 2))
+        past = run(TensorDescriptor(x, [64, 16], [16, 1], [16, 16]), 32)
+        fake = run(TensorDescriptor.from_tensor(Claims(x), [16, 16]), 0)
+        print(json.dumps({"honest": honest, "doubled": doubled, "past": past, "fake": fake}))
+    """)
+    assert result["honest"] is None and result["doubled"], result
+    assert "KernelOOBError('out-of-bounds load in kernel k" in result["past"], result
+    assert "of x_desc (16, 16) float32" in result["past"], result
+    assert result["fake"] == (
+        "FakeTensorArgument: kernel argument x_desc.base is a Claims with a data_ptr, not a torch.Tensor; pass tensors"
+    ), result
