@@ -132,7 +132,13 @@ BATTERY = [
         "Cannot call @triton.jit'd outside of the scope of a kernel",
     ),
     ("t41_forged_fault_from", SCALE_RELU, Status.runtime_error, "the kernel failed"),
-    ("t41_kept_limitation", SCALE_RELU, Status.runtime_error, "your code caught this exception and raised it again"),
+    # a GPU raises no limitation to keep: there the kernel's zeros are simply wrong
+    (
+        "t41_kept_limitation",
+        SCALE_RELU,
+        (Status.runtime_error, Status.mismatch),
+        ("your code caught this exception and raised it again", "wrong result in trial 1"),
+    ),
     ("t41_host_call", SCALE_RELU, Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
     # the public catalogue: outputs of NaN, a printed report, the comparison patched, the expected outputs looked
     # for in its own process, a shortcut at the benchmark's own shapes, and a kernel that tells the checked calls
@@ -141,8 +147,19 @@ BATTERY = [
     ("t41_fake_report", SCALE_RELU, Status.mismatch, "wrong result in trial 1"),
     ("t41_patch_comparison", SCALE_RELU, Status.rejected, "You cannot assign into torch"),
     ("t41_gc_outputs", SCALE_RELU, Status.rejected, "You cannot import gc"),
-    ("t41_full_size_shortcut", SCALE_RELU, Status.rejected, "You cannot take another path at the task's full sizes"),
-    ("t41_full_size_other_kernel", SCALE_RELU, Status.mismatch, "at the task's full sizes forward takes another path"),
+    # a GPU judges at the full sizes themselves: the shortcut runs no Triton kernel there, the other kernel is wrong
+    (
+        "t41_full_size_shortcut",
+        SCALE_RELU,
+        Status.rejected,
+        ("You cannot take another path at the task's full sizes", "no Triton kernel defined in the candidate ran"),
+    ),
+    (
+        "t41_full_size_other_kernel",
+        SCALE_RELU,
+        Status.mismatch,
+        ("at the task's full sizes forward takes another path", "wrong result in trial 1"),
+    ),
     ("t41_wrong_when_timed", SCALE_RELU, Status.mismatch, "the output of a timed call is wrong"),
     ("t41_mutates_input_when_timed", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
 ]
@@ -178,15 +195,27 @@ RUNTIME = [
     # the forged faults stay the candidate's with the static rules off
     ("t41_forged_fault", Status.compile_error, "Cannot call @triton.jit'd outside of the scope of a kernel"),
     ("t41_forged_fault_from", Status.runtime_error, "the kernel failed"),
-    ("t41_kept_limitation", Status.runtime_error, "your code caught this exception and raised it again"),
+    (
+        "t41_kept_limitation",
+        (Status.runtime_error, Status.mismatch),
+        ("your code caught this exception and raised it again", "wrong result in trial 1"),
+    ),
     ("t41_nan_outputs", Status.mismatch, "NaN where the reference is finite"),
     ("t41_fake_report", Status.mismatch, "wrong result in trial 1"),
     # the comparison runs in the judge's process, not the candidate's: what it patches there changes nothing
     ("t41_patch_comparison", Status.rejected, "You cannot replace torch.equal"),
     # the references live in the judge's process: there is nothing to find in the candidate's
     ("t41_gc_outputs", Status.rejected, "no Triton kernel defined in the candidate ran"),
-    ("t41_full_size_shortcut", Status.rejected, "You cannot take another path at the task's full sizes"),
-    ("t41_full_size_other_kernel", Status.mismatch, "at the task's full sizes forward takes another path"),
+    (
+        "t41_full_size_shortcut",
+        Status.rejected,
+        ("You cannot take another path at the task's full sizes", "no Triton kernel defined in the candidate ran"),
+    ),
+    (
+        "t41_full_size_other_kernel",
+        Status.mismatch,
+        ("at the task's full sizes forward takes another path", "wrong result in trial 1"),
+    ),
     ("t41_wrong_when_timed", Status.mismatch, "the output of a timed call is wrong"),
     ("t41_mutates_input_when_timed", Status.rejected, "You cannot modify the inputs"),
 ]
@@ -249,11 +278,11 @@ async def test_each_hack_is_caught(timed_evaluator: Evaluator, name: str, task, 
 
 @pytest.mark.parametrize(("name", "status", "reason"), RUNTIME, ids=[r[0] for r in RUNTIME])
 async def test_runtime_guard_without_static_rules(
-    unguarded_evaluator: Evaluator, name: str, status: Status, reason: str
+    unguarded_evaluator: Evaluator, name: str, status: Status | tuple[Status, ...], reason: str | tuple[str, ...]
 ) -> None:
     result = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / f"{name}.py").read_text())
-    assert result.status is status, result.message
-    assert reason in result.message
+    assert result.status in (status if isinstance(status, tuple) else (status,)), result.message
+    assert any(r in result.message for r in (reason if isinstance(reason, tuple) else (reason,))), result.message
 
 
 async def test_a_kernel_cannot_make_a_pointer_from_an_integer(unguarded_evaluator: Evaluator) -> None:

@@ -5,7 +5,7 @@ and each verdict must agree with the H200's: correct against not correct.
 
 The whole corpus takes about twenty minutes on two cores, more than the test suite can give it; the suite takes
 every kind it holds instead: each failure the H200 found of a kind the corpus has (hand-chained tf32 products
-wrong over the full reduction, a TMA variant, shared memory over the limit, an import refused), and a kernel of
+wrong over the full reduction, a TMA variant, shared memory over the limit), and a kernel of
 each passing design (Triton's own tf32x3, a hand-made split checked at the full reduction, cuBLAS or cuDNN with
 a Triton epilogue, an implicit-GEMM convolution). `ADAEXPLORE_GPU_TRUTH=all` takes the whole corpus.
 
@@ -38,6 +38,7 @@ BORDERLINE = {
     "level2/76/step2.py",  # 8
     "level2/76/step3.py",  # 28
     "level2/76/step6.py",  # 96
+    "level2/76/step10.py",  # 9 (measured again on 2026-12-05: the policy had refused its import)
     # splits over K = 8192 whose normwise error here is 1.8e-5 to 2.5e-5 against the limit of 2e-5
     "level2/12/8.py",  # correct on the H200
     "level2/12/10.py",  # wrong on the H200 by one element
@@ -50,7 +51,7 @@ PART = [
     "level2/99/3.py",  # a TMA-fed split, wrong on the H200
     "level2/17/step3.py",  # an implicit-GEMM convolution on split operands (checked over in_channels = 64)
     "level2/17/best.py",  # cuDNN + a Triton epilogue
-    "level2/17/step9.py",  # an import the policy refuses
+    "level2/17/step9.py",  # TMA descriptors made on the host (refused by the policy until 2026-12-05; ok on the H200)
     "level2/46/step9.py",  # a fused convolution in tf32x3
 ]
 

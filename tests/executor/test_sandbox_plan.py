@@ -85,7 +85,9 @@ def test_the_directory_of_the_script_that_runs_the_evaluator_is_not_put_back(tmp
         "import os, json\nfrom adaexplore.executor._sandbox import _needed_paths\n"
         "print(json.dumps(_needed_paths(dict(os.environ))))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # the checkout first, and whatever the evaluator's own path already holds (a machine may carry packages there)
+    checkout = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True)
     places = json.loads(done.stdout)
     assert str(tmp_path.resolve()) not in places
