@@ -109,6 +109,10 @@ class ExecutorConfig(BaseModel):
     # busy machine costs the kernel nothing; the sm_90 compile check has its phase's timeout alone). The
     # reference's work is not counted. None: each phase's own timeout only.
     call_budget_s: float | None = Field(default=40.0, gt=0)
+    # The same for an evaluation no client waits on (a headless explore's steps, a bench's problems): KernelBench's
+    # protocol has no call budget, so None (the default) leaves each phase its own timeout (the load and compile,
+    # each trial, the timing), room for an autotune of twenty configs at full size.
+    protocol_budget_s: float | None = Field(default=None, gt=0)
     # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
     # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready. None: from the
     # machine, one per four of a GPU's share of the cores this process may use (all of them without a GPU), at

@@ -398,6 +398,7 @@ class Explorer:
                 svc,
                 tools.CompileAndProfileRequest(code=attempt.code, expansion_id=expansion.expansion_id),
                 progress=self._progress(run.run_id),
+                budget="protocol",  # no client waits on a headless step: KernelBench's protocol, not an MCP call's
             )
             record.status, record.speedup, record.node_id = result.status, result.speedup, result.node_id
             record.estimated_speedup = result.estimated_speedup

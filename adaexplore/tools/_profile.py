@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Literal
 
 from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, RequestError
@@ -39,10 +39,16 @@ _TIE_NOTE = f", and among them the lowest {TIE_RULE} goes first"
 
 
 async def compile_and_profile(
-    svc: Services, req: CompileAndProfileRequest, *, progress: Progress | None = None
+    svc: Services,
+    req: CompileAndProfileRequest,
+    *,
+    progress: Progress | None = None,
+    budget: Literal["call", "protocol"] = "call",
 ) -> CompileAndProfileResult:
     """Evaluate a kernel. With an expansion (or a run, parent and action) the result becomes a new node of
-    the tree and its reward is back-propagated; with only a task id nothing is stored.
+    the tree and its reward is back-propagated; with only a task id nothing is stored. `budget`: what the
+    candidate may take, an MCP call's (`executor.call_budget_s`, so that the call answers before a client's
+    timeout) or, where no client waits (a headless explore, a bench), the protocol's (`protocol_budget_s`).
 
     Raises:
         NotFoundError: an id is unknown.
@@ -54,7 +60,7 @@ async def compile_and_profile(
             return repeated
     if req.expansion_id is None and req.run_id is None:
         _target(svc, req)
-        return await _evaluate_step(svc, req, progress, None, None, None, [], None)
+        return await _evaluate_step(svc, req, progress, None, None, None, [], None, budget)
     sent = hashlib.sha256(req.code.encode()).hexdigest()
     target: tuple[RunRecord | None, int | None, Kind | None, list[int]] | None = None
 
@@ -79,7 +85,7 @@ async def compile_and_profile(
     claim_id = svc.store.claim(check)
     assert target is not None
     try:
-        return await _evaluate_step(svc, req, progress, *target, claim_id)
+        return await _evaluate_step(svc, req, progress, *target, claim_id, budget)
     finally:
         svc.store.release_claim(claim_id)  # a step that landed released it as it landed
 
@@ -130,6 +136,7 @@ async def _evaluate_step(
     action: Kind | None,
     context_ids: list[int],
     claim_id: int | None,
+    budget: Literal["call", "protocol"],
 ) -> CompileAndProfileResult:
     task_id = run.task_id if run is not None else req.task_id
     assert task_id is not None
@@ -159,8 +166,10 @@ async def _evaluate_step(
         evaluation = earlier
     else:
         options: dict[str, Any] = {"with_compile": True} if with_compile else {}
-        if svc.settings.executor.call_budget_s is not None:
-            options["candidate_budget_s"] = svc.settings.executor.call_budget_s
+        executor = svc.settings.executor
+        budget_s = executor.call_budget_s if budget == "call" else executor.protocol_budget_s
+        if budget_s is not None:
+            options["candidate_budget_s"] = budget_s
         evaluation = await svc.evaluator.evaluate(
             task, req.code, mode=mode, backend=backend, progress=progress, **options
         )

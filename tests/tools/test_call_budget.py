@@ -29,3 +29,34 @@ async def test_each_call_gives_the_candidate_the_configured_budget(tmp_path: Pat
 
 def test_the_default_budget_returns_before_a_60_s_client_timeout() -> None:
     assert ExecutorConfig().call_budget_s is not None and ExecutorConfig().call_budget_s <= 45
+
+
+@pytest.mark.parametrize("protocol", [None, 300.0])
+async def test_a_headless_step_gives_the_protocols_budget_not_an_mcp_calls(
+    tmp_path: Path, protocol: float | None
+) -> None:
+    """No client waits on a headless explore's or a bench's step: its candidate gets executor.protocol_budget_s
+    (None by default: each phase its own timeout), never the MCP call's 40 s, which timed out an honest autotuned
+    GEMM of KernelBench at full size."""
+    from adaexplore.agent import Explorer
+    from adaexplore.bench._runner import FileWriter
+    from adaexplore.config import SearchConfig
+    from adaexplore.tools import StartRunRequest, start_run
+
+    settings = Settings(
+        home=tmp_path,
+        executor=ExecutorConfig(call_budget_s=40.0, protocol_budget_s=protocol),
+        search=SearchConfig(total_steps=2, final_reevaluation=0, p_large=1.0),
+    )
+    evaluator = FakeEvaluator(by_hash)
+    svc = Services(settings=settings, store=open_store(settings.database_url), evaluator=evaluator)
+    task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))
+    run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1))
+    writer = FileWriter(
+        kernels={task.task_id: "import torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n"}, label="f"
+    )
+    await Explorer(svc, writer, memory_updates=False).run(run.run_id)
+    assert evaluator.budgets and evaluator.budgets == [protocol] * len(evaluator.budgets)
+    # an MCP client's call on the same settings still gets the call's budget
+    await compile_and_profile(svc, CompileAndProfileRequest(code="kernel c", task_id=task.task_id))
+    assert evaluator.budgets[-1] == 40.0
