@@ -64,6 +64,7 @@ END_TO_END = (
     "test_examples.py",
     "test_readme.py",
     "test_cli.py",
+    "test_cli_profile.py",
     "test_layers.py",
 )
 

@@ -3,6 +3,7 @@ line and the headless loop make on the files they are given before anything star
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from adaexplore.cluster import open_evaluator
@@ -13,6 +14,7 @@ from adaexplore.executor._environment import gpu_device_present
 from adaexplore.executor._render import render_evaluation
 from adaexplore.tools._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools._service import Progress
+from adaexplore.tools._task_sizes import sized_task
 
 __all__ = [
     "ProgressUpdate",
@@ -72,9 +74,13 @@ async def profile_kernel(
     backend: str | None = None,
     with_compile: bool = False,
     fresh_reference: bool = False,
+    full_size: bool = False,
     progress: Progress | None = None,
-) -> Evaluation:
+) -> tuple[Evaluation, str | None]:
     """Evaluate a kernel file against a task file outside any run: nothing is stored, and no database is made.
+    On the CPU backends the task gets small sizes as a search's task does (its SMALL_SIZES, else sizes derived in
+    a sandboxed worker); `full_size` keeps its own. Returns the verdict and a sentence on the sizes the CPU
+    checks ran at (None where the kernel ran on a GPU, always at full size).
 
     Raises:
         TaskError: a file is missing or not usable.
@@ -83,8 +89,24 @@ async def profile_kernel(
     task = load_any_task(task_path)
     code = kernel_file_code(kernel_path, task_path)
     chosen = run_mode(settings, mode, task)
+    began = time.monotonic()
     async with open_evaluator(single_use(settings)) as evaluator:  # here, or on the cluster the settings name
-        return await evaluator.evaluate(
+        note = None
+        if _on_cpu(evaluator, settings, backend):
+            if progress is not None and task.small_sizes is None and not full_size:
+                message = "deriving small sizes for the CPU checks (--full-size checks at the task's full sizes)"
+                await progress(ProgressUpdate(stage="sizes", message=message, elapsed_s=time.monotonic() - began))
+            task, note = await sized_task(task, {} if full_size else None, settings)
+            # in the command line's words, not the MCP tools' (small_sizes, "given with the request")
+            note = (
+                "--full-size: CPU checks run at the task's full sizes"
+                if full_size
+                else note.removesuffix("; give small_sizes to choose others")
+                + "; --full-size checks at the task's full sizes"
+            )
+            if progress is not None:
+                await progress(ProgressUpdate(stage="sizes", message=note, elapsed_s=time.monotonic() - began))
+        evaluation = await evaluator.evaluate(
             task,
             code,
             mode=chosen,
@@ -93,3 +115,13 @@ async def profile_kernel(
             fresh_reference=fresh_reference,
             progress=progress,
         )
+    return evaluation, note
+
+
+def _on_cpu(evaluator: object, settings: Settings, backend: str | None) -> bool:
+    """Whether the evaluation runs on the CPU backends (compile, interpret), where the task's sizes matter."""
+    choice = backend if backend not in (None, "auto") else settings.executor.backend
+    if choice != "auto":
+        return choice != "cuda"
+    environment = getattr(evaluator, "environment", None)
+    return environment is None or not environment.has_gpu

@@ -27,7 +27,9 @@ _COMPILED = re.compile(
     r"compiles for sm_90 at (the small sizes \([^;]*\)( and the task's full ones|, not the task's full ones)"
     r"|the task's sizes)"
 )
-_TRIALS = re.compile(r"correct in (\d+)/\1 trials (in the interpreter at small sizes|on the GPU|on GPU \d+)")
+_TRIALS = re.compile(
+    r"correct in (\d+)/\1 trials (in the interpreter at (?:small sizes|the task's full sizes)|on the GPU|on GPU \d+)"
+)
 _UNTIMED = "no GPU timed it here"
 _COST = "static cost "
 

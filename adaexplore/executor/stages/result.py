@@ -38,17 +38,28 @@ def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: 
         )
 
 
+def _sizes_used(ctx: Run) -> str:
+    """The sizes a job ran at: small where it asked for them and the task has some; else full (a CPU job of a task
+    without SMALL_SIZES runs at the task's own sizes, as the worker does)."""
+    return "small" if ctx.sizes == "small" and ctx.task.small_sizes else "full"
+
+
 def ok_message(ctx: Run) -> str:
     parts = []
     if ctx.correctness is not None:
         n = len(ctx.correctness.trials)
-        where = "in the interpreter at small sizes"
+        # the sizes the trials ran at: the task's SMALL_SIZES on the CPU backends, its full ones where it has none
+        where = (
+            "in the interpreter at small sizes"
+            if _sizes_used(ctx) == "small"
+            else "in the interpreter at the task's full sizes"
+        )
         if Backend.cuda in ctx.backends:
             where = "on the GPU" if ctx.device is None else f"on GPU {ctx.device}"
         parts.append(f"correct in {n}/{n} trials {where}")
     # the interpreter compiles each launch it runs for sm_90 too, and says so in a flag
     if Backend.compile in ctx.backends or any(f.code == "compiled_for_sm90" for f in ctx.audit.flags):
-        sizes = ctx.task.small_sizes if ctx.sizes == "small" else None
+        sizes = ctx.task.small_sizes if _sizes_used(ctx) == "small" else None
         listed = ", ".join(f"{k}={v}" for k, v in (sizes or {}).items())
         full = any(c.sizes == "full" for c in ctx.audit.static_cost)
         also = " and the task's full ones" if full else ", not the task's full ones"
@@ -111,7 +122,7 @@ def build(
         or (environment.fingerprint(0 if environment.has_gpu else None) if environment else ""),
         task_hash=ctx.task.hash,
         code_hash=code_hash(ctx.code),
-        sizes=ctx.sizes,  # type: ignore[arg-type]
+        sizes=_sizes_used(ctx),  # type: ignore[arg-type]
         seeds=ctx.seeds,
         timing_method=ctx.timing.method if ctx.timing else None,
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
