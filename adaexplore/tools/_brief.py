@@ -8,15 +8,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from adaexplore.executor import task_from_source
-from adaexplore.prompts import RunBriefContext, render_run_brief, render_with_memory
+from adaexplore.executor import Task, task_from_source
+from adaexplore.prompts import PrecisionContext, RunBriefContext, render_run_brief, render_with_memory
 from adaexplore.store import RunRecord
 from adaexplore.tools._memory import GetSkillMemoryRequest, get_skill_memory
 from adaexplore.tools._precision import precision_context
 from adaexplore.tools._service import Services
 from adaexplore.tools._speed import ranking_sentence
 
-__all__ = ["RunBrief", "run_brief", "run_brief_text"]
+__all__ = ["RunBrief", "compose_brief", "run_brief", "run_brief_text"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,13 @@ def run_brief(svc: Services, run: RunRecord) -> RunBrief:
     task = svc.store.task(run.task_id)
     parsed = task_from_source(task.source, name=task.name)
     precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
-    speed = ranking_sentence(svc, run, parsed, task)
-    shared = render_run_brief(RunBriefContext(task_source=parsed.model_view, precision=precision, speed=speed))
+    return compose_brief(svc, parsed, precision, ranking_sentence(svc, run, parsed, task))
+
+
+def compose_brief(svc: Services, task: Task, precision: PrecisionContext, speed: str) -> RunBrief:
+    """The brief of a run on `task`, from what a step has already worked out (its precision and speed
+    paragraphs), with the skill memory as it stands."""
+    shared = render_run_brief(RunBriefContext(task_source=task.model_view, precision=precision, speed=speed))
     memory = get_skill_memory(svc, GetSkillMemoryRequest()).prompt or ""
     version = hashlib.sha256(f"{memory}\n\x00\n{shared}".encode()).hexdigest()[:8]
     return RunBrief(memory=memory, shared=shared, version=version)

@@ -73,7 +73,7 @@ def failure_line(svc: Services, node: NodeRecord) -> str:
     """Where a step grows from a node that failed, what failed and why, in one line; "" otherwise."""
     if node.kind is Kind.root or node.status in (None, "ok"):
         return ""
-    _, result = svc.store.node_and_result(node.id)
+    result = svc.store.node_result(node.id, node.run_id)  # the node itself is at hand: its result alone
     return f"Node {node.id} ({node.kind.value} step) failed: {_reason(result)}. Do not repeat its mistake."
 
 
