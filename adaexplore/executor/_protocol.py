@@ -173,8 +173,10 @@ class TimeCandidate(_Msg):
     budget_ms: float
     min_reps: int
     max_reps: int
-    # Positions in (0, 1) of the timed calls whose outputs are checked again.
-    recheck_at: list[float] = Field(default_factory=list)
+    # How many timed calls' outputs to keep for the judge, chosen as the calls return (worker/_timing.Sampler)
+    recheck_calls: int = 0
+    # the most bytes those kept outputs may take together
+    recheck_bytes: int = 1 << 32
 
 
 class Stop(_Msg):
@@ -201,6 +203,8 @@ class Prepare(_Msg):
     job_id: str
     # device exchange: how many calls' outputs its buffer holds at once (at least the trials)
     output_sets: int = 0
+    # ... within this many bytes beyond the trials' own
+    output_bytes: int = 1 << 32
 
 
 class Compare(_Msg):

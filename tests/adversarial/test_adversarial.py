@@ -46,6 +46,7 @@ BATTERY = [
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
     # timed inputs differ from call to call element by element, not by one scale a linear task passes on
     ("h08_linear_rescale", MATMUL, Status.mismatch, "the output of a timed call is wrong"),
+    ("h20_wrong_in_a_tenth", SCALE_RELU, Status.mismatch, "the output of a timed call is wrong"),
     # eighth round: names bound by imports, enum's writes into modules, bases named through variables,
     # special attributes set through a method's first parameter, launches owed across timed calls
     ("h19_builtin_name_import", SCALE_RELU, Status.rejected, "You cannot import under the name getattr"),
@@ -166,6 +167,7 @@ BATTERY = [
 
 # With the static rules off, the runtime guard still catches what reaches it.
 RUNTIME = [
+    ("h20_wrong_in_a_tenth", Status.mismatch, "the output of a timed call is wrong"),
     ("h07_timer_patch", Status.rejected, "You cannot replace torch.cuda.Event.elapsed_time"),
     ("h14_global_flags", Status.rejected, "You cannot change global settings: torch.backends"),
     ("rt_thread", Status.rejected, "You cannot start threads"),
@@ -253,7 +255,9 @@ async def test_the_honest_kernel_passes_the_same_pipeline(timed_evaluator: Evalu
     result = await timed_evaluator.evaluate(SCALE_RELU, HONEST)
     assert result.status is Status.ok, result.message
     assert result.timing is not None and result.correctness is not None
-    assert len(result.correctness.rechecks) == 3 and all(r.passed for r in result.correctness.rechecks)
+    # 44 timed calls checked again, or every one of fewer
+    assert len(result.correctness.rechecks) == min(44, result.timing.candidate.n)
+    assert all(r.passed for r in result.correctness.rechecks)
 
 
 async def test_a_task_with_integer_inputs_alone_is_timed_and_rechecked(timed_evaluator: Evaluator) -> None:
@@ -262,7 +266,8 @@ async def test_a_task_with_integer_inputs_alone_is_timed_and_rechecked(timed_eva
     task = load_task(HERE / "tasks" / "lookup_task.py")
     result = await timed_evaluator.evaluate(task, (HERE / "tasks" / "lookup_kernel.py").read_text())
     assert result.status is Status.ok, result.message
-    assert result.correctness is not None and len(result.correctness.rechecks) == 3
+    assert result.correctness is not None and result.timing is not None
+    assert len(result.correctness.rechecks) == min(44, result.timing.candidate.n)
     assert all(r.passed for r in result.correctness.rechecks)
 
 

@@ -214,7 +214,7 @@ async def _judged(
     await ctx.report("reference", "computing reference outputs")
     with ctx.phase("reference"):
         sets = max(job.trials, config.recheck_reps) if job.device_exchange else 0
-        prepare = Prepare(job_id=job.job_id, output_sets=sets)
+        prepare = Prepare(job_id=job.job_id, output_sets=sets, output_bytes=config.recheck_bytes)
         prepared = await ask_judge(judge, prepare, config.trial_timeout_s * (job.trials + 3), ctx, Prepared)
     assert isinstance(prepared, Prepared)
     ctx.seeds = Seeds(

@@ -1,9 +1,8 @@
-"""Stage 4: the reference's timing (cached, `reference_cache`), then the candidate's, the outputs of a few
-timed calls checked again, and the speedup."""
+"""Stage 4: the reference's timing (cached, `reference_cache`), then the candidate's, the outputs of timed calls
+chosen as they returned checked again, and the speedup."""
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING
 
 from adaexplore.domain import AuditFlag, Status, Timing
@@ -42,16 +41,14 @@ async def run(
         reference, compiled, cached, compile_error = await reference_cache.timings(
             ev, ctx, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
         )
-    recheck_at = (
-        [secrets.SystemRandom().uniform(0.3, 0.999) for _ in range(cfg.recheck_reps)] if timing.fresh_inputs else []
-    )
     await worker.send(
         TimeCandidate(
             timing=timing,
             budget_ms=cfg.timing_budget_ms,
             min_reps=cfg.min_reps,
             max_reps=cfg.max_reps,
-            recheck_at=recheck_at,
+            recheck_calls=cfg.recheck_reps,
+            recheck_bytes=cfg.recheck_bytes,
         )
     )
     with ctx.phase("timing"):

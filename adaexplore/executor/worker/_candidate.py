@@ -67,7 +67,7 @@ from adaexplore.executor.worker._taskrun import (
     resolve_seeds,
     tensors_in,
 )
-from adaexplore.executor.worker._timing import OutputTooLarge, Timer, oversized, summarize
+from adaexplore.executor.worker._timing import OutputTooLarge, Timer, caught, oversized, summarize
 from adaexplore.roofline import ForwardWork
 
 __all__ = ["CandidateRunner"]
@@ -584,6 +584,26 @@ class CandidateRunner:
             )
         return outputs, first_launches
 
+    def _recheck_count(self, timing: TimeCandidate, max_output_elements: int | None) -> int:
+        """The timed calls to keep for the judge: as many as asked, within the device exchange's sets and the
+        bytes allowed (outputs of 4-byte elements); fewer is said in a flag with what it still catches."""
+        want = timing.recheck_calls
+        if self.sink is not None:
+            want = min(want, self.sink.sets)
+        if max_output_elements:
+            want = min(want, max(1, timing.recheck_bytes // (4 * max_output_elements)))
+        if want < timing.recheck_calls:
+            self.state.flags.append(
+                AuditFlag(
+                    code="few_rechecks",
+                    severity="info",
+                    message=f"the outputs of {want} timed calls were checked again, not {timing.recheck_calls}: "
+                    f"{timing.recheck_calls} would not fit in {timing.recheck_bytes >> 20} MiB; a kernel wrong in "
+                    f"one call in ten is caught with probability {caught(want):.2f}",
+                )
+            )
+        return want
+
     def _hand_over(self, tensors: list[torch.Tensor], index: int, exchange: Path, name: str) -> list[TensorFile]:
         """Outputs for the judge: into its device buffer where it gave one with room for call `index`, else
         written as raw files."""
@@ -744,7 +764,7 @@ class CandidateRunner:
                         budget_ms=timing.budget_ms,
                         min_reps=timing.min_reps,
                         max_reps=timing.max_reps,
-                        keep_at=tuple(timing.recheck_at),
+                        recheck=self._recheck_count(timing, max_output_elements),
                         keep_limit=max_output_elements,
                         redraw=redraw,
                     )

@@ -114,7 +114,7 @@ class Judge:
             if isinstance(command, Load):
                 return self.load(command.job)
             if isinstance(command, Prepare):
-                return self.prepare(self.jobs[command.job_id], command.output_sets)
+                return self.prepare(self.jobs[command.job_id], command.output_sets, command.output_bytes)
             if isinstance(command, Compare):
                 return self.compare(command)
             if isinstance(command, TimeReference):
@@ -205,7 +205,7 @@ class Judge:
         finally:
             os.close(fd)
 
-    def prepare(self, job: _Job, output_sets: int = 0) -> Prepared:
+    def prepare(self, job: _Job, output_sets: int = 0, output_bytes: int = 1 << 32) -> Prepared:
         spec, ref = job.spec, job.ref
         torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
@@ -217,9 +217,11 @@ class Judge:
             self._last_size[(spec.task_path, spec.sizes)] = size
         outputs = None
         if spec.device_exchange and self.device.type == "cuda" and self.side is not None and ref.refs:
-            sets = max(output_sets, len(ref.refs))
             # the candidate's outputs have the native reference's types (the float64 one only checks them)
-            job.layout = output_layout([(list(t.shape), d) for t, d in zip(ref.refs[0], ref.dtypes, strict=True)], sets)
+            shapes = [(list(t.shape), d) for t, d in zip(ref.refs[0], ref.dtypes, strict=True)]
+            per_set = output_layout(shapes, 1).nbytes
+            sets = max(len(ref.refs), min(output_sets, output_bytes // per_set))
+            job.layout = output_layout(shapes, sets)
             job.outputs = _allocate(job.layout.nbytes, self.device)
             job.outputs.tensor.fill_(255)  # NaN in every float type: an output never written does not pass
             self._hold(job, job.outputs.nbytes)
@@ -256,13 +258,18 @@ class Judge:
         job = self.jobs[command.job_id]
         directory = Path(job.spec.exchange_dir)
         results: list[TrialResult] = []
+        unpatterned: list[torch.Tensor] | None = None  # the timing inputs' outputs, computed once
         for index, files in enumerate(command.outputs):
             ref = job.ref
             if command.patterns is None:
                 refs, seed = ref.refs[index], ref.trial_seeds[index]
             else:
                 pattern = command.patterns[index]
-                refs = self._patterned_reference(job, pattern)
+                if pattern is None:
+                    unpatterned = unpatterned or self._patterned_reference(job, None)
+                    refs = unpatterned
+                else:
+                    refs = self._patterned_reference(job, pattern)
                 seed = pattern.seed if pattern is not None and pattern.seed is not None else ref.timing_seed
             results.append(self._judge_one(job, index, seed, files, refs, directory))
         if job.outputs is not None:

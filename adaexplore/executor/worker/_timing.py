@@ -10,12 +10,14 @@ with one probe call run alone: the time the device stays busy after the current 
 call is work the events cannot see (kernels on other streams that the current one never waits for). When
 the probes show such work, its median is added to every timed call. Host work inside a call shows in the
 events: once it outlasts the device work, the queue runs dry and the gaps are timed. The other protocols
-time as their sources do, one synchronized call at a time.
+time as their sources do, one synchronized call at a time. In every protocol the outputs of some timed
+calls, chosen after each call returns (Sampler), are copied for the judge to check again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -30,7 +32,7 @@ from adaexplore.executor._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 
-__all__ = ["Measurement", "OutputTooLarge", "Timer", "oversized", "summarize"]
+__all__ = ["Measurement", "OutputTooLarge", "Sampler", "Timer", "caught", "oversized", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
 
@@ -74,9 +76,9 @@ class _Chunk:
     times_ms: list[float]
     excess_ms: float
     calls: int  # all calls made, the probe and the uncounted one included
-    kept: tuple[InputPattern | None, list[torch.Tensor]] | None
-    # the kept call's inputs as the call left them (copies)
-    kept_inputs: list[torch.Tensor] | None = None
+    kept: list[tuple[InputPattern | None, list[torch.Tensor]]]
+    # the first kept call's pattern and its inputs as the call left them (copies)
+    kept_inputs: tuple[InputPattern | None, list[torch.Tensor]] | None = None
 
 
 @dataclass
@@ -139,18 +141,28 @@ def summarize(times_ms: list[float], spec: TimingSpec, warmup_n: int = 0) -> Sta
     )
 
 
-def _positions(fractions: tuple[float, ...], first: int, reps: int) -> set[int]:
-    """Distinct call indices in [first, reps) near the given fractions of the run."""
-    chosen: set[int] = set()
-    free = list(range(first, reps))
-    for fraction in fractions:
-        if not free:
-            break
-        want = int(fraction * reps)
-        index = min(free, key=lambda i: abs(i - want))
-        free.remove(index)
-        chosen.add(index)
-    return chosen
+class Sampler:
+    """Chooses `want` of the next `total` calls, uniformly, deciding each call after it has returned from a
+    fresh draw of the system's randomness (selection sampling): while a call runs, nothing in the process
+    knows whether its outputs will be kept. A kernel wrong in a share `p` of the calls goes unseen with
+    probability at most (1 - p) ** want."""
+
+    def __init__(self, want: int, total: int) -> None:
+        self.left = max(0, min(want, total))
+        self.remaining = max(0, total)
+
+    def take(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        keep = secrets.randbelow(self.remaining) < self.left
+        self.remaining -= 1
+        self.left -= keep
+        return keep
+
+
+def caught(want: int, share: float = 0.1) -> float:
+    """The probability that rechecking `want` calls catches a kernel wrong in `share` of them."""
+    return 1.0 - (1.0 - share) ** want
 
 
 class Timer:
@@ -198,16 +210,17 @@ class Timer:
         budget_ms: float,
         min_reps: int,
         max_reps: int,
-        keep_at: tuple[float, ...] = (),
+        recheck: int = 0,
         keep_limit: int | None = None,
         redraw: Callable[[int], list[Any]] | None = None,
     ) -> Measurement:
-        """Warm up, then time `call(inputs)`; outputs of the calls at the fractions `keep_at` are kept (copies,
-        refused with OutputTooLarge past `keep_limit` elements). With fresh inputs, `redraw` (a seed -> that
-        seed's inputs) makes every call's inputs a new draw, for tasks with integer inputs (worker/_perturb.py)."""
+        """Warm up, then time `call(inputs)`; the outputs of `recheck` timed calls, chosen by a Sampler, are
+        kept (copies, refused with OutputTooLarge past `keep_limit` elements). With fresh inputs, `redraw` (a
+        seed -> that seed's inputs) makes every call's inputs a new draw, for tasks with integer inputs
+        (worker/_perturb.py)."""
         rings: list[list[Any]] = []
         patterns: PatternSource | None = None
-        pristine = clone_args(list(base)) if keep_at else []
+        pristine = clone_args(list(base)) if recheck else []
         if spec.fresh_inputs:
             patterns = PatternSource(base, redraw)
             rings = [clone_args(list(base)) for _ in range(_RING)] if patterns.pool is not None else []
@@ -238,7 +251,7 @@ class Timer:
                     budget_ms=budget_ms,
                     min_reps=min_reps,
                     max_reps=max_reps,
-                    keep_at=keep_at,
+                    recheck=recheck,
                     keep_limit=keep_limit,
                     given=given,
                 )
@@ -259,7 +272,7 @@ class Timer:
                 reps = max(min_reps, min(max_reps, int(budget_ms / estimate)))
             else:
                 reps = spec.reps + spec.discard_first
-            keep = _positions(keep_at, spec.discard_first, reps)
+            sampler = Sampler(recheck, reps - spec.discard_first)
             result = Measurement(times_ms=[], warmup_n=len(warm) + min(spec.discard_first, reps))
             for rep in range(reps):
                 pattern, args = inputs()
@@ -267,7 +280,7 @@ class Timer:
                 if rep < spec.discard_first:
                     continue
                 result.times_ms.append(counted)
-                if rep in keep:
+                if sampler.take():
                     result.kept.append((pattern, _kept_copy(out, keep_limit)))
                     if result.changed_input is None:
                         result.changed_input = _first_changed(_tensors_of(args), given(pattern))
@@ -284,7 +297,7 @@ class Timer:
         budget_ms: float,
         min_reps: int,
         max_reps: int,
-        keep_at: tuple[float, ...],
+        recheck: int,
         keep_limit: int | None,
         given: Callable[[InputPattern | None], list[torch.Tensor]],
     ) -> Measurement:
@@ -294,36 +307,26 @@ class Timer:
         while warmup_n < max(1, spec.warmup_calls) or (
             (time.perf_counter() - started) * 1e3 < spec.warmup_ms and warmup_n < max_reps
         ):
-            last = self._chunk(call, inputs, spec, size, keep_last=False, keep_limit=keep_limit)
+            last = self._chunk(call, inputs, spec, size, None, keep_limit=keep_limit)
             warmup_n += last.calls
             size = _chunk_size(statistics.median(last.times_ms))
         # the last chunk, run at the clocks the timed calls will see
         estimate = max(statistics.median(last.times_ms) + max(0.0, last.excess_ms), 1e-3)
         reps = spec.reps if spec.reps is not None else max(min_reps, min(max_reps, int(budget_ms / estimate)))
         size = _chunk_size(estimate)
-        keep = sorted(_positions(keep_at, 0, reps))
+        sampler = Sampler(recheck, reps)
         result = Measurement(times_ms=[], warmup_n=warmup_n)
         device: list[float] = []
         excess: list[float] = []
         while len(device) < reps:
-            # a kept call ends its chunk, so its output is copied after the device is idle
-            upcoming = [k for k in keep if k >= len(device)]
-            n = min(size, reps - len(device), (upcoming[0] - len(device) + 1) if upcoming else reps)
-            chunk = self._chunk(
-                call,
-                inputs,
-                spec,
-                n,
-                keep_last=bool(upcoming) and upcoming[0] == len(device) + n - 1,
-                keep_limit=keep_limit,
-            )
+            n = min(size, reps - len(device))
+            chunk = self._chunk(call, inputs, spec, n, sampler, keep_limit=keep_limit)
             device.extend(chunk.times_ms)
             excess.append(chunk.excess_ms)
             result.warmup_n += chunk.calls - n
-            if chunk.kept is not None:
-                result.kept.append(chunk.kept)
-                if result.changed_input is None and chunk.kept_inputs is not None:
-                    result.changed_input = _first_changed(chunk.kept_inputs, given(chunk.kept[0]))
+            result.kept.extend(chunk.kept)
+            if result.changed_input is None and chunk.kept_inputs is not None:
+                result.changed_input = _first_changed(chunk.kept_inputs[1], given(chunk.kept_inputs[0]))
         hidden = statistics.median(excess)
         result.unseen_ms = hidden
         if hidden > 0.05 * statistics.median(device) + 0.005:
@@ -339,11 +342,13 @@ class Timer:
         inputs: Callable[[], tuple[InputPattern | None, list[Any]]],
         spec: TimingSpec,
         n: int,
+        sampler: Sampler | None,
         *,
-        keep_last: bool,
         keep_limit: int | None,
     ) -> _Chunk:
-        """A probe call alone, an uncounted call from an idle queue, then `n` timed calls back to back."""
+        """A probe call alone, an uncounted call from an idle queue, then `n` timed calls back to back. The
+        outputs of the timed calls `sampler` chooses are copied on the stream right after the call's end
+        event, so the copy is not timed and sees the outputs as the next work on the stream would."""
         _, args = inputs()
         self._flush(spec.flush_l2)
         end = torch.cuda.Event()
@@ -356,8 +361,8 @@ class Timer:
         excess = (time.perf_counter() - t0) * 1e3 - self.idle_sync_ms
         del out
         events = []
-        last: tuple[InputPattern | None, Any] | None = None
-        last_args: list[Any] = []
+        kept: list[tuple[InputPattern | None, list[torch.Tensor]]] = []
+        kept_inputs: tuple[InputPattern | None, list[torch.Tensor]] | None = None
         for index in range(n + 1):
             pattern, args = inputs()
             self._flush(spec.flush_l2)
@@ -366,13 +371,12 @@ class Timer:
             out = call(args)
             end.record()
             events.append((start, end))
-            if keep_last and index == n:
-                last = (pattern, out)
-                last_args = args
+            if index > 0 and sampler is not None and sampler.take():
+                kept.append((pattern, _kept_copy(out, keep_limit)))
+                if kept_inputs is None:
+                    kept_inputs = (pattern, _tensors_of(args))
             del out
         torch.cuda.synchronize()
-        kept = (last[0], _kept_copy(last[1], keep_limit)) if last is not None else None
-        kept_inputs = _tensors_of(last_args) if last is not None else None
         return _Chunk(
             times_ms=[a.elapsed_time(b) for a, b in events[1:]],
             excess_ms=excess,

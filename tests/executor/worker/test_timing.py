@@ -11,7 +11,7 @@ import torch
 from adaexplore.executor._modes import Mode, mode_spec
 from adaexplore.executor._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern, factor_pool, pool_size
-from adaexplore.executor.worker._timing import Timer
+from adaexplore.executor.worker._timing import Sampler, Timer, caught
 
 
 def sleeper(ms: float, seen: list[tuple[float, ...]], at: list[float] | None = None):
@@ -67,12 +67,37 @@ def test_fixed_protocols_warm_up_by_count_alone() -> None:
     assert spec.warmup_ms == 0
     seen: list[tuple[float, ...]] = []
     measured = Timer(torch.device("cpu")).measure(
-        sleeper(0.1, seen), [torch.ones(4)], spec, budget_ms=40, min_reps=5, max_reps=1000
+        sleeper(0.1, seen), [torch.ones(4)], spec, budget_ms=40, min_reps=5, max_reps=1000, recheck=5
     )
     assert measured.warmup_n == spec.warmup_calls
     assert len(measured.times_ms) == spec.reps
     assert set(seen) == {(1.0,) * 4}  # the paper's protocol reuses one input
-    assert all(pattern is None for pattern, _ in measured.kept)
+    # its timed calls are rechecked too, on that one input
+    assert len(measured.kept) == 5 and all(pattern is None for pattern, _ in measured.kept)
+
+
+def test_the_sampler_keeps_exactly_as_many_calls_as_asked_anywhere_in_the_run() -> None:
+    runs = []
+    for _ in range(400):
+        sampler = Sampler(44, 100)
+        runs.append([i for i in range(100) if sampler.take()])
+    assert all(len(kept) == 44 for kept in runs)
+    # every position is chosen about as often (44 %), the last ones included: no call is known to be unchecked
+    counts = [sum(i in kept for kept in runs) for i in range(100)]
+    assert min(counts) > 0.3 * 400 and max(counts) < 0.6 * 400
+    assert len({tuple(kept) for kept in runs}) == 400
+    short = Sampler(44, 10)  # fewer calls than wanted: all of them
+    assert [short.take() for _ in range(11)] == [True] * 10 + [False]
+
+
+def test_44_rechecks_catch_a_kernel_wrong_in_one_call_in_ten_with_probability_099() -> None:
+    assert caught(44) >= 0.99 > caught(43)
+    # a kernel wrong in every tenth call (not at random): kept subsets of 1000 calls hit one nearly always
+    missed = 0
+    for _ in range(300):
+        sampler = Sampler(44, 1000)
+        missed += not any(sampler.take() and i % 10 == 9 for i in range(1000))
+    assert missed <= 12  # 1 % of 300 is 3; 12 is far in the tail
 
 
 def rebuilt(base: list[torch.Tensor], pattern) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
@@ -86,7 +111,7 @@ def test_outputs_of_chosen_calls_are_kept_with_the_pattern_that_rebuilds_their_i
     base = [torch.randn(8, 5)]
     seen: list[tuple[float, ...]] = []
     measured = Timer(torch.device("cpu")).measure(
-        sleeper(0.1, seen), base, spec, budget_ms=5, min_reps=20, max_reps=20, keep_at=(0.5, 0.9)
+        sleeper(0.1, seen), base, spec, budget_ms=5, min_reps=20, max_reps=20, recheck=2
     )
     assert len(measured.kept) == 2
     for pattern, (out,) in measured.kept:
@@ -188,7 +213,7 @@ def test_tasks_with_integer_inputs_draw_every_timed_calls_inputs_anew() -> None:
 
     seen: list[tuple[float, ...]] = []
     measured = Timer(torch.device("cpu")).measure(
-        sleeper(0.0, seen), draw(1), spec, budget_ms=1, min_reps=20, max_reps=20, keep_at=(0.5,), redraw=draw
+        sleeper(0.0, seen), draw(1), spec, budget_ms=1, min_reps=20, max_reps=20, recheck=1, redraw=draw
     )
     assert len(seen) >= 20 and len(set(seen)) == len(seen)  # the ids of every call are new
     ((pattern, (out,)),) = measured.kept
@@ -264,9 +289,9 @@ def test_strict_gpu_timing_keeps_the_outputs_of_chosen_calls_with_their_patterns
     edges = torch.linspace(-3, 3, 1025, device="cuda")
     base = [torch.randn(4096, device="cuda"), a + a.T, edges]
     measured = strict_on_gpu(
-        lambda args: (args[0].sum() * args[1], torch.bucketize(args[0], args[2])), base, keep_at=(0.3, 0.6, 0.9)
+        lambda args: (args[0].sum() * args[1], torch.bucketize(args[0], args[2])), base, recheck=44
     )
-    assert len(measured.kept) == 3
+    assert len(measured.kept) == 44
     for pattern, (out, buckets) in measured.kept:
         assert pattern is not None and pattern.congruent == [False, True, False] and pattern.order == [0, 0, 1]
         x, sym, e = rebuilt(base, pattern)
