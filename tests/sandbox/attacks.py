@@ -195,6 +195,12 @@ hoard = bytearray({allocation})
 hoard[::4096] = b"x" * len(hoard[::4096])
 report("allocated", len(hoard))
 """,
+    # page-locked host memory: the CUDA driver maps it, and it must count against the same cap
+    "pin_host_memory_past_the_cap": """
+hoard = torch.empty({allocation}, dtype=torch.uint8, pin_memory=True)
+hoard[::4096] = 1
+report("pinned", hoard.numel())
+""",
     "fill_the_triton_cache": """
 cache = os.environ["TRITON_CACHE_DIR"]
 os.makedirs(cache, exist_ok=True)
