@@ -197,7 +197,7 @@ report("allocated", len(hoard))
 """,
     # page-locked host memory: the CUDA driver maps it, and it must count against the same cap
     "pin_host_memory_past_the_cap": """
-hoard = torch.empty({allocation}, dtype=torch.uint8, pin_memory=True)
+hoard = torch.empty({allocation}, dtype=torch.uint8, device="cpu", pin_memory=True)
 hoard[::4096] = 1
 report("pinned", hoard.numel())
 """,
