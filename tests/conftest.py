@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -100,6 +101,42 @@ def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         sniffio.current_async_library_cvar.reset(token)
+
+
+def _stray_sandboxes() -> list[str]:
+    """Live bubblewrap processes that outlived the process that started them: an orphan is reparented to init
+    (or to a subreaper that is no bubblewrap and no Python), while a live worker's inner bwrap has its outer one
+    as parent and the outer one has the evaluator."""
+    stray = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "bwrap":
+                continue
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            if state == "Z":
+                continue  # ended, its namespace with it; an init that reaps late keeps the entry a while
+            parent = int(ppid)
+            above = "" if parent <= 1 else Path(f"/proc/{parent}/comm").read_text().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent <= 1 or not (above == "bwrap" or above.startswith("python") or above == "pytest"):
+            stray.append(f"pid {entry.name} (parent {parent} {above or 'init'})")
+    return stray
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox_outlives_its_worker() -> Iterator[None]:
+    """After every test: no bubblewrap process (nor the PID namespace it holds) is left without its worker. A
+    process that ends takes a moment to go, so what is seen is looked at again for a few seconds."""
+    yield
+    stray = _stray_sandboxes()
+    deadline = time.monotonic() + 3
+    while stray and time.monotonic() < deadline:
+        time.sleep(0.2)
+        stray = _stray_sandboxes()
+    assert not stray, f"sandboxes outlived their workers: {', '.join(stray)}"
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import shutil
@@ -91,6 +93,27 @@ class OutputCapture:
         return body + self.tail.decode(errors="replace")
 
 
+def _namespace_init(fd: int) -> int | None:
+    """A pidfd of the process bubblewrap reports on its info pipe (`child-pid`), read to its end; None when it
+    exited before reporting one (its exit code and output then say why)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        pid = int(json.loads(b"".join(chunks) or b"{}").get("child-pid", 0))
+    except (ValueError, AttributeError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+
+
 class WorkerProcess:
     """One spawned `python -m adaexplore.executor.worker` process in its own session (process group)."""
 
@@ -127,6 +150,8 @@ class WorkerProcess:
         # why the evaluator killed the worker for the candidate's doing, if it did
         self.violation: str | None = None
         self._disk_limit: int | None = None
+        # a pidfd of the first process of bubblewrap's PID namespace (None: not started through bubblewrap)
+        self._namespace: int | None = None
 
     @classmethod
     async def start(
@@ -188,6 +213,14 @@ class WorkerProcess:
             settings=settings,
         )
         command += ["--confine", confinement.model_dump_json()]
+        passed = [theirs.fileno()]
+        info: tuple[int, int] | None = None
+        if sandbox.kind == "bwrap":
+            # bubblewrap names the first process of the new PID namespace here: the one to kill so that nothing
+            # of the namespace survives (its child runs in a session of its own, outside the worker's group)
+            info = os.pipe()
+            command[1:1] = ["--info-fd", str(info[1])]
+            passed.append(info[1])
         try:
             process = await anyio.open_process(
                 command,
@@ -197,14 +230,18 @@ class WorkerProcess:
                 env=worker_env,
                 cwd=exchange,
                 start_new_session=True,
-                pass_fds=(theirs.fileno(),),
+                pass_fds=tuple(passed),
             )
         except BaseException:
             ours.close()
+            if info is not None:
+                os.close(info[0])
             shutil.rmtree(exchange, ignore_errors=True)
             raise
         finally:
             theirs.close()
+            if info is not None:
+                os.close(info[1])
         worker = cls(
             process,
             role,
@@ -215,6 +252,8 @@ class WorkerProcess:
             wrapped=sandbox.kind == "bwrap",
             side=SideSocket(ours),
         )
+        if info is not None:
+            worker._namespace = await anyio.to_thread.run_sync(_namespace_init, info[0])
         task_group.start_soon(worker._drain)
         if sandbox.kind != "none":
             task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
@@ -328,10 +367,14 @@ class WorkerProcess:
             await self.process.wait()
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (anything it started dies with it)."""
+        """SIGKILL the worker's whole process group (anything it started dies with it) and, under bubblewrap,
+        the first process of its PID namespace, whose end takes every process of the namespace with it."""
         if self._killed:
             return
         self._killed = True
+        if self._namespace is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                signal.pidfd_send_signal(self._namespace, signal.SIGKILL)
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -346,6 +389,9 @@ class WorkerProcess:
             await self.process.aclose()
             if self.side is not None:
                 self.side.close()
+            if self._namespace is not None:
+                os.close(self._namespace)
+                self._namespace = None
             if self.exchange is not None:
                 shutil.rmtree(self.exchange, ignore_errors=True)
 
