@@ -128,13 +128,35 @@ class Judge:
         except DeviceMemoryError as exc:
             return Failed(status=Status.infra_error, message=f"the judge could not share GPU memory: {exc}")
         except torch.OutOfMemoryError as exc:
-            # the judge's own allocation, within its budget: the device is taken by someone else
             self.cache.evict_all()
+            too_large = self._too_large(command, exc)
+            if too_large is not None:
+                return TaskFailed(message=too_large)
+            # the judge's own allocation, within its budget: the device is taken by someone else
             return Failed(
                 status=Status.infra_error,
                 message=f"the judge ran out of GPU memory while holding {self.cache.held() / 2**30:.2f} GiB "
                 f"(budget {self.cache.budget / 2**30:.2f} GiB): {str(exc).splitlines()[0]}",
             )
+
+    def _too_large(self, command: object, exc: torch.OutOfMemoryError) -> str | None:
+        """Why a task does not fit on this GPU, when the judge ran out of memory loading or preparing it while
+        it held nothing of another task's; None when other work holds memory (then the fault is not the task's)."""
+        job_id = getattr(command, "job_id", None) or getattr(getattr(command, "job", None), "job_id", None)
+        if not isinstance(command, Load | Prepare) or any(key != job_id for key in self.jobs):
+            return None
+        spec = command.job if isinstance(command, Load) else self.jobs[command.job_id].spec
+        free, total = torch.cuda.mem_get_info(self.device) if self.device.type == "cuda" else (0, 0)
+        sizes = (
+            f"its small sizes {spec.small_sizes}"
+            if spec.sizes == "small" and spec.small_sizes
+            else "the sizes its get_inputs and get_init_inputs make"
+        )
+        return (
+            f"it does not fit on this GPU: its reference, inputs and outputs at {sizes} need more than the "
+            f"{total / 2**30:.1f} GiB of {self.device} (the judge may keep {self.cache.budget / 2**30:.1f} GiB); "
+            f"make the task smaller. {str(exc).splitlines()[0]}"
+        )
 
     def memory(self) -> MemoryReport:
         report = MemoryReport(
