@@ -2,7 +2,8 @@
 # On a GPU machine: the GPU test suites, then the evaluator benchmark. Results go to $OUT (default ./gpu-results).
 #   benchmarks/run_gpu_validation.sh tests      # example verdicts, the reward-hack battery, the policy (about 4 min)
 #   benchmarks/run_gpu_validation.sh suites     # bad input and the evaluator suite, timing, CLI (about 5 min)
-#   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section
+#   benchmarks/run_gpu_validation.sh bench      # benchmarks/evaluator_bench.py without the memory section, and
+#                                               # what rechecks of timed calls cost (benchmarks/recheck_cost.py)
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 #   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
 #   benchmarks/run_gpu_validation.sh trust      # everything on trust: the sandbox battery, the reward-hack suite with the
@@ -32,6 +33,7 @@ case "${1:-tests}" in
       --compile 2>&1 | tee "$OUT/profile_compile.txt"
     timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/evaluator_bench.py \
       --only cost,repeat,backtoback,dobench,references,concurrency,cpu --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log"
+    timeout 300 python3 benchmarks/recheck_cost.py --evals 2 2>&1 | tee "$OUT/recheck_cost.log"
     ;;
   sandbox)
     timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider -rs --durations=10 \

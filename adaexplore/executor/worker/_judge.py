@@ -146,7 +146,7 @@ class Judge:
         if not isinstance(command, Load | Prepare) or any(key != job_id for key in self.jobs):
             return None
         spec = command.job if isinstance(command, Load) else self.jobs[command.job_id].spec
-        free, total = torch.cuda.mem_get_info(self.device) if self.device.type == "cuda" else (0, 0)
+        _, total = torch.cuda.mem_get_info(self.device) if self.device.type == "cuda" else (0, 0)
         sizes = (
             f"its small sizes {spec.small_sizes}"
             if spec.sizes == "small" and spec.small_sizes
