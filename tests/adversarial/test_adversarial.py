@@ -167,6 +167,7 @@ BATTERY = [
 
 # With the static rules off, the runtime guard still catches what reaches it.
 RUNTIME = [
+    ("rt_patch_interpreter", Status.rejected, "triton.runtime.interpreter.InterpretedFunction.__call__"),
     ("h20_wrong_in_a_tenth", Status.mismatch, "the output of a timed call is wrong"),
     ("h07_timer_patch", Status.rejected, "You cannot replace torch.cuda.Event.elapsed_time"),
     ("h14_global_flags", Status.rejected, "You cannot change global settings: torch.backends"),

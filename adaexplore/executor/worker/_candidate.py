@@ -286,6 +286,10 @@ class CandidateRunner:
             from adaexplore.executor.worker._interpret_shim import first_config_only
 
             first_config_only()  # before the guard notes Triton's methods as they are
+        if self.backend is Backend.interpret:
+            from adaexplore.executor.worker._compile_only import install_mirrors
+
+            install_mirrors()  # (its launches are compiled for the GPU too) also before the guard
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)

@@ -20,7 +20,7 @@ from triton.runtime.jit import JITFunction
 
 from adaexplore.executor.worker._errors import HostCallOfKernelCode
 
-__all__ = ["activate_compile_only", "compile_launch", "compiling_for", "mirror", "parse_target"]
+__all__ = ["activate_compile_only", "compile_launch", "compiling_for", "install_mirrors", "mirror", "parse_target"]
 
 
 def parse_target(target: str) -> GPUTarget:
@@ -168,14 +168,21 @@ _mirrors_installed = False
 _compiling = False
 
 
+def install_mirrors() -> None:
+    """Patch Triton's compiler to read InterpretedFunctions as their mirrors (once per process): done before the
+    guard notes Triton's classes as they are, since it watches them."""
+    global _mirrors_installed
+    if not _mirrors_installed:
+        _install_mirrors()
+        _mirrors_installed = True
+
+
 @contextlib.contextmanager
 def compiling_for(target: str = "cuda:90") -> Iterator[None]:
     """Inside, Triton compiles for `target` through the compile-only driver, as the `compile` backend does, even
     in a process running the interpreter (whose kernels are InterpretedFunctions: see `mirror`)."""
-    global _mirrors_installed, _compiling
-    if not _mirrors_installed:
-        _install_mirrors()
-        _mirrors_installed = True
+    global _compiling
+    install_mirrors()
     saved = driver._active
     driver.set_active(_CompileOnlyDriver(parse_target(target)))
     _compiling = True

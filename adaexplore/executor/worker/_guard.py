@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 import torch
 import triton
+from triton.compiler.code_generator import CodeGenerator
 from triton.language.semantic import TritonSemantic
 from triton.runtime.autotuner import Autotuner
-from triton.runtime.jit import JITFunction
+from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+from triton.runtime.jit import DependenciesFinder, JITFunction
 
 from adaexplore.domain import AuditFlag
 
@@ -106,6 +108,13 @@ _WATCHED_CLASSES: dict[str, Callable[[], type]] = {
     "torch.inference_mode": lambda: torch.inference_mode,
     "torch.set_grad_enabled": lambda: torch.set_grad_enabled,
     "torch.cuda.device": lambda: torch.cuda.device,
+    # Triton's interpreter and compiler as the evaluator patched them before the snapshot (worker/_interpret_shim.py,
+    # _launches.py, _compile_only.py): a candidate that put its own methods there could run a kernel other than
+    # the one checked, or slip a call of kernel code past the compile pass
+    "triton.runtime.interpreter.InterpretedFunction": lambda: InterpretedFunction,
+    "triton.runtime.interpreter.FunctionRewriter": lambda: FunctionRewriter,
+    "triton.compiler.code_generator.CodeGenerator": lambda: CodeGenerator,
+    "triton.runtime.jit.DependenciesFinder": lambda: DependenciesFinder,
 }
 _CONSTANT = (int, float, str, bytes, bool, tuple, frozenset, type(None))
 
