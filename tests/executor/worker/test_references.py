@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
-from adaexplore.executor import Mode
+from adaexplore.executor import Mode, Status
 from adaexplore.executor._protocol import (
+    Failed,
     JobSpec,
     Load,
     Loaded,
@@ -22,6 +24,7 @@ from adaexplore.executor.worker._judge import Judge
 from adaexplore.executor.worker._references import ReferenceCache, reference_key
 
 TASK = """
+import pytest
 import torch
 import torch.nn as nn
 
@@ -138,3 +141,36 @@ def test_the_key_tells_apart_what_changes_the_reference(tmp_path: Path) -> None:
     assert reference_key(base) == reference_key(_spec(task, "2"))  # the job's own id does not matter
     for change in ({"init_seed": 1}, {"cast_floats_to": "float16"}, {"allow_tf32_matmul": True}, {"sizes": "small"}):
         assert reference_key(base.model_copy(update=change)) != reference_key(base), change
+
+
+
+def _device_runs_out(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fault injection: the judge's own allocations for the next reference fail as a GPU's do when the device is
+    full (a CPU raises no OutOfMemoryError of its own)."""
+
+    def build(spec: JobSpec) -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 124.00 GiB")
+
+    monkeypatch.setattr(judge.builder, "build", build)
+
+
+def test_a_task_that_runs_the_device_out_of_memory_alone_is_the_tasks_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = Judge(torch.device("cpu"), budget=10 * ENTRY)
+    _device_runs_out(judge, monkeypatch)
+    answer = judge.handle(Load(job=_spec(_task(tmp_path, "big", 2**10), "1")))
+    assert isinstance(answer, TaskFailed), answer
+    assert "does not fit" in answer.message and "make the task smaller" in answer.message
+    assert "124.00 GiB" in answer.message
+
+
+def test_running_out_of_memory_beside_another_tasks_work_is_not_the_tasks_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another job holds memory: the device may be short for reasons of ours, so the fault is not the task's
+    judge = Judge(torch.device("cpu"), budget=10 * ENTRY)
+    assert isinstance(judge.handle(Load(job=_spec(_task(tmp_path, "a", 2**10), "other"))), Loaded)
+    _device_runs_out(judge, monkeypatch)
+    answer = judge.handle(Load(job=_spec(_task(tmp_path, "big", 2**10), "1")))
+    assert isinstance(answer, Failed) and answer.status is Status.infra_error, answer
