@@ -104,9 +104,9 @@ def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def _stray_sandboxes() -> list[str]:
-    """Live bubblewrap processes that outlived the process that started them: an orphan is reparented to init
-    (or to a subreaper that is no bubblewrap and no Python), while a live worker's inner bwrap has its outer one
-    as parent and the outer one has the evaluator."""
+    """Live bubblewrap processes that outlived the process that started them. A worker's outer bwrap has the
+    evaluator as parent; its inner one, the first process of the new PID namespace (two PIDs in `NSpid`), has the
+    outer one. An inner one whose parent is no bwrap, or an outer one reparented to init, is a stray."""
     stray = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -117,12 +117,14 @@ def _stray_sandboxes() -> list[str]:
             state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
             if state == "Z":
                 continue  # ended, its namespace with it; an init that reaps late keeps the entry a while
+            status = (entry / "status").read_text()
+            inner = any(line.startswith("NSpid:") and len(line.split()) > 2 for line in status.splitlines())
             parent = int(ppid)
             above = "" if parent <= 1 else Path(f"/proc/{parent}/comm").read_text().strip()
         except (OSError, ValueError, IndexError):
             continue
-        if parent <= 1 or not (above == "bwrap" or above.startswith("python") or above == "pytest"):
-            stray.append(f"pid {entry.name} (parent {parent} {above or 'init'})")
+        if parent <= 1 or (inner and above != "bwrap"):
+            stray.append(f"pid {entry.name} ({'inner' if inner else 'outer'}, parent {parent} {above or 'init'})")
     return stray
 
 
