@@ -1,6 +1,14 @@
-"""The README opens with the two commands that work on a fresh machine, and CI runs the second."""
+"""The README opens with the two commands that work on a fresh machine, and CI runs the second; the README and
+the pages of docs/ show only examples, commands and links that work."""
+
+from pathlib import Path
 
 from tests.conftest import ROOT
+
+
+def documents() -> list[Path]:
+    """The README, then every page of docs/ that it links."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def first_commands() -> list[str]:
@@ -69,7 +77,7 @@ def test_the_python_examples_run_as_written(tmp_path) -> None:
     import subprocess
     import sys
 
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    blocks = [block for page in documents() for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
     assert len(blocks) >= 2
     for block in blocks:
         done = subprocess.run(
@@ -89,7 +97,7 @@ def test_the_settings_examples_load(tmp_path) -> None:
 
     from adaexplore.config import Settings
 
-    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    blocks = [block for page in documents() for block in re.findall(r"```toml\n(.*?)```", page.read_text(), re.S)]
     assert len(blocks) >= 3
     for index, block in enumerate(blocks):
         path = tmp_path / f"settings-{index}.toml"
@@ -97,12 +105,17 @@ def test_the_settings_examples_load(tmp_path) -> None:
         Settings.load(path)  # unknown keys and bad values raise
 
 
-def readme_commands() -> list[tuple[int, str]]:
-    """Every adaexplore command line of the README's shell and terminal blocks (continuations joined, comments
-    and a `$ ` prompt dropped), with its line number."""
+def readme_commands() -> list[tuple[str, str]]:
+    """Every adaexplore command line of the shell and terminal blocks of the README and the docs pages
+    (continuations joined, comments and a `$ ` prompt dropped), with its file and line number."""
+    return [command for page in documents() for command in page_commands(page)]
+
+
+def page_commands(page: Path) -> list[tuple[str, str]]:
     import re
 
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = page.read_text().splitlines()
+    where = page.relative_to(ROOT).as_posix()
     found, fence, index = [], None, 0
     while index < len(lines):
         line = lines[index]
@@ -116,7 +129,7 @@ def readme_commands() -> list[tuple[int, str]]:
             for part in line.removeprefix("$ ").split(" | ")[0].split(" && "):
                 part = re.sub(r"\s+#.*$", "", part.strip())
                 if re.match(r"(\S*/)?adaexplore ", part):
-                    found.append((number, part))
+                    found.append((f"{where} line {number}", part))
         index += 1
     return found
 
@@ -129,14 +142,52 @@ def test_every_command_the_readme_shows_takes_the_options_it_is_shown_with() -> 
 
     commands = readme_commands()
     assert len(commands) >= 25, commands
-    for number, command in commands:
+    for where, command in commands:
         argv = shlex.split(command)[1:]
         if "…" in command:
             continue  # an elided argument (`memory edit 12 "You cannot …"`)
         try:
             _parser().parse_args(argv)
         except SystemExit as exc:
-            assert exc.code == 0, f"README.md line {number}: {command}"
+            assert exc.code == 0, f"{where}: {command}"
         for word in argv:
             if re.match(r"(examples|adaexplore|benchmarks|tests)/", word):
-                assert (ROOT / word).exists(), f"README.md line {number}: {word} is not in the repository"
+                assert (ROOT / word).exists(), f"{where}: {word} is not in the repository"
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    import re
+
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_leads_somewhere() -> None:
+    import re
+
+    checked = 0
+    for page in documents():
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code blocks hold no links
+        text = re.sub(r"`[^`\n]*`(?!\])", "", text)  # nor do code spans, unless one is a link's text
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                continue  # https://, mailto: and the like
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            where = f"{page.relative_to(ROOT)}: ({target})"
+            assert linked.is_file() and linked.is_relative_to(ROOT), where
+            if anchor and linked.suffix == ".md":
+                assert anchor in _anchors(linked), where
+            checked += 1
+    assert checked >= 20, checked
+
+
+def test_the_readme_links_every_docs_page_and_stays_short() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 260
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert pages
+    for page in pages:
+        assert f"](docs/{page.name})" in readme, page.name

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-# The exit codes of every command (README.md, "Exit codes"): 0 ok; 1 a kernel failed (a normal verdict), or the
+# The exit codes of every command (docs/settings.md, "Exit codes"): 0 ok; 1 a kernel failed (a normal verdict), or the
 # doctor found something to do; 2 the call was wrong (bad task, bad option, missing file, bad settings, among
 # them a database server or Dask scheduler that does not answer); 3 our own fault (the evaluator failed, a
 # bug); 4 interrupted (Ctrl-C, SIGTERM) or lost a race to another command (a run resumed twice at once).
