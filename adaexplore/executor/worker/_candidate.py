@@ -589,12 +589,13 @@ class CandidateRunner:
         return outputs, first_launches
 
     def _recheck_count(self, timing: TimeCandidate, max_output_elements: int | None) -> int:
-        """The timed calls to keep for the judge: as many as asked, within the device exchange's sets and the
-        bytes allowed (outputs of 4-byte elements); fewer is said in a flag with what it still catches."""
+        """The timed calls to keep for the judge: as many as asked, within the sets of the device exchange (which
+        the judge sized to the bytes allowed) or, for outputs written as files, within the bytes allowed (outputs
+        of 4-byte elements); fewer is said in a flag with what it still catches."""
         want = timing.recheck_calls
         if self.sink is not None:
             want = min(want, self.sink.sets)
-        if max_output_elements:
+        elif max_output_elements:
             want = min(want, max(1, timing.recheck_bytes // (4 * max_output_elements)))
         if want < timing.recheck_calls:
             self.state.flags.append(

@@ -142,10 +142,14 @@ class Judge:
     def _too_large(self, command: object, exc: torch.OutOfMemoryError) -> str | None:
         """Why a task does not fit on this GPU, when the judge ran out of memory loading or preparing it while
         it held nothing of another task's; None when other work holds memory (then the fault is not the task's)."""
-        job_id = getattr(command, "job_id", None) or getattr(getattr(command, "job", None), "job_id", None)
-        if not isinstance(command, Load | Prepare) or any(key != job_id for key in self.jobs):
+        if isinstance(command, Load):
+            spec = command.job
+        elif isinstance(command, Prepare):
+            spec = self.jobs[command.job_id].spec
+        else:
             return None
-        spec = command.job if isinstance(command, Load) else self.jobs[command.job_id].spec
+        if any(key != spec.job_id for key in self.jobs):
+            return None
         _, total = torch.cuda.mem_get_info(self.device) if self.device.type == "cuda" else (0, 0)
         sizes = (
             f"its small sizes {spec.small_sizes}"
@@ -288,7 +292,8 @@ class Judge:
             else:
                 pattern = command.patterns[index]
                 if pattern is None:
-                    unpatterned = unpatterned or self._patterned_reference(job, None)
+                    if unpatterned is None:
+                        unpatterned = self._patterned_reference(job, None)
                     refs = unpatterned
                 else:
                     refs = self._patterned_reference(job, pattern)

@@ -77,7 +77,7 @@ class _Chunk:
     excess_ms: float
     calls: int  # all calls made, the probe and the uncounted one included
     kept: list[tuple[InputPattern | None, list[torch.Tensor]]]
-    # the first kept call's pattern and its inputs as the call left them (copies)
+    # the chunk's first kept call's pattern and its inputs as the call left them (copies)
     kept_inputs: tuple[InputPattern | None, list[torch.Tensor]] | None = None
 
 
