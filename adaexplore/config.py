@@ -78,6 +78,9 @@ class ExecutorConfig(BaseModel):
     # runs candidates with the rights of this process (logged, and named in every result's provenance).
     # $ADAEXPLORE_SANDBOX overrides it.
     sandbox: SandboxChoice = Field(default_factory=lambda: _sandbox_from_env())
+    # The user (and group of the same number) that workers become when the evaluator runs as root under
+    # bubblewrap: 65534 is `nobody`. None keeps them root on this machine, inside their namespaces.
+    worker_uid: int | None = Field(default=65534, gt=0)
     # Host memory one worker may use (its address space on the CPU backends, its written memory on a GPU,
     # where CUDA reserves far more address space than it uses). None: a quarter of this machine's memory.
     worker_memory_bytes: int | None = Field(default=None, gt=0)

@@ -25,6 +25,7 @@ from adaexplore.executor._channel import process_tree_cpu_seconds
 from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor._sandbox import SandboxPlan
 from adaexplore.executor._side import SideSocket, side_pair
+from adaexplore.executor._worker_user import hand_over
 from adaexplore.executor.stages.speed import DEFAULT_TARGET
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
@@ -178,6 +179,8 @@ class WorkerProcess:
             OSError: the process could not be started.
         """
         exchange.mkdir(mode=0o700)
+        if sandbox.user is not None:
+            hand_over(sandbox.user, exchange_root, exchange)
         # the GPU a candidate's questions about the device (torch.cuda.get_device_properties) are answered as on the
         # CPU backends; on a GPU the GPU answers
         target_gpu = settings.executor.target_gpu

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
+from adaexplore.executor._worker_user import bind, system_binds, unprivileged_user
 
 __all__ = ["Confinement", "SandboxKind", "SandboxPlan", "detect_sandbox"]
 
@@ -101,6 +102,8 @@ class Confinement(BaseModel):
     seccomp: bool = False
     # under bubblewrap: Landlock also holds reads to `readable` (the kernel has it)
     restrict_reads: bool = False
+    # the unprivileged user (and group of the same number) the worker becomes first (`worker/_user.py`)
+    user: int | None = None
 
 
 class SandboxPlan(BaseModel):
@@ -114,6 +117,8 @@ class SandboxPlan(BaseModel):
     disable_userns: bool = False
     seccomp: bool = False
     landlock_abi: int = 0
+    # the user workers run as, when this process is root and the machine allows one (see `_worker_user.py`)
+    user: int | None = None
     memory_bytes: int
     cache_bytes: int
     disk_bytes: int
@@ -122,13 +127,16 @@ class SandboxPlan(BaseModel):
 
     def describe(self) -> str:
         if self.kind == "bwrap":
-            parts = ["user, PID, network, IPC and mount namespaces (bubblewrap " + (self.bwrap_version or "?") + ")"]
+            spaces = "PID, network, IPC and mount" if self.user is not None else "user, PID, network, IPC and mount"
+            parts = [f"{spaces} namespaces (bubblewrap {self.bwrap_version or '?'})"]
         elif self.kind == "landlock+seccomp":
             parts = [f"Landlock ABI {self.landlock_abi} on files, programs, TCP and signals"]
         else:
             return "none: candidates run with this process's rights"
         if self.seccomp:
             parts.append("seccomp")
+        if self.user is not None:
+            parts.append(f"workers as uid {self.user}")
         parts.append(f"memory <= {self.memory_bytes / 2**30:.1f} GiB per worker")
         parts += [f"{kind} unavailable: {why}" for kind, why in self.unavailable.items()]
         return f"{self.kind}: " + ", ".join(parts)
@@ -182,7 +190,7 @@ class SandboxPlan(BaseModel):
         return (
             [self.bwrap, *self._bwrap_args(system, role, devices, exchange, exchange_root, settings), "--", *argv],
             env,
-            spec.model_copy(update={"readable": readable, "restrict_reads": self.landlock_abi >= 1}),
+            spec.model_copy(update={"readable": readable, "restrict_reads": self.landlock_abi >= 1, "user": self.user}),
         )
 
     def _bwrap_args(
@@ -194,8 +202,10 @@ class SandboxPlan(BaseModel):
         exchange_root: Path,
         settings: Settings,
     ) -> list[str]:
-        args = [
-            "--unshare-user",
+        # as root, the worker starts without a user namespace (its root would be this machine's) and with the two
+        # capabilities it needs to become `self.user`; else in a user namespace of its own, with none
+        args = [] if self.user is not None else ["--unshare-user"]
+        args += [
             "--unshare-pid",
             "--unshare-net",
             "--unshare-ipc",
@@ -206,33 +216,34 @@ class SandboxPlan(BaseModel):
             "--cap-drop",
             "ALL",
         ]
-        if self.disable_userns:
+        if self.user is not None:
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        elif self.disable_userns:
             args.append("--disable-userns")
+        # the private places are the worker's to write, whichever user it becomes
+        shared = ["--perms", "1777"]
         # an empty root (bubblewrap's own tmpfs, read-only at the end) with the allowed places bound into it,
         # after the private memory file systems (a virtual environment may live in the host's /tmp)
         args += ["--dev", "/dev"]
         for device in devices:
             args += ["--dev-bind", device, device]
         args += ["--proc", "/proc"]
-        args += ["--size", str(self.cache_bytes), "--tmpfs", _TMP]
-        args += ["--size", str(self.cache_bytes), "--tmpfs", "/dev/shm"]
-        for path in system:
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), path]  # a merged /usr's /bin, /lib, ...
-            else:
-                args += ["--ro-bind", path, path]
+        args += [*shared, "--size", str(self.cache_bytes), "--tmpfs", _TMP]
+        args += [*shared, "--size", str(self.cache_bytes), "--tmpfs", "/dev/shm"]
+        made = {_TMP: False, "/dev/shm": False, "/dev": False, "/proc": False}
+        args += system_binds(system, made)
         # private places inside what was put back (the user's state inside a checkout, say) stay hidden
         read_only: list[str] = []
         for path in _sensitive_paths(settings):
             if os.path.isdir(path) and any(_inside(path, p) and path != p for p in system):
                 args += ["--tmpfs", path]
                 read_only.append(path)
-        args += ["--dir", f"{_TMP}/home", "--size", str(self.cache_bytes), "--tmpfs", _TRITON_CACHE]
+        args += [*shared, "--dir", f"{_TMP}/home", *shared, "--size", str(self.cache_bytes), "--tmpfs", _TRITON_CACHE]
         if role == "judge":
-            args += ["--ro-bind", str(exchange_root), str(exchange_root), "--chdir", _TMP]
+            args += [*bind("--ro-bind", str(exchange_root), made), "--chdir", _TMP]
         else:
             tasks = str(exchange_root / "tasks")
-            args += ["--ro-bind", tasks, tasks, "--bind", str(exchange), str(exchange), "--chdir", str(exchange)]
+            args += [*bind("--ro-bind", tasks, made), *bind("--bind", str(exchange), made), "--chdir", str(exchange)]
         for path in read_only:
             args += ["--remount-ro", path]
         return [*args, "--remount-ro", "/"]
@@ -402,6 +413,10 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         else:
             version, disable_userns, reason = await _probe_bwrap(path)
             if version is not None:
+                env = {**os.environ, "PYTHONPATH": str(_package_root())}  # as a worker's (see `workspace`)
+                user, why = await unprivileged_user(path, _system_view(env), settings)
+                if why:
+                    logger.warning("workers run as root on this machine: %s", why)
                 return _chosen(
                     SandboxPlan(
                         kind="bwrap",
@@ -410,6 +425,8 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
                         disable_userns=disable_userns,
                         seccomp=not seccomp_problem,
                         landlock_abi=abi_version(),
+                        user=user,
+                        unavailable={"unprivileged workers": why} if why else {},
                         **limits,
                     )
                 )

@@ -76,6 +76,7 @@ def task_file(exchange: Path, task: Task) -> Path:
     if not path.exists() or path.read_text() != task.source:
         temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
         temporary.write_text(task.source)
+        temporary.chmod(0o644)  # whatever the umask: a worker of another user reads it (see `_worker_user.py`)
         temporary.replace(path)
     return path
 

@@ -124,6 +124,24 @@ report("host paths in the mount table", [p for p in {host_paths!r} if p in seen]
     "kill_itself": """
 os.kill(os.getpid(), signal.SIGKILL)
 """,
+    # a user namespace of its own, made by clone (unshare is refused by name), where it would hold every
+    # capability: the kernel's widest surface for an escape
+    "user_namespace_by_clone": """
+libc = ctypes.CDLL(None, use_errno=True)
+child = libc.syscall(56, 0x10000000 | signal.SIGCHLD, 0, 0, 0, 0)
+if child == 0:
+    os._exit(0)
+if child < 0:
+    raise OSError(ctypes.get_errno(), "clone(CLONE_NEWUSER) was refused")
+os.waitpid(child, 0)
+report("made a user namespace in", child)
+""",
+    # root's rights on this machine: the worker of a root evaluator is `nobody`, and cannot become root again
+    "become_root": """
+report("ids", (os.getresuid(), os.getresgid(), os.getgroups()))
+os.setuid(0)
+os.setgid(0)
+""",
     # writing outside the exchange directory
     "write_outside": """
 open("{outside_file}", "w").write("escaped")

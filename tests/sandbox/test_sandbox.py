@@ -25,6 +25,7 @@ import pytest
 
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, Status, load_task
+from adaexplore.executor._sandbox import detect_sandbox
 from tests.conftest import ROOT, fast_settings
 from tests.sandbox.attacks import ATTACKS, candidate
 
@@ -209,6 +210,9 @@ EXPECTED.update(
         "environ_credential": ((Status.ok,), ()),
         # Landlock keeps the mount table unreadable (this machine's kernel has it)
         "read_the_mount_table": ((Status.runtime_error,), ("Permission denied",)),
+        # a root evaluator's worker under bubblewrap is refused (see the test below); elsewhere it is this
+        # process's user, which the sandbox walls in whoever it is
+        "become_root": None,
         # the candidate's own doing, not a kill from outside: no retry, no infra_error
         "kill_itself": ((Status.crashed,), ("a signal adaexplore did not send",)),
     }
@@ -229,6 +233,29 @@ async def test_the_sandbox_holds_without_the_policy(walled: Evaluator, machine: 
         assert not words or any(w in result.message for w in words), told
     assert result.provenance.sandbox == ("bwrap" if walled.config.sandbox == "bwrap" else "landlock+seccomp")
     assert len(result.output) <= 4 * walled.config.output_limit_bytes
+
+
+async def test_a_root_evaluator_runs_its_workers_as_nobody(walled: Evaluator, machine: Machine) -> None:
+    if walled.config.sandbox != "bwrap" or os.geteuid() != 0:
+        pytest.skip("only an evaluator that runs as root under bubblewrap changes its workers' user")
+    assert walled.sandbox is not None and walled.sandbox.user == 65534, walled.sandbox
+    result = await walled.evaluate(TASK, candidate("become_root", **machine.values))
+    assert result.status is Status.runtime_error, result.message
+    assert "Operation not permitted" in result.message, result.message
+    assert "((65534, 65534, 65534), (65534, 65534, 65534), [])" in result.output, result.output
+    assert result.provenance.sandbox_detail and "as uid 65534" in result.provenance.sandbox_detail
+
+
+async def test_workers_stay_root_when_told_and_say_so(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only an evaluator that runs as root has the choice")
+    settings = fast_settings(tmp_path, sandbox="bwrap", worker_uid=None)
+    try:
+        plan = await detect_sandbox(settings)
+    except ConfigError as exc:
+        pytest.skip(f"no bwrap sandbox on this machine: {exc}")
+    assert plan.user is None
+    assert "unprivileged workers unavailable: executor.worker_uid is unset" in plan.describe()
 
 
 async def test_an_honest_kernel_still_passes_and_nothing_is_left(walled: Evaluator, machine: Machine) -> None:

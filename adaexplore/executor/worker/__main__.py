@@ -55,6 +55,10 @@ def main() -> None:
     from adaexplore.executor.worker._channel import Channel
 
     confinement = Confinement.model_validate_json(options.confine)
+    if confinement.user is not None:
+        from adaexplore.executor.worker._user import drop_privileges
+
+        drop_privileges(confinement.user)  # before _harden: a change of user clears the parent-death signal
     from adaexplore.executor._side import SideSocket
 
     side = SideSocket.inherited(options.side_fd) if options.side_fd is not None else None

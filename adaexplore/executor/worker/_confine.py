@@ -61,6 +61,7 @@ _DENIED_SYSCALLS = (
     # service through a Unix socket, which Landlock does not cover (socketpair stays allowed).
     "socket",
 )
+_CLONE_NEWUSER = 0x10000000
 # Without a PID namespace, the process group is what the evaluator kills: nothing may leave it.
 _SESSION_SYSCALLS = ("setsid", "setpgid")
 
@@ -159,7 +160,7 @@ def _limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, value))
 
 
-def _seccomp(deny_sessions: bool) -> int:
+def _seccomp(deny_sessions: bool, deny_user_namespaces: bool) -> int:
     import pyseccomp
 
     rules = pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)
@@ -173,6 +174,13 @@ def _seccomp(deny_sessions: bool) -> int:
         except (OSError, ValueError):  # not a system call of this architecture
             continue
         count += 1
+    if deny_user_namespaces:
+        # a worker outside a user namespace of bubblewrap's (whose --disable-userns covers it) makes none: a
+        # clone asking for one is refused, and clone3, whose flags a filter cannot read, reports itself missing
+        # so that the C library falls back to clone
+        rules.add_rule(refuse, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER))
+        rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+        count += 2
     rules.load()
     return count
 
@@ -197,7 +205,7 @@ def confine(spec: Confinement, *, on_gpu: bool) -> str:
     full = spec.kind == "landlock+seccomp"
     reads = full or spec.restrict_reads
     if spec.seccomp:
-        count = _seccomp(deny_sessions=full)
+        count = _seccomp(deny_sessions=full, deny_user_namespaces=full or spec.user is not None)
         applied.append(f"seccomp ({count} rules)")
     # Landlock refuses to move a file between directories unless the ruleset grants it (REFER): under
     # bubblewrap, where the namespaces decide what may be written, it is granted everywhere.
@@ -218,4 +226,6 @@ def confine(spec: Confinement, *, on_gpu: bool) -> str:
     ruleset.restrict()
     what = "files, network, " if full else "reads, " if reads else ""
     applied.append(f"landlock ABI {ruleset.abi} ({what}programs, signals)")
+    if spec.user is not None:
+        applied.append(f"as uid {spec.user}")
     return f"{spec.kind}: " + ", ".join(applied)

@@ -1,0 +1,109 @@
+"""Whether workers can run as an unprivileged user, and what of the exchange they then own (DESIGN §5).
+
+Only an evaluator that runs as root has a choice: bubblewrap started by root maps the worker's user namespace
+onto root itself, so the worker would be root on this machine as far as files, devices and the kernel are
+concerned. Such an evaluator starts its workers without a user namespace instead, and each worker becomes
+`executor.worker_uid` before anything else (`worker/_user.py`). It can only where that user can run the
+interpreter inside the sandbox's view of the machine (the file system is built from an allow-list, so a
+private home around the interpreter is no obstacle) and open the GPU's device files; both are checked once,
+when the sandbox is chosen, and the reason is named where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+
+from adaexplore.config import Settings
+
+__all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
+
+_DROP = "from adaexplore.executor.worker._user import drop_privileges; drop_privileges({uid})"
+
+
+def _closed_devices() -> list[str]:
+    """The GPU's device files that a user other than their owner cannot both read and write."""
+    closed = []
+    for path in sorted(Path("/dev").glob("nvidia*")):
+        if path.is_char_device() and path.stat().st_mode & (stat.S_IROTH | stat.S_IWOTH) != (
+            stat.S_IROTH | stat.S_IWOTH
+        ):
+            closed.append(str(path))
+    return closed
+
+
+async def unprivileged_user(bwrap: str, system: list[str], settings: Settings) -> tuple[int | None, str]:
+    """(the user workers become, or None; why they stay as this process's user, where that is a choice)."""
+    uid = settings.executor.worker_uid
+    if os.geteuid() != 0:
+        return None, ""  # workers are this unprivileged user already, root only inside their own namespace
+    if uid is None:
+        return None, "executor.worker_uid is unset"
+    closed = _closed_devices()
+    if closed:
+        return None, f"{', '.join(closed)} cannot be opened by other users"
+    command = [bwrap, "--unshare-pid", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
+    command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
+    command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
+    command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": package_root}
+    result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
+    if result.returncode != 0:
+        tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+        return None, f"uid {uid} cannot run this interpreter in the sandbox ({tail[0]})"
+    return uid, ""
+
+
+def system_binds(system: list[str], made: dict[str, bool]) -> list[str]:
+    """bubblewrap's arguments that put back `system` (see `_sandbox._system_view`), read-only. `made` holds
+    the folders that exist in the sandbox already (True: bound from the machine, with all inside them), and
+    gains those made here."""
+    args: list[str] = []
+    for path in system:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]  # a merged /usr's /bin, /lib, ...
+            made[path] = True
+        else:
+            args += bind("--ro-bind", path, made)
+    return args
+
+
+def bind(kind: str, path: str, made: dict[str, bool]) -> list[str]:
+    """bubblewrap's arguments that bind `path` of the machine at the same place, after the folders above it
+    that are not in `made` yet (nor inside a folder bound from the machine), open to every user: bubblewrap
+    run by root makes them private to root, which would keep the worker's user out of, say, an interpreter
+    under /root/.pyenv."""
+    args: list[str] = []
+    parts = Path(path).parts
+    for depth in range(2, len(parts)):
+        folder = str(Path(*parts[:depth]))
+        if folder in made or any(whole and _inside(folder, m) for m, whole in made.items()):
+            continue
+        args += ["--perms", "0755", "--dir", folder]
+        made[folder] = False
+    made[path] = True
+    return [*args, kind, path, path]
+
+
+def _inside(path: str, parent: str) -> bool:
+    return path.startswith(parent.rstrip("/") + "/")
+
+
+def hand_over(uid: int, exchange_root: Path, exchange: Path) -> None:
+    """Give user `uid` its worker's `exchange` directory, and let its group read the evaluator's root, where
+    the judge reads every worker's outputs and each worker its task (nobody else may enter it)."""
+    for folder in (exchange_root, exchange_root / "tasks"):
+        info = folder.stat()
+        if info.st_gid != uid or stat.S_IMODE(info.st_mode) != 0o750:
+            os.chown(folder, -1, uid)
+            folder.chmod(0o750)
+    # root's group keeps its way in: bubblewrap enters the directory as root without the capabilities that
+    # override its mode
+    os.chown(exchange, uid, 0)
+    exchange.chmod(0o770)
