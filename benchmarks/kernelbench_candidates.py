@@ -160,7 +160,7 @@ def pass_through(problem_source: str) -> str:
 
 def policy_problems(code: str) -> list[str]:
     """What the project's policy says against a candidate's source (empty: clean)."""
-    from adaexplore.executor._policy import check_policy, defines_model_new
+    from adaexplore.executor.policy import check_policy, defines_model_new
 
     tree = ast.parse(code)
     found = [f"line {v.line}: {v.code}: {v.message}" for v in check_policy(tree, source=code)]

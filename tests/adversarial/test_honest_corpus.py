@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from adaexplore.executor import Evaluator, Status, load_task
-from adaexplore.executor._policy import ALLOWED_IMPORTS, check_policy, defines_model_new, resolve_dotted
-from adaexplore.executor._policy_ast import _import_aliases, _is_kernel
+from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, defines_model_new, resolve_dotted
+from adaexplore.executor.policy._facts import _import_aliases, _is_kernel
 from adaexplore.executor.worker._errors import ReachRefused
 from adaexplore.executor.worker._taskrun import candidate_builtins
 from tests.conftest import fast_settings

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from adaexplore.config import Settings  # noqa: E402
-from adaexplore.executor._policy import check_policy, defines_model_new  # noqa: E402
+from adaexplore.executor.policy import check_policy, defines_model_new  # noqa: E402
 from benchmarks.kernelbench_candidates import Problem, parse_ids, pass_through, read_problems  # noqa: E402
 from benchmarks.kernelbench_referee import spread_ids  # noqa: E402
 from benchmarks.kernelbench_suite import (  # noqa: E402

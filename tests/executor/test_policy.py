@@ -2,7 +2,7 @@ import ast
 
 import pytest
 
-from adaexplore.executor._policy import check_policy, defines_model_new, resolve_dotted
+from adaexplore.executor.policy import check_policy, defines_model_new, resolve_dotted
 
 CLEAN = """
 import math

@@ -17,7 +17,7 @@ import warnings
 
 import pytest
 
-from adaexplore.executor._policy import (
+from adaexplore.executor.policy._check import (
     ALLOWED_IMPORTS,
     _banned_objects,
     attribute_refused,

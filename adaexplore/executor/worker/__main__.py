@@ -190,7 +190,7 @@ def _warm_up(backend: object, device: object, role: str) -> None:
 
         import triton
 
-        from adaexplore.executor._policy import check_policy, resolve_dotted
+        from adaexplore.executor.policy import check_policy, resolve_dotted
         from adaexplore.executor.worker import _warmup_kernel
         from adaexplore.executor.worker._warmup_kernel import scale_kernel
 

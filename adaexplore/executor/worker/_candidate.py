@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.domain import AuditFlag, Backend, Status
-from adaexplore.executor._policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
+from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
 from adaexplore.executor._protocol import (
     Compiled,
     Done,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.executor._policy import ALLOWED_IMPORTS
+from adaexplore.executor.policy import ALLOWED_IMPORTS
 from adaexplore.executor.worker._taskrun import candidate_builtins, import_file
 
 
@@ -77,7 +77,7 @@ def test_code_run_later_in_the_candidates_namespace_meets_the_same_builtins(tmp_
 
 @pytest.mark.parametrize("fromlist", [None, ("x",)])
 def test_a_candidate_statement_still_cannot_import_a_loaded_module(fromlist: object) -> None:
-    from adaexplore.executor._policy import ALLOWED_IMPORTS
+    from adaexplore.executor.policy import ALLOWED_IMPORTS
     from adaexplore.executor.worker._taskrun import candidate_builtins
 
     restricted = candidate_builtins(ALLOWED_IMPORTS)["__import__"]
@@ -86,7 +86,7 @@ def test_a_candidate_statement_still_cannot_import_a_loaded_module(fromlist: obj
 
 
 def test_torch_may_import_its_own_loaded_modules_under_a_candidate_frame() -> None:
-    from adaexplore.executor._policy import ALLOWED_IMPORTS
+    from adaexplore.executor.policy import ALLOWED_IMPORTS
     from adaexplore.executor.worker._taskrun import candidate_builtins
 
     namespace = {"__builtins__": candidate_builtins(ALLOWED_IMPORTS), "__name__": "candidate"}

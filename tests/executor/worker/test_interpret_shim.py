@@ -255,7 +255,7 @@ def test_libdevice_stand_ins_are_libdevice_to_the_policy() -> None:
     # The policy refuses objects from modules a candidate may not reach; the stand-ins are libdevice's functions.
     result = run_interpreted("""
         import triton.language.extra.cuda.libdevice as cuda
-        from adaexplore.executor._policy import _origin
+        from adaexplore.executor.policy._check import _origin
         names = [(cuda.erf, "erf"), (libdevice.erf, "erf"), (cuda.popc, "popc")]
         print(json.dumps([[f.__module__, f.__name__ == n, _origin(f)] for f, n in names]))
     """)

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from adaexplore.executor._policy import ALLOWED_IMPORTS
+from adaexplore.executor.policy import ALLOWED_IMPORTS
 from adaexplore.executor.worker._taskrun import candidate_builtins, import_file
 
 SOURCE = """

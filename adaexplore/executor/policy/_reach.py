@@ -13,7 +13,7 @@ import itertools
 import types
 from collections.abc import Callable
 
-from adaexplore.executor._policy_tables import (
+from adaexplore.executor.policy._tables import (
     _BANNED_FUNCTION_MODULES,
     _BANNED_NAMES,
     _OBJECT_ROOTS,

@@ -11,8 +11,8 @@ import ast
 import string
 from dataclasses import dataclass
 
-from adaexplore.executor._policy_tables import _AUTOGRAD_BASES
-from adaexplore.executor._policy_tables_attrs import _OWN_ROOTS
+from adaexplore.executor.policy._tables import _AUTOGRAD_BASES
+from adaexplore.executor.policy._tables_attrs import _OWN_ROOTS
 
 
 def defines_model_new(tree: ast.Module) -> bool:

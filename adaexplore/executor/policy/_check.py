@@ -6,27 +6,25 @@ side streams), so the numbers the worker reports are the numbers it measured. Ea
 (code, message) pair; the message is the sentence a model reads.
 
 This module is the policy's entry point: `check_policy`, `guard_own_roots` (the worker's run-time guard
-of trusted roots) and the names other modules use, re-exported from where they live. The tables are in
-_policy_tables and _policy_tables_attrs, the lookups over them in _policy_rules, the checks against real
-objects in _policy_reach, the syntax-tree helpers in _policy_ast, and the checker itself, one layer per
-module, in _policy_check_base, _policy_detour, _policy_visit_exprs and _policy_visit_stmts.
+of trusted roots) and the names other modules use, re-exported from where they live (see the room's
+`__init__` for the map of its modules).
 """
 
 from __future__ import annotations
 
 import ast
 
-from adaexplore.executor._policy_ast import _import_aliases, _is_kernel, defines_model_new
-from adaexplore.executor._policy_reach import Resolver
+from adaexplore.executor.policy._facts import _import_aliases, _is_kernel, defines_model_new
+from adaexplore.executor.policy._reach import Resolver
 
 # the next three: importable from here as before the split (the worker and tests use them), not in __all__
-from adaexplore.executor._policy_reach import _banned_objects as _banned_objects
-from adaexplore.executor._policy_reach import _origin as _origin
-from adaexplore.executor._policy_reach import resolve_dotted as resolve_dotted
-from adaexplore.executor._policy_rules import Violation, attribute_refused, banned_name, needs_owner
-from adaexplore.executor._policy_tables import ALLOWED_IMPORTS
-from adaexplore.executor._policy_tables_attrs import _OWN_ROOTS
-from adaexplore.executor._policy_visit_stmts import _Checker
+from adaexplore.executor.policy._reach import _banned_objects as _banned_objects
+from adaexplore.executor.policy._reach import _origin as _origin
+from adaexplore.executor.policy._reach import resolve_dotted as resolve_dotted
+from adaexplore.executor.policy._rules import Violation, attribute_refused, banned_name, needs_owner
+from adaexplore.executor.policy._tables import ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables_attrs import _OWN_ROOTS
+from adaexplore.executor.policy._visit_stmts import _Checker
 
 __all__ = [
     "ALLOWED_IMPORTS",

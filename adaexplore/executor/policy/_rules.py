@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adaexplore.executor._policy_tables import _BANNED_NAMES, ALLOWED_IMPORTS
-from adaexplore.executor._policy_tables_attrs import (
+from adaexplore.executor.policy._tables import _BANNED_NAMES, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables_attrs import (
     _ALLOWED_DUNDERS,
     _FORMAT_METHODS,
     _FRAME_PREFIXES,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import ast
 import types
 
-from adaexplore.executor._policy_ast import _import_aliases, _module_classes, _module_names
-from adaexplore.executor._policy_reach import Resolver, _banned_objects, _origin
-from adaexplore.executor._policy_rules import Violation, banned_name
-from adaexplore.executor._policy_scope import function_scope_reads
-from adaexplore.executor._policy_tables import _BANNED_NAMES, _REACHABLE_ROOTS, ALLOWED_IMPORTS
-from adaexplore.executor._policy_tables_attrs import _OWN_ROOTS
+from adaexplore.executor.policy._facts import _import_aliases, _module_classes, _module_names
+from adaexplore.executor.policy._reach import Resolver, _banned_objects, _origin
+from adaexplore.executor.policy._rules import Violation, banned_name
+from adaexplore.executor.policy._scope import function_scope_reads
+from adaexplore.executor.policy._tables import _BANNED_NAMES, _REACHABLE_ROOTS, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables_attrs import _OWN_ROOTS
 
 
 class _CheckerBase(ast.NodeVisitor):

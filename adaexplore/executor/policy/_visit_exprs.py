@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 import builtins
 
-from adaexplore.executor._policy_ast import _plain_format
-from adaexplore.executor._policy_detour import _DetourChecks
-from adaexplore.executor._policy_rules import attribute_refused
-from adaexplore.executor._policy_tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
-from adaexplore.executor._policy_tables_attrs import (
+from adaexplore.executor.policy._facts import _plain_format
+from adaexplore.executor.policy._detour import _DetourChecks
+from adaexplore.executor.policy._rules import attribute_refused
+from adaexplore.executor.policy._tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables_attrs import (
     _ALLOWED_DUNDER_NAMES,
     _DEF_LINE,
     _FORMAT_METHODS,

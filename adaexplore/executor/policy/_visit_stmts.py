@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import ast
 
-from adaexplore.executor._policy_ast import _is_kernel
-from adaexplore.executor._policy_reach import _is_tensor_class
-from adaexplore.executor._policy_rules import attribute_refused
-from adaexplore.executor._policy_tables import _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
-from adaexplore.executor._policy_tables_attrs import (
+from adaexplore.executor.policy._facts import _is_kernel
+from adaexplore.executor.policy._reach import _is_tensor_class
+from adaexplore.executor.policy._rules import attribute_refused
+from adaexplore.executor.policy._tables import _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables_attrs import (
     _BUILTIN_NAMES,
     _DEFINABLE_DUNDERS,
     _OWN_ROOTS,
     _SETTABLE_ATTRS,
     _TENSOR_HOOKS,
 )
-from adaexplore.executor._policy_visit_exprs import _ExpressionChecks
+from adaexplore.executor.policy._visit_exprs import _ExpressionChecks
 
 
 class _Checker(_ExpressionChecks):
