@@ -23,7 +23,7 @@ import triton
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend, Mode
-from adaexplore.executor._modes import mode_spec
+from adaexplore.executor.wire._modes import mode_spec
 from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
 from adaexplore.executor.worker._taskrun import import_file
 from adaexplore.executor.worker._timing import Timer

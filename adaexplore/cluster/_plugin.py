@@ -35,9 +35,9 @@ from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.domain import Evaluation
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor import Environment, Evaluator, Progress, ProgressUpdate
-from adaexplore.executor._environment import probe_environment
-from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor._workspace import worker_env
+from adaexplore.executor.host._environment import probe_environment
+from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.roofline import TaskWork
 
 __all__ = ["EvaluatorPlugin", "describe", "run_request", "worker_settings"]

@@ -16,12 +16,11 @@ from adaexplore.domain import (
     Tolerance,
     TrialResult,
 )
-from adaexplore.executor._environment import Environment
 from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
-from adaexplore.executor._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
 from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
-from adaexplore.executor._small_sizes import Derivation, with_small_sizes
-from adaexplore.executor._task import (
+from adaexplore.executor.host._environment import Environment
+from adaexplore.executor.tasks._small_sizes import Derivation, with_small_sizes
+from adaexplore.executor.tasks._task import (
     Task,
     code_hash,
     load_task,
@@ -30,6 +29,7 @@ from adaexplore.executor._task import (
     read_task_file,
     task_from_source,
 )
+from adaexplore.executor.wire._modes import ModeSpec, TimingSpec, mode_spec, tolerance_for
 
 __all__ = [
     "Audit",

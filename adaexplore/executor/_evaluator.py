@@ -31,16 +31,16 @@ from adaexplore.domain import Backend, Evaluation, Mode, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor import _input_sets as input_sets
 from adaexplore.executor import _workspace as workspace
-from adaexplore.executor._channel import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
-from adaexplore.executor._device_lock import DeviceLock, default_lock_dir, physical_gpu
-from adaexplore.executor._environment import Environment, probe_environment
-from adaexplore.executor._pool import CorePlan, JudgeClient, WorkerPool, default_warm_workers, plan_cores
-from adaexplore.executor._protocol import JobSpec
-from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
-from adaexplore.executor._task import Task
+from adaexplore.executor.host._device_lock import DeviceLock, default_lock_dir, physical_gpu
+from adaexplore.executor.host._environment import Environment, probe_environment
+from adaexplore.executor.host._pool import CorePlan, JudgeClient, WorkerPool, default_warm_workers, plan_cores
+from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
+from adaexplore.executor.host._spawn import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
 from adaexplore.executor.stages import compile as compile_stage
 from adaexplore.executor.stages import faults, full_path, numerics, precision, result, static, task_check
 from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
+from adaexplore.executor.tasks._task import Task
+from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.roofline import TaskWork, gpu_spec
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]

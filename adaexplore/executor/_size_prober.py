@@ -25,11 +25,11 @@ from anyio.abc import TaskGroup
 from adaexplore.config import Settings
 from adaexplore.errors import EvaluatorError
 from adaexplore.executor import _workspace as workspace
-from adaexplore.executor._channel import ProcessSpawner, SpawnRequest, WorkerChannel
-from adaexplore.executor._process import WorkerDied, WorkerTimeout
-from adaexplore.executor._protocol import Done, ProbeSizes, SizeTried
-from adaexplore.executor._sandbox import SandboxPlan, detect_sandbox
-from adaexplore.executor._small_sizes import BUDGET_S, Attempt, Candidate, Derivation, candidates, sequence_sizes
+from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
+from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
+from adaexplore.executor.tasks._small_sizes import BUDGET_S, Attempt, Candidate, Derivation, candidates, sequence_sizes
+from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 
 __all__ = ["SizeProber", "derive_small_sizes"]
 

@@ -29,10 +29,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from adaexplore.config import Settings
 from adaexplore.errors import EvaluatorError, RequestError
 from adaexplore.executor import _workspace as workspace
-from adaexplore.executor._channel import ProcessSpawner, SpawnRequest, WorkerChannel
-from adaexplore.executor._process import WorkerDied, WorkerTimeout
-from adaexplore.executor._protocol import Synthesize, Synthesized
-from adaexplore.executor._sandbox import detect_sandbox
+from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.host._sandbox import detect_sandbox
+from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
+from adaexplore.executor.wire._protocol import Synthesize, Synthesized
 
 __all__ = [
     "Catalogue",

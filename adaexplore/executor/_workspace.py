@@ -15,9 +15,9 @@ from typing import Any
 import adaexplore
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.domain import Backend
-from adaexplore.executor._protocol import JobSpec
-from adaexplore.executor._task import Task
 from adaexplore.executor.stages.context import Run
+from adaexplore.executor.tasks._task import Task
+from adaexplore.executor.wire._protocol import JobSpec
 
 __all__ = ["exchange_root", "job", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
 
@@ -76,7 +76,7 @@ def task_file(exchange: Path, task: Task) -> Path:
     if not path.exists() or path.read_text() != task.source:
         temporary = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
         temporary.write_text(task.source)
-        temporary.chmod(0o644)  # whatever the umask: a worker of another user reads it (see `_worker_user.py`)
+        temporary.chmod(0o644)  # whatever the umask: a worker of another user reads it (see `host/_worker_user.py`)
         temporary.replace(path)
     return path
 

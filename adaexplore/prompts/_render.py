@@ -47,7 +47,7 @@ class KernelContext(BaseModel):
 class PrecisionContext(BaseModel):
     """The run's tolerance for float32 outputs, with what each float32 `tl.dot` precision does against it.
 
-    The numbers come from the run's mode (executor/_modes.py); the `*_error` values are measured relative
+    The numbers come from the run's mode (executor/wire/_modes.py); the `*_error` values are measured relative
     errors of a float32 `tl.dot` against float64 on an H200, and `*_passes` say whether that error sits
     well inside this tolerance.
     """

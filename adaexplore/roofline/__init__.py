@@ -13,13 +13,14 @@ from adaexplore.roofline._estimate import (
     estimate_reference,
     kernel_estimate,
 )
-from adaexplore.roofline._gpus import GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
+from adaexplore.roofline._gpus import DEFAULT_TARGET, GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
 from adaexplore.roofline._sol import fp32_matmul_path, speed_of_light
 from adaexplore.roofline._ttir import KernelIR, ProgramCounts, count_launch, parse_ttir
 from adaexplore.roofline._work import DOT_PRECISIONS, ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
 
 __all__ = [
     "CALIBRATION",
+    "DEFAULT_TARGET",
     "DOT_PRECISIONS",
     "GPUS",
     "Calibration",

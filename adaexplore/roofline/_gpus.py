@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from adaexplore.errors import ConfigError
 
-__all__ = ["GPUS", "GpuSpec", "gpu_for_device", "gpu_spec", "known_gpus"]
+__all__ = ["DEFAULT_TARGET", "GPUS", "GpuSpec", "gpu_for_device", "gpu_spec", "known_gpus"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ class GpuSpec:
             "fp64": self.fp64_tflops,
         }.get(precision)
 
+
+# the GPU that estimates and the CPU backends' device queries are for where no GPU is here and none is named
+DEFAULT_TARGET = "H200"
 
 _HOPPER = {"shared_memory_per_sm": 232448, "capability": (9, 0)}
 _MIB = 1 << 20

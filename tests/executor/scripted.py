@@ -21,10 +21,10 @@ from pathlib import Path
 import anyio
 
 from adaexplore.domain import Stats, Tolerance, TrialResult
-from adaexplore.executor._channel import SpawnRequest, WorkerChannel
-from adaexplore.executor._environment import Environment
-from adaexplore.executor._process import WorkerDied, WorkerTimeout
-from adaexplore.executor._protocol import (
+from adaexplore.executor.host._spawn import SpawnRequest, WorkerChannel
+from adaexplore.executor.host._environment import Environment
+from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.wire._protocol import (
     Compared,
     Compiled,
     Done,
@@ -39,8 +39,8 @@ from adaexplore.executor._protocol import (
     Timed,
     TrialsDone,
 )
-from adaexplore.executor._sandbox import SandboxPlan
-from adaexplore.executor._side import SideSocket, side_pair
+from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.wire._side import SideSocket, side_pair
 
 __all__ = ["Die", "Hang", "Pause", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
 

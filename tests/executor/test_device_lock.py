@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from adaexplore.errors import ConfigError
-from adaexplore.executor._device_lock import DeviceLock, physical_gpu
+from adaexplore.executor.host._device_lock import DeviceLock, physical_gpu
 from tests.conftest import EXAMPLES, ON_GPU, ROOT
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 HOLDER = """
 import sys, time, anyio
 from pathlib import Path
-from adaexplore.executor._device_lock import DeviceLock
+from adaexplore.executor.host._device_lock import DeviceLock
 
 async def main():
     lock = DeviceLock(Path(sys.argv[1]))

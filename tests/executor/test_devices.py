@@ -18,7 +18,7 @@ from adaexplore.config import SearchConfig
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, load_task
-from adaexplore.executor._protocol import ReferenceTimed, Timed
+from adaexplore.executor.wire._protocol import ReferenceTimed, Timed
 from adaexplore.store import open_store
 from adaexplore.tools import (
     CompileAndProfileRequest,

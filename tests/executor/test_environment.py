@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adaexplore.config import Settings
-from adaexplore.executor._environment import environment_without_gpus, probe_environment
+from adaexplore.executor.host._environment import environment_without_gpus, probe_environment
 from adaexplore.executor._workspace import worker_env
 from tests.conftest import ON_GPU
 

@@ -14,7 +14,7 @@ from adaexplore.domain import Status
 from adaexplore.errors import ConfigError, TaskError
 from adaexplore.executor import Evaluator, task_from_source
 from adaexplore.executor._input_sets import set_task
-from adaexplore.executor._protocol import Timed
+from adaexplore.executor.wire._protocol import Timed
 from tests.conftest import fast_settings
 from tests.executor.scripted import Die, ScriptedSpawner, _stats, fake_environment, no_sandbox
 

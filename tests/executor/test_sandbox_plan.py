@@ -13,8 +13,8 @@ import pytest
 
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.errors import ConfigError
-from adaexplore.executor import _sandbox
-from adaexplore.executor._sandbox import detect_sandbox
+from adaexplore.executor.host import _sandbox
+from adaexplore.executor.host._sandbox import detect_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def test_a_machine_without_any_sandbox_is_refused_with_what_is_missing(
     broken.write_text("#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n")
     broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(_sandbox, "_bwrap_path", lambda: (str(broken), ""))
-    monkeypatch.setattr("adaexplore.executor.worker._landlock.abi_version", lambda: 0)
+    monkeypatch.setattr("adaexplore.executor.wire._landlock.abi_version", lambda: 0)
     with pytest.raises(ConfigError) as refused:
         await detect_sandbox(_settings(tmp_path))
     message = str(refused.value)
@@ -82,7 +82,7 @@ def test_the_directory_of_the_script_that_runs_the_evaluator_is_not_put_back(tmp
     # `python /some/dir/run.py` puts /some/dir first on the evaluator's path; a worker must not see it
     script = tmp_path / "run.py"
     script.write_text(
-        "import os, json\nfrom adaexplore.executor._sandbox import _needed_paths\n"
+        "import os, json\nfrom adaexplore.executor.host._sandbox import _needed_paths\n"
         "print(json.dumps(_needed_paths(dict(os.environ))))\n"
     )
     # the checkout first, and whatever the evaluator's own path already holds (a machine may carry packages there)

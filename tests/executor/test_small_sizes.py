@@ -18,8 +18,8 @@ import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
 from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
-from adaexplore.executor._small_sizes import BUDGET_S, Derivation, candidates, module_sizes, with_small_sizes
-from adaexplore.executor._task import task_from_source
+from adaexplore.executor.tasks._small_sizes import BUDGET_S, Derivation, candidates, module_sizes, with_small_sizes
+from adaexplore.executor.tasks._task import task_from_source
 from tests.conftest import fast_settings
 
 KERNELBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "kernelbench"

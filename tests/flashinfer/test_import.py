@@ -16,7 +16,7 @@ import pytest
 
 from adaexplore.errors import RequestError
 from adaexplore.executor import mode_spec, task_from_source
-from adaexplore.executor._task import model_view
+from adaexplore.executor.tasks._task import model_view
 from adaexplore.flashinfer import Imported, import_definition, task_definition
 from tests.conftest import ROOT
 

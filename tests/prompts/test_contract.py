@@ -59,7 +59,7 @@ def test_strict_mode_allows_tf32x3_and_says_plain_tf32_fails() -> None:
     for text in _steps("strict"):
         assert 'input_precision="tf32x3"` runs on the tensor cores' in text and "is allowed" in text
         assert '`"tf32"`, errs near 0.0007 and fails it' in text
-        assert "2e-05" in text  # strict's normwise float32 tolerance (executor/_modes.py)
+        assert "2e-05" in text  # strict's normwise float32 tolerance (executor/wire/_modes.py)
     for text in _steps("kernelbench"):
         assert "tf32x3" in text and "fails it" in text
 

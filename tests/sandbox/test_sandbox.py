@@ -25,7 +25,7 @@ import pytest
 
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, Status, load_task
-from adaexplore.executor._sandbox import detect_sandbox
+from adaexplore.executor.host._sandbox import detect_sandbox
 from tests.conftest import ROOT, fast_settings
 from tests.sandbox.attacks import ATTACKS, candidate
 

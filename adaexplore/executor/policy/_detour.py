@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-from adaexplore.executor.policy._facts import _class_scope_names, _is_kernel, _named_decorator, _trusted_first
 from adaexplore.executor.policy._base import _CheckerBase
+from adaexplore.executor.policy._facts import _class_scope_names, _is_kernel, _named_decorator, _trusted_first
 from adaexplore.executor.policy._tables import _AUTOGRAD_METHODS, _DETOUR_ADVICE, _METHOD_DECORATORS, _PROPERTY_PARTS
 from adaexplore.executor.policy._tables_attrs import _BUILTIN_NAMES
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-from adaexplore.executor.policy._facts import _plain_format
 from adaexplore.executor.policy._detour import _DetourChecks
+from adaexplore.executor.policy._facts import _plain_format
 from adaexplore.executor.policy._rules import attribute_refused
 from adaexplore.executor.policy._tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
 from adaexplore.executor.policy._tables_attrs import (

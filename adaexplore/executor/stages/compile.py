@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adaexplore.domain import Backend
-from adaexplore.executor._protocol import Compiled, Done, RunCandidate
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.worker import await_event, candidate
+from adaexplore.executor.wire._protocol import Compiled, Done, RunCandidate
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator

@@ -24,13 +24,13 @@ from adaexplore.domain import (
     Status,
     Timing,
 )
-from adaexplore.executor._modes import ModeSpec, mode_spec
-from adaexplore.executor._protocol import Event
-from adaexplore.executor._task import Task
+from adaexplore.executor.tasks._task import Task
+from adaexplore.executor.wire._modes import ModeSpec, mode_spec
+from adaexplore.executor.wire._protocol import Event
 from adaexplore.roofline import ForwardWork, TaskWork
 
 if TYPE_CHECKING:
-    from adaexplore.executor._pool import JudgeClient
+    from adaexplore.executor.host._pool import JudgeClient
 
 __all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
 

@@ -9,10 +9,10 @@ import signal
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Status
 from adaexplore.errors import EvaluatorError
-from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._process import WorkerDied
-from adaexplore.executor._protocol import Failed
+from adaexplore.executor.host._process import WorkerDied
+from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.wire._protocol import Failed
 
 __all__ = ["SIGNALS", "died", "infra_twice", "is_out_of_memory", "judge_over_budget", "retried_note"]
 

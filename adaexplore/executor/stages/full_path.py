@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adaexplore.domain import AuditFlag, Backend, Status
-from adaexplore.executor._small_sizes import with_small_sizes
-from adaexplore.executor._task import task_from_source
 from adaexplore.executor.stages import numerics
 from adaexplore.executor.stages.context import Run, Verdict
 from adaexplore.executor.stages.precision import PROBE_TIMEOUTS
+from adaexplore.executor.tasks._small_sizes import with_small_sizes
+from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.roofline import LaunchWork
 
 if TYPE_CHECKING:

@@ -11,10 +11,13 @@ import anyio
 
 from adaexplore.domain import Backend, Correctness, Seeds, Status
 from adaexplore.errors import EvaluatorError, TaskError
-from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._pool import JudgeClient
-from adaexplore.executor._process import WorkerDied
-from adaexplore.executor._protocol import (
+from adaexplore.executor.host._pool import JudgeClient
+from adaexplore.executor.host._process import WorkerDied
+from adaexplore.executor.host._spawn import WorkerChannel
+from adaexplore.executor.stages import reference_cache, timing
+from adaexplore.executor.stages.context import Pending, Run, Verdict
+from adaexplore.executor.stages.worker import ask_judge, await_event, candidate
+from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,
     Compiled,
@@ -29,9 +32,6 @@ from adaexplore.executor._protocol import (
     Stop,
     TrialsDone,
 )
-from adaexplore.executor.stages import reference_cache, timing
-from adaexplore.executor.stages.context import Pending, Run, Verdict
-from adaexplore.executor.stages.worker import ask_judge, await_event, candidate
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator

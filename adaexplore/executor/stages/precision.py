@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adaexplore.domain import AuditFlag, Backend, Status
-from adaexplore.executor._small_sizes import with_small_sizes
-from adaexplore.executor._task import task_from_source
 from adaexplore.executor.stages import numerics, speed
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.tasks._small_sizes import with_small_sizes
+from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.roofline import LaunchWork
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adaexplore.domain import Stats
-from adaexplore.executor._device_lock import physical_gpu
-from adaexplore.executor._pool import JudgeClient
-from adaexplore.executor._protocol import JobSpec, ReferenceTimed, TimeReference
+from adaexplore.executor.host._device_lock import physical_gpu
+from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.worker import ask_judge
+from adaexplore.executor.wire._protocol import JobSpec, ReferenceTimed, TimeReference
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator

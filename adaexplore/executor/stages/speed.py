@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Estimate, EstimatePart, Mode, SpeedOfLight, Status
-from adaexplore.executor._environment import Environment
-from adaexplore.executor._modes import mode_spec, tolerance_for
-from adaexplore.executor._task import Task
+from adaexplore.executor.host._environment import Environment
+from adaexplore.executor.tasks._task import Task
+from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.roofline import (
+    DEFAULT_TARGET,
     GPUS,
     ForwardWork,
     GpuSpec,
@@ -27,9 +28,7 @@ from adaexplore.roofline import (
     speed_of_light,
 )
 
-__all__ = ["DEFAULT_TARGET", "describe_estimate", "describe_sol", "estimate_for", "fp32_path", "sol_for", "target_gpu"]
-
-DEFAULT_TARGET = "H200"
+__all__ = ["describe_estimate", "describe_sol", "estimate_for", "fp32_path", "sol_for", "target_gpu"]
 
 
 def target_gpu(config: ExecutorConfig, environment: Environment | None, device: int | None) -> GpuSpec | None:

@@ -9,11 +9,11 @@ import anyio
 
 from adaexplore.domain import Backend, Mode
 from adaexplore.errors import EvaluatorError, TaskError
-from adaexplore.executor._pool import JudgeLost
-from adaexplore.executor._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
-from adaexplore.executor._task import Task
+from adaexplore.executor.host._pool import JudgeLost
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.faults import signal_name
+from adaexplore.executor.tasks._task import Task
+from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
 from adaexplore.roofline import TaskWork
 
 if TYPE_CHECKING:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from adaexplore.domain import AuditFlag, Status, Timing
-from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._pool import JudgeClient
-from adaexplore.executor._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
+from adaexplore.executor.host._pool import JudgeClient
+from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages import reference_cache
 from adaexplore.executor.stages.context import Run, Verdict
 from adaexplore.executor.stages.worker import ask_judge, await_event
+from adaexplore.executor.wire._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator

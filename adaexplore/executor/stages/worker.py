@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 from adaexplore.domain import Backend, Status
 from adaexplore.errors import EvaluatorError, TaskError
-from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._pool import JudgeClient
-from adaexplore.executor._process import WorkerDied, WorkerTimeout
-from adaexplore.executor._protocol import Event, Failed, Phase, Ready, TaskFailed
+from adaexplore.executor.host._pool import JudgeClient
+from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages import faults
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.wire._protocol import Event, Failed, Phase, Ready, TaskFailed
 
 if TYPE_CHECKING:
     from adaexplore.executor._evaluator import Evaluator

@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--memory-share", type=float, default=None, help="judge: that share of the device's memory")
     options = parser.parse_args()
 
-    from adaexplore.executor._sandbox import Confinement
+    from adaexplore.executor.wire._confinement import Confinement
     from adaexplore.executor.worker._channel import Channel
 
     confinement = Confinement.model_validate_json(options.confine)
@@ -59,7 +59,7 @@ def main() -> None:
         from adaexplore.executor.worker._user import drop_privileges
 
         drop_privileges(confinement.user)  # before _harden: a change of user clears the parent-death signal
-    from adaexplore.executor._side import SideSocket
+    from adaexplore.executor.wire._side import SideSocket
 
     side = SideSocket.inherited(options.side_fd) if options.side_fd is not None else None
     channel = Channel()
@@ -81,7 +81,7 @@ def main() -> None:
 
     from adaexplore import __version__
     from adaexplore.domain import Backend
-    from adaexplore.executor._protocol import Done, Ready, RunCandidate
+    from adaexplore.executor.wire._protocol import Done, Ready, RunCandidate
 
     backend = Backend(options.backend)
     if backend is Backend.cuda:
@@ -124,7 +124,7 @@ def main() -> None:
         return
     if backend is Backend.cuda:
         # Warming up runs kernels; the evaluator says when, so that no other candidate is being timed.
-        from adaexplore.executor._protocol import Started, Warm
+        from adaexplore.executor.wire._protocol import Started, Warm
 
         # Making the CUDA context is part of it: it touches the device too.
         channel.send(Started())

@@ -19,7 +19,7 @@ import torch
 
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
-from adaexplore.executor._protocol import (
+from adaexplore.executor.wire._protocol import (
     Compiled,
     Done,
     Failed,
@@ -34,7 +34,7 @@ from adaexplore.executor._protocol import (
     Timed,
     TrialsDone,
 )
-from adaexplore.executor._side import SideSocket
+from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker import _fast_math as fast_math
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu

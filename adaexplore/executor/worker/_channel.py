@@ -10,7 +10,7 @@ import os
 import sys
 from typing import BinaryIO
 
-from adaexplore.executor._protocol import Command, decode_command, encode
+from adaexplore.executor.wire._protocol import Command, decode_command, encode
 
 __all__ = ["Channel"]
 

@@ -14,8 +14,8 @@ import resource
 import shutil
 import subprocess
 
-from adaexplore.executor._sandbox import Confinement
-from adaexplore.executor.worker import _landlock
+from adaexplore.executor.wire import _landlock
+from adaexplore.executor.wire._confinement import Confinement
 
 __all__ = ["confine", "executables"]
 

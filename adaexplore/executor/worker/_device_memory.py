@@ -3,7 +3,7 @@
 The allocation is a CUDA driver shareable allocation (cuMemCreate) exported as a POSIX file descriptor.
 Unlike the runtime's IPC handles (cudaIpcGetMemHandle), a file descriptor works across the PID namespaces
 that the sandbox gives each worker. The descriptor travels on the worker's side socket
-(worker/_side.py). The importer maps it read-only or read-write, as the exporter's message says.
+(wire/_side.py). The importer maps it read-only or read-write, as the exporter's message says.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from adaexplore.executor._protocol import TensorFile
+from adaexplore.executor.wire._protocol import TensorFile
 
 __all__ = ["exchangeable", "read_tensor", "write_tensor"]
 

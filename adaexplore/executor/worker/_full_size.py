@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from adaexplore.executor._small_sizes import BATCH_NAME as _BATCH
+from adaexplore.executor.tasks._small_sizes import BATCH_NAME as _BATCH
 from adaexplore.executor.worker._taskrun import TaskFault, import_file, load_task_module
 from adaexplore.executor.worker._work_record import task_work
 from adaexplore.roofline import TaskWork

@@ -19,7 +19,7 @@ import torch
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Status, TrialResult
-from adaexplore.executor._protocol import (
+from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,
     DeviceExchange,
@@ -38,7 +38,7 @@ from adaexplore.executor._protocol import (
     TensorFile,
     TimeReference,
 )
-from adaexplore.executor._side import SideSocket
+from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
 from adaexplore.executor.worker._exchange import read_tensor

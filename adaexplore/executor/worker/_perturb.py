@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._protocol import InputPattern
+from adaexplore.executor.wire._protocol import InputPattern
 from adaexplore.executor.worker._taskrun import rebuilt, tensors_in
 
 __all__ = ["PatternSource", "apply_pattern", "factor_pool", "floating_tensors", "has_integer_inputs", "pool_size"]

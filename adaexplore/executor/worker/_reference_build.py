@@ -8,8 +8,8 @@ from typing import Any
 import torch
 
 from adaexplore.domain import AuditFlag, Mode, Tolerance
-from adaexplore.executor._modes import mode_spec, tolerance_for
-from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor.wire._modes import mode_spec, tolerance_for
+from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._references import Reference
 from adaexplore.executor.worker._taskrun import (

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.domain import AuditFlag, Tolerance
-from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._taskrun import TaskFault, tensors_in
 
 __all__ = ["Reference", "ReferenceCache", "reference_key"]

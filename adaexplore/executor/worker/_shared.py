@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor._protocol import DeviceExchange, SharedArg, SharedInputs, TensorFile, TensorSlot
+from adaexplore.executor.wire._protocol import DeviceExchange, SharedArg, SharedInputs, TensorFile, TensorSlot
 from adaexplore.executor.worker._device_memory import DeviceBuffer, export_buffer
 
 __all__ = ["OutputSink", "copy_inputs", "output_layout", "share_inputs"]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from adaexplore.executor._protocol import Done, ProbeSizes, SizeTried
-from adaexplore.executor._small_sizes import Attempt
+from adaexplore.executor.tasks._small_sizes import Attempt
+from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._taskrun import TaskFault, build_model, load_task_module, make_args, tensors_in
 

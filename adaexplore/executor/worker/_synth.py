@@ -83,7 +83,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from adaexplore.errors import TaskError
-from adaexplore.executor._task import task_from_source
+from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.executor.worker._channel import Channel
 
 ATOL = RTOL = 1e-2
@@ -831,7 +831,7 @@ def answer(request: Any) -> dict[str, Any]:
 
 def serve(channel: Channel) -> None:
     """Answer the one request the evaluator sends, then return (the process ends)."""
-    from adaexplore.executor._protocol import Synthesize, Synthesized
+    from adaexplore.executor.wire._protocol import Synthesize, Synthesized
 
     torch.set_num_threads(1)
     command = channel.receive()

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from adaexplore.executor.policy import attribute_refused, guard_own_roots
-from adaexplore.executor._protocol import JobSpec
+from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._errors import ReachRefused
 from adaexplore.executor.worker._exchange import exchangeable
 

@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from adaexplore.domain import Stats
-from adaexplore.executor._modes import TimingSpec
-from adaexplore.executor._protocol import InputPattern
+from adaexplore.executor.wire._modes import TimingSpec
+from adaexplore.executor.wire._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 

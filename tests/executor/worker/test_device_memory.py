@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.executor._side import SideSocket, side_pair
+from adaexplore.executor.wire._side import SideSocket, side_pair
 from tests.conftest import ON_GPU
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")]
 
 CHILD = """
 import sys, torch
-from adaexplore.executor._side import SideSocket
+from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker._device_memory import import_buffer
 
 side = SideSocket.inherited(int(sys.argv[1]))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from adaexplore.executor import Mode, Status
-from adaexplore.executor._protocol import (
+from adaexplore.executor.wire._protocol import (
     Failed,
     JobSpec,
     Load,

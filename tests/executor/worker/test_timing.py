@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from adaexplore.executor._modes import Mode, mode_spec
-from adaexplore.executor._protocol import InputPattern
+from adaexplore.executor.wire._modes import Mode, mode_spec
+from adaexplore.executor.wire._protocol import InputPattern
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern, factor_pool, pool_size
 from adaexplore.executor.worker._timing import Sampler, Timer, caught
 

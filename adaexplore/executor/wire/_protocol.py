@@ -22,8 +22,8 @@ from adaexplore.domain import (
     Tolerance,
     TrialResult,
 )
-from adaexplore.executor._modes import TimingSpec
-from adaexplore.executor._small_sizes import Attempt, Candidate
+from adaexplore.executor.tasks._small_sizes import Attempt, Candidate
+from adaexplore.executor.wire._modes import TimingSpec
 from adaexplore.roofline import ForwardWork, TaskWork
 
 __all__ = [

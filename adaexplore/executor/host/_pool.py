@@ -11,9 +11,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from adaexplore.errors import EvaluatorError
-from adaexplore.executor._channel import WorkerChannel
-from adaexplore.executor._process import WorkerDied, WorkerTimeout
-from adaexplore.executor._protocol import Event, MemoryQuery, MemoryReport, Phase, Ready, Release
+from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.host._spawn import WorkerChannel
+from adaexplore.executor.wire._protocol import Event, MemoryQuery, MemoryReport, Phase, Ready, Release
 
 __all__ = ["CorePlan", "JudgeClient", "JudgeLost", "WorkerPool", "default_warm_workers", "plan_cores"]
 

@@ -20,13 +20,13 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adaexplore.config import Settings
-from adaexplore.executor._cgroup import oom_kills
-from adaexplore.executor._channel import process_tree_cpu_seconds
-from adaexplore.executor._protocol import Event, Ready, Started, Warm, decode_event, encode
-from adaexplore.executor._sandbox import SandboxPlan
-from adaexplore.executor._side import SideSocket, side_pair
-from adaexplore.executor._worker_user import hand_over
-from adaexplore.executor.stages.speed import DEFAULT_TARGET
+from adaexplore.executor.host._cgroup import oom_kills
+from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.host._spawn import process_tree_cpu_seconds
+from adaexplore.executor.host._worker_user import hand_over
+from adaexplore.executor.wire._protocol import Event, Ready, Started, Warm, decode_event, encode
+from adaexplore.executor.wire._side import SideSocket, side_pair
+from adaexplore.roofline import DEFAULT_TARGET
 
 __all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
 

@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -36,13 +35,13 @@ from pydantic import BaseModel, ConfigDict
 import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
-from adaexplore.executor._worker_user import bind, system_binds, unprivileged_user
+from adaexplore.executor.host._worker_user import bind, system_binds, unprivileged_user
+from adaexplore.executor.wire._confinement import Confinement, SandboxKind
 
-__all__ = ["Confinement", "SandboxKind", "SandboxPlan", "detect_sandbox"]
+__all__ = ["SandboxPlan", "detect_sandbox"]
 
 logger = logging.getLogger("adaexplore.sandbox")
 
-SandboxKind = Literal["bwrap", "landlock+seccomp", "none"]
 
 # The system a worker reads besides Python and the package: programs and libraries, and the kernel's view of
 # devices. Symbolic links among them (a merged /usr's /bin) stay links.
@@ -88,24 +87,6 @@ _TMP = "/tmp"
 _TRITON_CACHE = "/tmp/triton-cache"
 
 
-class Confinement(BaseModel):
-    """What a worker applies to itself before it is handed a candidate (see `worker/_confine.py`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: SandboxKind
-    readable: list[str] = []
-    writable: list[str] = []
-    executable: list[str] = []
-    memory_bytes: int | None = None
-    file_bytes: int | None = None
-    seccomp: bool = False
-    # under bubblewrap: Landlock also holds reads to `readable` (the kernel has it)
-    restrict_reads: bool = False
-    # the unprivileged user (and group of the same number) the worker becomes first (`worker/_user.py`)
-    user: int | None = None
-
-
 class SandboxPlan(BaseModel):
     """The sandbox an evaluator uses, found once at its start."""
 
@@ -117,7 +98,7 @@ class SandboxPlan(BaseModel):
     disable_userns: bool = False
     seccomp: bool = False
     landlock_abi: int = 0
-    # the user workers run as, when this process is root and the machine allows one (see `_worker_user.py`)
+    # the user workers run as, when this process is root and the machine allows one (see `host/_worker_user.py`)
     user: int | None = None
     memory_bytes: int
     cache_bytes: int
@@ -392,7 +373,7 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         ConfigError: the sandbox asked for (or, for "auto", every kind) is unavailable; the message names
             what is missing and the setting that runs without one.
     """
-    from adaexplore.executor.worker._landlock import abi_version
+    from adaexplore.executor.wire._landlock import abi_version
 
     cfg = settings.executor
     choice = cfg.sandbox
@@ -413,8 +394,9 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         else:
             version, disable_userns, reason = await _probe_bwrap(path)
             if version is not None:
-                env = {**os.environ, "PYTHONPATH": str(_package_root())}  # as a worker's (see `workspace`)
-                user, why = await unprivileged_user(path, _system_view(env), settings)
+                root = str(_package_root())
+                env = {**os.environ, "PYTHONPATH": root}  # as a worker's (see `workspace`)
+                user, why = await unprivileged_user(path, _system_view(env), root, settings)
                 if why:
                     logger.warning("workers run as root on this machine: %s", why)
                 return _chosen(

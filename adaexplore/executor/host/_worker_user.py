@@ -37,7 +37,9 @@ def _closed_devices() -> list[str]:
     return closed
 
 
-async def unprivileged_user(bwrap: str, system: list[str], settings: Settings) -> tuple[int | None, str]:
+async def unprivileged_user(
+    bwrap: str, system: list[str], package_root: str, settings: Settings
+) -> tuple[int | None, str]:
     """(the user workers become, or None; why they stay as this process's user, where that is a choice)."""
     uid = settings.executor.worker_uid
     if os.geteuid() != 0:
@@ -51,7 +53,6 @@ async def unprivileged_user(bwrap: str, system: list[str], settings: Settings) -
     command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
     command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
     command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
-    package_root = str(Path(__file__).resolve().parents[2])
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": package_root}
     result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
     if result.returncode != 0:

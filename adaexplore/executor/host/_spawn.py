@@ -17,9 +17,9 @@ from typing import Literal, Protocol, runtime_checkable
 from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
-from adaexplore.executor._protocol import Event, Ready
-from adaexplore.executor._sandbox import SandboxPlan
-from adaexplore.executor._side import SideSocket
+from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.wire._protocol import Event, Ready
+from adaexplore.executor.wire._side import SideSocket
 
 __all__ = [
     "OutputText",
@@ -43,7 +43,7 @@ class WorkerChannel(Protocol):
     """One worker (a candidate's or a judge) as the evaluator talks to it.
 
     Raises of `send`, `receive` and `ready`: `WorkerDied` (it exited or broke the protocol) and
-    `WorkerTimeout` (nothing arrived in time), both from `adaexplore.executor._process`.
+    `WorkerTimeout` (nothing arrived in time), both from `adaexplore.executor.host._process`.
     """
 
     role: str
@@ -127,7 +127,7 @@ class ProcessSpawner:
         self._settings = settings
 
     async def spawn(self, request: SpawnRequest) -> WorkerChannel:
-        from adaexplore.executor._process import WorkerProcess
+        from adaexplore.executor.host._process import WorkerProcess
 
         worker = await WorkerProcess.start(
             self._tg,
