@@ -39,6 +39,7 @@ from adaexplore.executor.host._spawn import ProcessSpawner, Spawner, SpawnReques
 from adaexplore.executor.stages import compile as compile_stage
 from adaexplore.executor.stages import faults, full_path, numerics, precision, result, static, task_check
 from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
+from adaexplore.executor.stages.lane import Lane
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.roofline import TaskWork, gpu_spec
@@ -344,6 +345,46 @@ class Evaluator:
             )
         return self._judges[key]
 
+    # what the stages are given (stages/lane.py) ---------------------------------------------------
+    def lane(self, backend: Backend, device: int) -> Lane:
+        """The lane of `backend` on `device`: its pool, slot, judge and lock, made on first use."""
+        assert self._tg is not None and self.environment is not None
+        gpu = backend is Backend.cuda
+        measure = self.cores.for_judge(device) if gpu else None
+
+        def pin(worker: WorkerChannel) -> None:
+            if measure is not None:
+                self.spawner.pin(worker, measure)
+
+        pool = self._pool(backend, device)
+        return Lane(
+            backend=backend,
+            device=device,
+            config=self.config,
+            pool=pool,
+            slot=self._slots[(backend, device)],
+            judge=None if backend is Backend.compile else self._judge(backend, device),
+            lock=self._device_lock(device) if gpu else None,
+            group=self._tg,
+            job=self._job,
+            pin_for_measuring=pin,
+            waits_for_spares=self.waits_for_spares(backend),
+            wait_warm=self.wait_warm,
+            fingerprint=self.environment.fingerprint(device),
+            physical_gpu=physical_gpu(device, self._worker_env) if self.environment.has_gpu else None,
+            cache_dir=self.settings.cache_dir,
+        )
+
+    @contextlib.contextmanager
+    def lane_for(self, backend: Backend, *, turn: bool = True) -> Iterator[Lane]:
+        """The lane of `backend` on its least busy device, counted busy while the caller holds it."""
+        with self._device_for(backend, turn=turn) as device:
+            yield self.lane(backend, device)
+
+    def backends(self) -> list[Backend]:
+        """The backends an evaluation runs on when none is asked for."""
+        return self._default_backends()
+
     @contextlib.contextmanager
     def _device_for(self, backend: Backend, *, turn: bool = True) -> Iterator[int]:
         """The device of `backend` with the fewest evaluations under way (ties taken in turn), counted as
@@ -549,7 +590,7 @@ class Evaluator:
             return works[0] if works else None
         return await task_check.run(self, task)
 
-    def _task_file(self, task: Task) -> Path:
+    def task_file(self, task: Task) -> Path:
         """The task's source where the judges can read it."""
         assert self._exchange is not None
         return workspace.task_file(self._exchange, task)
@@ -558,7 +599,7 @@ class Evaluator:
         """A job for a worker whose directory is `exchange`, where the candidate is written. Every worker and
         judge reads the task from one file, so the judge keeps one module and one set of references per task."""
         if task_path is None:
-            task_path = self._task_file(run.task)
+            task_path = self.task_file(run.task)
             (exchange / "candidate.py").write_text(run.code)
             run.exchanges.append(exchange)
         return workspace.job(run, backend, exchange, task_path, self.config)

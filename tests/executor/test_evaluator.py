@@ -322,7 +322,7 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
     async with Evaluator(fast_settings(home)) as ev:
         backend = Backend.cuda if ON_GPU else Backend.interpret
         judge = ev._judge(backend, 0)
-        paths = {t.name: ev._task_file(t) for t in (slow, TASK)}
+        paths = {t.name: ev.task_file(t) for t in (slow, TASK)}
         jobs = {
             t.name: ev._job(_Run(t, "", Mode.strict, None), backend, paths[t.name].parent, paths[t.name])
             for t in (slow, TASK)

@@ -2,49 +2,46 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adaexplore.domain import Backend
 from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.lane import Lanes
 from adaexplore.executor.stages.worker import await_event, candidate
 from adaexplore.executor.wire._protocol import Compiled, Done, RunCandidate
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["run"]
 
 COMPILE_TARGET = "cuda:90"
 
 
-async def run(ev: Evaluator, ctx: Run) -> None:
+async def run(lanes: Lanes, ctx: Run) -> None:
     ctx.compile_target = COMPILE_TARGET
     await ctx.report("compiling", "compiling every kernel for sm_90")
-    async with candidate(ev, ctx, Backend.compile, 0) as (worker, _):
+    lane = lanes.lane(Backend.compile, 0)
+    async with candidate(lane, ctx) as (worker, _):
         assert worker.exchange is not None
-        job = ev._job(ctx, Backend.compile, worker.exchange)
+        job = lane.make_job(ctx, worker.exchange)
         with ctx.phase("compile_check"):
             await worker.send(
                 RunCandidate(
                     job=job,
                     candidate_path="candidate.py",
-                    shared_memory_limit=ev.config.shared_memory_limit,
+                    shared_memory_limit=lane.config.shared_memory_limit,
                     require_triton=ctx.spec.require_triton,
                 )
             )
             # the compile for sm_90 has its phase's timeout, not the candidate's budget (that is for its trials)
             compiled = await await_event(
-                ev,
+                lane.config,
                 ctx,
                 worker,
-                timeout=ev.config.load_timeout_s,
+                timeout=lane.config.load_timeout_s,
                 until=(Compiled,),
                 what="loading and compiling for sm_90",
                 charge=False,
             )
             assert isinstance(compiled, Compiled)
             await await_event(
-                ev, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check", charge=False
+                lane.config, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check", charge=False
             )
     ctx.add_flags(compiled.flags)
     ctx.audit.shared_memory.update(compiled.shared_memory)

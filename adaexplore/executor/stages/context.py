@@ -6,7 +6,6 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -24,13 +23,11 @@ from adaexplore.domain import (
     Status,
     Timing,
 )
+from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import ModeSpec, mode_spec
 from adaexplore.executor.wire._protocol import Event
 from adaexplore.roofline import ForwardWork, TaskWork
-
-if TYPE_CHECKING:
-    from adaexplore.executor.host._pool import JudgeClient
 
 __all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
 

@@ -13,18 +13,14 @@ a warning that the full-size path was not checked.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.stages import numerics
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.stages.lane import Lanes
 from adaexplore.executor.stages.precision import PROBE_TIMEOUTS
 from adaexplore.executor.tasks._small_sizes import with_small_sizes
 from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.roofline import LaunchWork
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["run", "unchecked_kernels"]
 
@@ -40,7 +36,7 @@ def unchecked_kernels(ctx: Run) -> tuple[set[str], set[str]] | None:
     return None if full == trials else (full, trials)
 
 
-async def run(ev: Evaluator, ctx: Run) -> None:
+async def run(lanes: Lanes, ctx: Run) -> None:
     """Raises:
     Verdict: `rejected` where no kernel of the candidate's runs at full size; what the full-size trial found
         where it fails.
@@ -68,11 +64,11 @@ async def run(ev: Evaluator, ctx: Run) -> None:
     )
     probe.spec = ctx.spec.model_copy(update={"trials": 1})
     probe.started = ctx.started
-    probe.trial_timeout_s = ev.config.trial_timeout_s * PROBE_TIMEOUTS
+    probe.trial_timeout_s = lanes.config.trial_timeout_s * PROBE_TIMEOUTS
     probe.one_config = True
     try:
         with ctx.phase("full_path"):
-            await numerics.run(ev, probe, Backend.interpret, timed=False, with_compile=False, fresh_reference=False)
+            await numerics.run(lanes, probe, Backend.interpret, timed=False, with_compile=False, fresh_reference=False)
     except Verdict as verdict:
         if verdict.status is Status.timeout:
             ctx.add_flags(

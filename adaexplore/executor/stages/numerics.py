@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -16,6 +15,7 @@ from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages import reference_cache, timing
 from adaexplore.executor.stages.context import Pending, Run, Verdict
+from adaexplore.executor.stages.lane import Lane, Lanes
 from adaexplore.executor.stages.worker import ask_judge, await_event, candidate
 from adaexplore.executor.wire._protocol import (
     Compare,
@@ -33,39 +33,26 @@ from adaexplore.executor.wire._protocol import (
     TrialsDone,
 )
 
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
-
 __all__ = ["run"]
 
 
 async def run(
-    ev: Evaluator, ctx: Run, backend: Backend, *, timed: bool, with_compile: bool, fresh_reference: bool
+    lanes: Lanes, ctx: Run, backend: Backend, *, timed: bool, with_compile: bool, fresh_reference: bool
 ) -> None:
     """Check (and, `timed`, time) the candidate on the least-loaded device of `backend`: its candidate worker, its
     judge, its reference and its timing all on that one GPU."""
-    with ev._device_for(backend) as device:
-        ctx.device = device if backend is Backend.cuda else None
-        await _run_on(ev, ctx, backend, device, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference)
+    with lanes.lane_for(backend) as lane:
+        ctx.device = lane.device if backend is Backend.cuda else None
+        await _run_on(lane, ctx, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference)
 
 
-async def _run_on(
-    ev: Evaluator,
-    ctx: Run,
-    backend: Backend,
-    device: int,
-    *,
-    timed: bool,
-    with_compile: bool,
-    fresh_reference: bool,
-) -> None:
-    config = ev.config
-    judge = ev._judge(backend, device)
+async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fresh_reference: bool) -> None:
+    config, backend, judge, lock = lane.config, lane.backend, lane.judge, lane.lock
+    assert judge is not None
     ctx.judge = judge
-    lock = ev._device_lock(device) if backend is Backend.cuda else None
-    async with candidate(ev, ctx, backend, device) as (worker, _):
+    async with candidate(lane, ctx) as (worker, _):
         assert worker.exchange is not None
-        job = ev._job(ctx, backend, worker.exchange)
+        job = lane.make_job(ctx, worker.exchange)
         if backend is Backend.cuda:
             try:  # started now, if it is not yet, to know whether it can share memory
                 await judge.start()
@@ -87,17 +74,16 @@ async def _run_on(
         )
         # The judge builds the reference model and inputs while the candidate imports and compiles.
         loading = Pending(ask_judge(judge, Load(job=job), config.load_timeout_s, ctx, object))
-        assert ev._tg is not None
-        ev._tg.start_soon(loading.run)
+        lane.group.start_soon(loading.run)
         try:
             if job.device_exchange:
                 # the candidate's worker waits for the judge's inputs before it compiles (on them)
                 with ctx.phase("reference_load"):
                     loaded = await loading.result()
                 _keep_work(ctx, loaded)
-                await _share_inputs(ev, ctx, worker, judge, job, loaded)
+                await _share_inputs(lane, ctx, worker, judge, job, loaded)
             compiled = await await_event(
-                ev, ctx, worker, timeout=config.load_timeout_s, until=(Compiled,), what="loading and compiling"
+                config, ctx, worker, timeout=config.load_timeout_s, until=(Compiled,), what="loading and compiling"
             )
             assert isinstance(compiled, Compiled)
             ctx.add_phase("load", compiled.load_s)
@@ -112,28 +98,19 @@ async def _run_on(
             if (
                 timed
                 and backend is Backend.cuda
-                and not reference_cache.is_cached(ev, ctx, job, device, with_compile, fresh_reference)
+                and not reference_cache.is_cached(lane, ctx, job, with_compile, fresh_reference)
             ):
-                await _keep_starts_off_the_measurement(ev, ctx, backend)
+                await _keep_starts_off_the_measurement(lane, ctx)
             await ctx.report("waiting", "waiting for the device" if lock else "preparing the reference")
             with ctx.phase("wait_device"):
                 if lock is not None:
                     await lock.acquire()
             try:
-                measure = ev.cores.for_judge(device) if backend is Backend.cuda else None
-                if measure is not None:  # the candidate is measured on the cores kept for measuring
-                    ev.spawner.pin(worker, measure)
-                await _judged(ev, ctx, worker, judge, job, timed=timed)
+                lane.pin_for_measuring(worker)  # the candidate is measured on the cores kept for measuring
+                await _judged(lane, ctx, worker, judge, job, timed=timed)
                 if timed:
                     await timing.run(
-                        ev,
-                        ctx,
-                        worker,
-                        judge,
-                        job,
-                        with_compile=with_compile,
-                        fresh_reference=fresh_reference,
-                        device=device,
+                        lane, ctx, worker, judge, job, with_compile=with_compile, fresh_reference=fresh_reference
                     )
             finally:
                 if lock is not None:
@@ -154,7 +131,7 @@ def _keep_work(ctx: Run, loaded: object) -> None:
         ctx.reduction_sizes, ctx.reduction_names = loaded.reduction_sizes, loaded.reduction_names
 
 
-async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
+async def _relay(lane: Lane, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
     """Pass the handle of the judge's buffer of `what` for `job` on to the candidate's worker. The judge's
     failing to send it is adaexplore's fault; the candidate's worker not taking it is not (it ended already:
     its own events, read next, say why)."""
@@ -163,7 +140,7 @@ async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: 
     try:
         if source is None or worker.side is None:
             raise ConnectionError("the judge was restarted")
-        fd = await source.take_fd(tag, ev.config.load_timeout_s)
+        fd = await source.take_fd(tag, lane.config.load_timeout_s)
     except (TimeoutError, OSError) as exc:  # ConnectionError is an OSError
         raise Verdict(
             Status.infra_error,
@@ -179,38 +156,38 @@ async def _relay(ev: Evaluator, worker: WorkerChannel, judge: JudgeClient, job: 
 
 
 async def _share_inputs(
-    ev: Evaluator, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, loaded: object
+    lane: Lane, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, loaded: object
 ) -> None:
     """The candidate's worker copies its inputs from the judge's (or draws them itself when the judge has none
     to share: an argument that is neither a tensor nor a plain value)."""
     shared = loaded.inputs if isinstance(loaded, Loaded) else None
     if shared is not None:
-        await _relay(ev, worker, judge, job, "inputs")
+        await _relay(lane, worker, judge, job, "inputs")
     else:
         ctx.exchange = "device outputs, inputs drawn by the candidate's worker"
     with contextlib.suppress(WorkerDied):  # it ended already (import failed, say): its events say why
         await worker.send(Inputs(shared=shared))
 
 
-async def _keep_starts_off_the_measurement(ev: Evaluator, ctx: Run, backend: Backend) -> None:
+async def _keep_starts_off_the_measurement(lane: Lane, ctx: Run) -> None:
     """The reference is timed once and divides every later speedup, so no worker may start on its cores.
     Where the machine keeps starts on cores of their own, nothing waits; elsewhere the spare workers that are
     starting are waited for. The wait is recorded as the `wait_workers` phase either way."""
     with ctx.phase("wait_workers"):
-        if not ev.waits_for_spares(backend):
+        if not lane.waits_for_spares:
             return
         await ctx.report("waiting", "waiting for starting workers before timing the reference")
         try:
-            await ev.wait_warm()
+            await lane.wait_warm()
         except EvaluatorError as exc:
             raise Verdict(Status.infra_error, str(exc), phase="waiting for starting workers") from exc
 
 
 async def _judged(
-    ev: Evaluator, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, *, timed: bool
+    lane: Lane, ctx: Run, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, *, timed: bool
 ) -> None:
     """The reference's outputs, the candidate's trials and their comparison; stops the worker unless timed."""
-    config = ev.config
+    config = lane.config
     await ctx.report("reference", "computing reference outputs")
     with ctx.phase("reference"):
         sets = max(job.trials, config.recheck_reps) if job.device_exchange else 0
@@ -228,7 +205,7 @@ async def _judged(
     if judge_ready is not None and not ctx.versions.get("gpu"):
         ctx.versions.update({k: v for k, v in judge_ready.versions.items() if v and not ctx.versions.get(k)})
     if prepared.outputs is not None:
-        await _relay(ev, worker, judge, job, "outputs")
+        await _relay(lane, worker, judge, job, "outputs")
     await worker.send(
         Proceed(
             allow_input_mutation=prepared.reference_mutates_inputs,
@@ -239,7 +216,12 @@ async def _judged(
     )
     with ctx.phase("trials"):
         done = await await_event(
-            ev, ctx, worker, timeout=ctx.trial_timeout_s or config.trial_timeout_s, until=(TrialsDone,), what="trial 1"
+            config,
+            ctx,
+            worker,
+            timeout=ctx.trial_timeout_s or config.trial_timeout_s,
+            until=(TrialsDone,),
+            what="trial 1",
         )
     assert isinstance(done, TrialsDone)
     ctx.add_flags(done.flags)

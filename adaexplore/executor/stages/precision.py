@@ -16,17 +16,13 @@ the verdict as it was, with a warning that the precision was not checked.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.stages import numerics, speed
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.stages.lane import Lanes
 from adaexplore.executor.tasks._small_sizes import with_small_sizes
 from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.roofline import LaunchWork
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["PROBE_TIMEOUTS", "needed", "run"]
 
@@ -49,7 +45,7 @@ def needed(ctx: Run) -> bool:
     )
 
 
-async def run(ev: Evaluator, ctx: Run) -> None:
+async def run(lanes: Lanes, ctx: Run) -> None:
     """Raises:
     Verdict: the kernel is wrong at the full reduction lengths (or fails there in another way).
     """
@@ -62,11 +58,11 @@ async def run(ev: Evaluator, ctx: Run) -> None:
     probe = Run(task_from_source(source, name=ctx.task.name), ctx.code, ctx.mode, ctx.progress)
     probe.spec = ctx.spec.model_copy(update={"trials": 1})
     probe.started = ctx.started
-    probe.trial_timeout_s = ev.config.trial_timeout_s * PROBE_TIMEOUTS
+    probe.trial_timeout_s = lanes.config.trial_timeout_s * PROBE_TIMEOUTS
     probe.one_config = True  # an autotuned kernel's configs differ in speed, not in how its products add up
     try:
         with ctx.phase("precision"):
-            await numerics.run(ev, probe, Backend.interpret, timed=False, with_compile=False, fresh_reference=False)
+            await numerics.run(lanes, probe, Backend.interpret, timed=False, with_compile=False, fresh_reference=False)
     except Verdict as verdict:
         if verdict.status is Status.timeout:  # the longer check did not fit the budget: said, not held against it
             ctx.add_flags(

@@ -7,31 +7,27 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from adaexplore.domain import Stats
-from adaexplore.executor.host._device_lock import physical_gpu
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.stages.context import Run
+from adaexplore.executor.stages.lane import Lane
 from adaexplore.executor.stages.worker import ask_judge
 from adaexplore.executor.wire._protocol import JobSpec, ReferenceTimed, TimeReference
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["cached", "is_cached", "path", "timings"]
 
 
-def path(ev: Evaluator, ctx: Run, job: JobSpec, device: int) -> Path:
+def path(lane: Lane, ctx: Run, job: JobSpec) -> Path:
     """Where the reference timing of this task, environment, GPU and protocol is cached."""
-    assert ev.environment is not None
-    cfg, timing = ev.config, ctx.spec.timing
+    cfg, timing = lane.config, ctx.spec.timing
     key_text = json.dumps(
         {
             "task": ctx.task.hash,
-            "env": ev.environment.fingerprint(device),
+            "env": lane.fingerprint,
             # the GPU itself, not only its model: a speedup is only ever against a reference timed on its own GPU
-            "device": physical_gpu(device, ev._worker_env) if ev.environment.has_gpu else None,
+            "device": lane.physical_gpu,
             "sizes": job.sizes,
             "mode": ctx.mode.value,
             "timing": timing.model_dump(),
@@ -43,7 +39,7 @@ def path(ev: Evaluator, ctx: Run, job: JobSpec, device: int) -> Path:
         sort_keys=True,
     )
     key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
-    return ev.settings.cache_dir / "reference-timing" / f"{key}.json"
+    return lane.cache_dir / "reference-timing" / f"{key}.json"
 
 
 def cached(where: Path, *, with_compile: bool, fresh: bool) -> dict[str, Any] | None:
@@ -53,17 +49,17 @@ def cached(where: Path, *, with_compile: bool, fresh: bool) -> dict[str, Any] | 
     return found if "eager" in found and (not with_compile or compile_known) else None
 
 
-def is_cached(ev: Evaluator, ctx: Run, job: JobSpec, device: int, with_compile: bool, fresh: bool) -> bool:
-    return cached(path(ev, ctx, job, device), with_compile=with_compile, fresh=fresh) is not None
+def is_cached(lane: Lane, ctx: Run, job: JobSpec, with_compile: bool, fresh: bool) -> bool:
+    return cached(path(lane, ctx, job), with_compile=with_compile, fresh=fresh) is not None
 
 
 async def timings(
-    ev: Evaluator, ctx: Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool, device: int
+    lane: Lane, ctx: Run, judge: JudgeClient, job: JobSpec, *, with_compile: bool, fresh: bool
 ) -> tuple[Stats, Stats | None, bool, str | None]:
     """The reference's eager timing, its torch.compile timing (if asked for), whether they were cached, and
     why torch.compile could not be timed (cached too: compiling again would fail again; `fresh` retries)."""
-    cfg, timing = ev.config, ctx.spec.timing
-    where = path(ev, ctx, job, device)
+    cfg, timing = lane.config, ctx.spec.timing
+    where = path(lane, ctx, job)
     found = cached(where, with_compile=with_compile, fresh=fresh)
     if found is not None:
         compiled = Stats.model_validate(found["compile"]) if with_compile and "compile" in found else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -12,17 +11,15 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeLost
 from adaexplore.executor.stages.context import Run
 from adaexplore.executor.stages.faults import signal_name
+from adaexplore.executor.stages.lane import Lane, Lanes
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
 from adaexplore.roofline import TaskWork
 
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
-
 __all__ = ["run"]
 
 
-async def run(ev: Evaluator, task: Task) -> TaskWork | None:
+async def run(lanes: Lanes, task: Task) -> TaskWork | None:
     """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not).
 
     Raises:
@@ -30,19 +27,16 @@ async def run(ev: Evaluator, task: Task) -> TaskWork | None:
         EvaluatorError: the judge could not be asked.
     """
     # the judge this machine's evaluations use: the GPU's, or the CPU's
-    numeric = Backend.cuda if Backend.cuda in ev._default_backends() else Backend.interpret
-    ctx = Run(task, "", Mode(ev.config.mode), None)
-    task_path = ev._task_file(task)
-    job = ev._job(ctx, numeric, task_path.parent, task_path)
-    with ev._device_for(numeric, turn=False) as device:
-        return await _check_on(ev, task, numeric, device, ctx, job)
+    numeric = Backend.cuda if Backend.cuda in lanes.backends() else Backend.interpret
+    ctx = Run(task, "", Mode(lanes.config.mode), None)
+    task_path = lanes.task_file(task)
+    with lanes.lane_for(numeric, turn=False) as lane:
+        return await _check_on(lane, task, ctx, lane.make_job(ctx, task_path.parent, task_path))
 
 
-async def _check_on(
-    ev: Evaluator, task: Task, numeric: Backend, device: int, ctx: Run, job: JobSpec
-) -> TaskWork | None:
-    judge = ev._judge(numeric, device)
-    lock = ev._device_lock(device) if numeric is Backend.cuda else None
+async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork | None:
+    judge, lock = lane.judge, lane.lock
+    assert judge is not None
 
     async def ask(command: object, timeout: float, what: str) -> object:
         # Only the task's own code runs in the judge here: its hang or its death is the task's fault.
@@ -70,13 +64,13 @@ async def _check_on(
     try:
         loaded = await ask(
             Load(job=job),
-            ev.config.load_timeout_s,
+            lane.config.load_timeout_s,
             "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
         )
         if lock is not None:  # the forward runs on the device; no candidate is timed beside it
             await lock.acquire()
         try:
-            await ask(Prepare(job_id=job.job_id), ev.config.trial_timeout_s * (job.trials + 3), "Model's forward")
+            await ask(Prepare(job_id=job.job_id), lane.config.trial_timeout_s * (job.trials + 3), "Model's forward")
         finally:
             if lock is not None:
                 lock.release()

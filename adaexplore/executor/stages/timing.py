@@ -3,18 +3,14 @@ chosen as they returned checked again, and the speedup."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from adaexplore.domain import AuditFlag, Status, Timing
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages import reference_cache
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.stages.lane import Lane
 from adaexplore.executor.stages.worker import ask_judge, await_event
 from adaexplore.executor.wire._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["run"]
 
@@ -23,7 +19,7 @@ LOW_TRITON_SHARE = 0.05
 
 
 async def run(
-    ev: Evaluator,
+    lane: Lane,
     ctx: Run,
     worker: WorkerChannel,
     judge: JudgeClient,
@@ -31,15 +27,14 @@ async def run(
     *,
     with_compile: bool,
     fresh_reference: bool,
-    device: int,
 ) -> None:
-    cfg, timing = ev.config, ctx.spec.timing
-    assert ev.environment is not None and ctx.correctness is not None
+    cfg, timing = lane.config, ctx.spec.timing
+    assert ctx.correctness is not None
     # The reference first, while the candidate's process waits idle, rather than after the candidate's
     # timing, when that process is exiting (and tearing its CUDA context down) beside the measurement.
     with ctx.phase("reference_timing"):
         reference, compiled, cached, compile_error = await reference_cache.timings(
-            ev, ctx, judge, job, with_compile=with_compile, fresh=fresh_reference, device=device
+            lane, ctx, judge, job, with_compile=with_compile, fresh=fresh_reference
         )
     await worker.send(
         TimeCandidate(
@@ -52,7 +47,7 @@ async def run(
         )
     )
     with ctx.phase("timing"):
-        timed = await await_event(ev, ctx, worker, timeout=cfg.timing_timeout_s, until=(Timed,), what="timing")
+        timed = await await_event(cfg, ctx, worker, timeout=cfg.timing_timeout_s, until=(Timed,), what="timing")
     assert isinstance(timed, Timed)
     ctx.add_flags(timed.flags)
     ctx.audit.triton_time_share = share = timed.triton_time_share
@@ -88,7 +83,7 @@ async def run(
                 "compute its output from its own inputs",
             )
     statistic = timing.statistic
-    ctx.fingerprint = ev.environment.fingerprint(device)
+    ctx.fingerprint = lane.fingerprint
     speedup = reference.value(statistic) / max(timed.stats.value(statistic), 1e-9)
     ctx.timing = Timing(
         method=timed.method,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
+from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend, Status
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
@@ -15,10 +15,8 @@ from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.stages import faults
 from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.stages.lane import Lane
 from adaexplore.executor.wire._protocol import Event, Failed, Phase, Ready, TaskFailed
-
-if TYPE_CHECKING:
-    from adaexplore.executor._evaluator import Evaluator
 
 __all__ = ["ask_judge", "await_event", "candidate"]
 
@@ -26,12 +24,10 @@ HEARTBEAT_S = 2.0
 
 
 @contextlib.asynccontextmanager
-async def candidate(
-    ev: Evaluator, ctx: Run, backend: Backend, device: int
-) -> AsyncIterator[tuple[WorkerChannel, Ready]]:
-    """A ready worker of `backend`'s pool for this candidate alone; closed afterwards, its output kept."""
-    pool = ev._pool(backend, device)
-    async with ev._slots[(backend, device)]:
+async def candidate(lane: Lane, ctx: Run) -> AsyncIterator[tuple[WorkerChannel, Ready]]:
+    """A ready worker of the lane's pool for this candidate alone; closed afterwards, its output kept."""
+    pool, backend = lane.pool, lane.backend
+    async with lane.slot:
         await ctx.report("handover", f"starting the {backend.value} worker")
         try:
             with ctx.phase("handover"):
@@ -79,7 +75,7 @@ class _Clock:
 
 
 async def await_event(
-    ev: Evaluator,
+    config: ExecutorConfig,
     ctx: Run,
     worker: WorkerChannel,
     *,
@@ -97,7 +93,7 @@ async def await_event(
     """
     clock = _Clock(ctx, worker, charge)
     try:
-        return await _await_event(ev, ctx, worker, timeout=timeout, until=until, what=what, clock=clock)
+        return await _await_event(config, ctx, worker, timeout=timeout, until=until, what=what, clock=clock)
     finally:
         if charge:
             ctx.candidate_spent_s += clock.used()
@@ -128,7 +124,7 @@ def _ran_out(ctx: Run, clock: _Clock, what: str) -> Verdict:
 
 
 async def _await_event(
-    ev: Evaluator,
+    config: ExecutorConfig,
     ctx: Run,
     worker: WorkerChannel,
     *,
@@ -137,7 +133,6 @@ async def _await_event(
     what: str,
     clock: _Clock,
 ) -> Event:
-    config = ev.config
     budget = ctx.candidate_budget_s if clock.charge else None
     deadline = time.monotonic() + timeout
     while True:
