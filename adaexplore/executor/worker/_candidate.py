@@ -39,7 +39,6 @@ from adaexplore.executor.worker import _fast_math as fast_math
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
 from adaexplore.executor.worker._errors import (
-    DisguisedOutput,
     classify,
     describe,
     evaluator_fault,
@@ -47,15 +46,15 @@ from adaexplore.executor.worker._errors import (
     kept_by_candidate,
 )
 from adaexplore.executor.worker._exchange import write_tensor
+from adaexplore.executor.worker._faults import CANDIDATE_MODULE, DisguisedOutput, OutputTooLarge, TaskFault
 from adaexplore.executor.worker._full_size import full_size_pass
 from adaexplore.executor.worker._guard import Guard
-from adaexplore.executor.worker._launches import CANDIDATE_MODULE, LaunchTracker
+from adaexplore.executor.worker._launches import LaunchTracker
 from adaexplore.executor.worker._perturb import has_integer_inputs
 from adaexplore.executor.worker._shared import OutputSink, copy_inputs
 from adaexplore.executor.worker._static_cost import capture_ptxas_logs
 from adaexplore.executor.worker._taskrun import (
     ShadowedTensor,
-    TaskFault,
     build_model,
     candidate_builtins,
     clone_args,
@@ -67,7 +66,7 @@ from adaexplore.executor.worker._taskrun import (
     resolve_seeds,
     tensors_in,
 )
-from adaexplore.executor.worker._timing import OutputTooLarge, Timer, caught, oversized, summarize
+from adaexplore.executor.worker._timing import Timer, caught, oversized, summarize
 from adaexplore.roofline import ForwardWork
 
 __all__ = ["CandidateRunner"]

@@ -18,7 +18,7 @@ from triton.backends.driver import DriverBase
 from triton.runtime.driver import driver
 from triton.runtime.jit import JITFunction
 
-from adaexplore.executor.worker._errors import HostCallOfKernelCode
+from adaexplore.executor.worker._faults import HostCallOfKernelCode
 
 __all__ = ["activate_compile_only", "compile_launch", "compiling_for", "install_mirrors", "mirror", "parse_target"]
 

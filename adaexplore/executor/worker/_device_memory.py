@@ -13,11 +13,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["DeviceBuffer", "DeviceMemoryError", "export_buffer", "import_buffer"]
+from adaexplore.executor.worker._faults import DeviceMemoryError
 
-
-class DeviceMemoryError(RuntimeError):
-    """A CUDA driver call on shared memory failed (adaexplore's fault, or the machine's, never the candidate's)."""
+__all__ = ["DeviceBuffer", "export_buffer", "import_buffer"]
 
 
 def _driver() -> Any:

@@ -6,23 +6,27 @@ import errno
 import re
 import sys
 import traceback
-import weakref
 from pathlib import Path
-from types import CodeType, FrameType, TracebackType
+from types import FrameType, TracebackType
 
 from triton.compiler.errors import CompilationError
 from triton.runtime.errors import OutOfResources
 
 from adaexplore.domain import ErrorDetail, Status
+from adaexplore.executor.worker._faults import (
+    CANDIDATE_MODULE,
+    BackendLimitation,
+    CandidateFault,
+    DeviceAssertFailed,
+    EvaluatorFault,
+    KernelOOBError,
+    MadeHere,
+    ReachRefused,
+    TargetCompileFailed,
+    made_stack,
+)
 
 __all__ = [
-    "CandidateFault",
-    "DisguisedOutput",
-    "EvaluatorFault",
-    "HostCallOfKernelCode",
-    "MadeHere",
-    "OutputNotTensors",
-    "ReachRefused",
     "classify",
     "describe",
     "evaluator_fault",
@@ -60,7 +64,6 @@ _TRANSPARENT = {
         }
     ),
 }
-_CANDIDATE_MODULE = "adaexplore_candidate"
 # Python's message when a call does not fit the function's parameters: the callee's frame never starts.
 _BAD_CALL = re.compile(
     r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument|got multiple values|missing \d+ required|takes )"
@@ -70,63 +73,6 @@ _NOISE_ROOTS = (_OWN_ROOT, str(Path(__import__("torch").__file__).parent), _TRIT
 _TRACEBACK_LIMIT = 6000
 
 
-class CandidateFault(Exception):
-    """Mixed into the exceptions the evaluator's checks raise about the candidate's code (an out-of-bounds
-    access, a refused construct): raised in the evaluator's frames, but the candidate's fault."""
-
-
-class ReachRefused(CandidateFault, AttributeError):
-    """The candidate's code reached, at run time, an attribute the rules refuse (a computed private name, a
-    private attribute of an object that is not its own through a method's first parameter)."""
-
-
-class OutputNotTensors(CandidateFault, TypeError):
-    """A forward returned something other than tensors (None, a number, an object of its own)."""
-
-
-class DisguisedOutput(CandidateFault, TypeError):
-    """A forward returned a subclass of a tensor, a tuple or a list: code of its own would answer the checks."""
-
-
-class HostCallOfKernelCode(CandidateFault, RuntimeError):
-    """Host code called a `@triton.jit` function (on a GPU, Triton refuses it the same way)."""
-
-    shown_as = "RuntimeError"
-
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"Cannot call @triton.jit'd outside of the scope of a kernel ({name} was called from host code)"
-        )
-
-
-class MadeHere:
-    """Mixed into the exceptions that say a failure is the evaluator's (`EvaluatorFault`) or its backend's
-    (`BackendLimitation`): an instance counts as such only if one of the evaluator's modules made it, and only as
-    it unwinds the call stack it was made in. Each records that stack as it is made; the candidate may build one
-    of these classes (it is not recorded) or catch one of ours and raise it again later (its traceback then
-    leaves the recorded stack): both are the candidate's own exceptions."""
-
-    def __init__(self, *args: object) -> None:
-        super().__init__(*args)
-        frame: FrameType | None = sys._getframe(1)
-        while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is self:
-            frame = frame.f_back  # a subclass's own __init__
-        if frame is None or not frame.f_globals.get("__name__", "").startswith("adaexplore.executor"):
-            return
-        stack = []
-        while frame is not None:
-            stack.append((id(frame), frame.f_code))
-            frame = frame.f_back
-        _MADE_HERE[self] = tuple(stack)
-
-
-class EvaluatorFault(MadeHere, RuntimeError):
-    """The evaluator's own code failed where the candidate did nothing wrong (a stand-in computing wrongly)."""
-
-
-# Per exception the evaluator made: the call stack it was made in, innermost frame first (a frame's id with its
-# code, which the record keeps alive, so that a frame made later at the same address is told apart).
-_MADE_HERE: weakref.WeakKeyDictionary[BaseException, tuple[tuple[int, CodeType], ...]] = weakref.WeakKeyDictionary()
 # Exhaustion of the candidate's own limits (its memory cap, its files, its disk), wherever it surfaces: a stand-in
 # of ours that cannot allocate fails because the candidate holds the memory.
 _LIMIT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EFBIG, errno.ENOSPC, errno.EDQUOT})
@@ -165,7 +111,7 @@ def _candidates(tb: TracebackType | None) -> list[bool]:
     """Per frame of `tb`: whether it runs the candidate's code (host code or a kernel the interpreter runs)."""
     marks = []
     while tb is not None:
-        marks.append(tb.tb_frame.f_globals.get("__name__") == _CANDIDATE_MODULE)
+        marks.append(tb.tb_frame.f_globals.get("__name__") == CANDIDATE_MODULE)
         tb = tb.tb_next
     return marks
 
@@ -183,20 +129,20 @@ def _defined_here(qualname: str) -> bool:
 
 def _defined_by_candidate(qualname: str) -> bool:
     """Whether a qualified name names a function or class the candidate's module defines."""
-    module = sys.modules.get(_CANDIDATE_MODULE)
+    module = sys.modules.get(CANDIDATE_MODULE)
     value = vars(module).get(qualname.split(".")[0]) if module is not None else None
-    return value is not None and getattr(value, "__module__", None) == _CANDIDATE_MODULE
+    return value is not None and getattr(value, "__module__", None) == CANDIDATE_MODULE
 
 
 def _is_candidate(frame: FrameType) -> bool:
-    return frame.f_globals.get("__name__") == _CANDIDATE_MODULE
+    return frame.f_globals.get("__name__") == CANDIDATE_MODULE
 
 
 def made_here(exc: BaseException) -> bool:
     """Whether the evaluator made `exc` and it has unwound only the call stack it was made in, caught outside the
     candidate's code: its traceback's frames, from where it was caught down to where it was raised, are that
     stack's innermost frames in order, and the outermost of them is not the candidate's."""
-    stack = _MADE_HERE.get(exc)
+    stack = made_stack(exc)
     tb = exc.__traceback__
     if stack is None or tb is None or _is_candidate(tb.tb_frame):
         return False
@@ -255,7 +201,8 @@ def kept_by_candidate(exc: BaseException) -> bool:
     if len(trusted) < len(_chain(exc)):
         return True
     return any(
-        (e in _MADE_HERE and not made_here(e)) if isinstance(e, MadeHere) else held_by_candidate(e) for e in trusted
+        (made_stack(e) is not None and not made_here(e)) if isinstance(e, MadeHere) else held_by_candidate(e)
+        for e in trusted
     )
 
 
@@ -296,8 +243,6 @@ def evaluator_fault(exc: BaseException) -> str | None:
     """Where the evaluator failed when the failure of `exc` is its own, not the candidate's: a failure that
     starts in the evaluator's code (its shims of Triton's interpreter, its wrappers of Triton's launch), other
     than its checks of the candidate; None otherwise."""
-    from adaexplore.executor.worker._interpret_shim import BackendLimitation
-    from adaexplore.executor.worker._launches import TargetCompileFailed
 
     chain = _chain(exc)
     if any(isinstance(e, CandidateFault | BackendLimitation) or _candidates_limit(e) for e in chain):
@@ -326,13 +271,11 @@ def fault_message(exc: BaseException, where: str) -> str:
 def classify(exc: BaseException) -> Status:
     """compile_error for what the Triton compiler (or its launch-time checks) rejects, infra_error for what
     only our CPU backends cannot run and for failures of the evaluator's own code, runtime_error for the rest."""
-    from adaexplore.executor.worker._interpret_shim import BackendLimitation, DeviceAssertFailed, KernelOOBError
 
     cause = exc
     # The interpreter wraps every kernel-level error as InterpreterError(repr(original)) from original.
     if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
         cause = exc.__cause__
-    from adaexplore.executor.worker._launches import TargetCompileFailed
 
     if any(isinstance(e, ReachRefused) for e in _chain(exc)):
         return Status.rejected

@@ -17,8 +17,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from adaexplore.domain import Status
 from adaexplore.executor.tasks._small_sizes import BATCH_NAME as _BATCH
-from adaexplore.executor.worker._taskrun import TaskFault, import_file, load_task_module
+from adaexplore.executor.worker._errors import classify
+from adaexplore.executor.worker._faults import TaskFault
+from adaexplore.executor.worker._taskrun import import_file, load_task_module
 from adaexplore.executor.worker._work_record import task_work
 from adaexplore.roofline import TaskWork
 
@@ -189,9 +192,6 @@ def full_size_pass(
     Raises:
         what the compiler raised for a kernel at the full sizes (the candidate's compile error).
     """
-    from adaexplore.domain import Status
-    from adaexplore.executor.worker._errors import classify
-
     small_shared, small_compiles = dict(tracker.shared_memory), dict(tracker.target_compiles)
     tracker.sizes, tracker.shared_memory = "full", {}
     compile_only, tracker.compile_only = tracker.compile_only, True

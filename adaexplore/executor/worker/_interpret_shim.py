@@ -29,33 +29,20 @@ from triton.runtime import interpreter as _interp
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from adaexplore.executor.worker import _tensor_cores as tensor_cores
-from adaexplore.executor.worker._errors import CandidateFault, EvaluatorFault, HostCallOfKernelCode, MadeHere
 from adaexplore.executor.worker._fast_math import FAST_BINARY, FAST_UNARY
+from adaexplore.executor.worker._faults import (
+    BackendLimitation,
+    DeviceAssertFailed,
+    EvaluatorFault,
+    FakeTensorArgument,
+    HostCallOfKernelCode,
+    KernelOOBError,
+)
 
-__all__ = ["BackendLimitation", "DeviceAssertFailed", "FakeTensorArgument", "KernelOOBError", "install"]
+__all__ = ["install"]
 
 _Handle = _interp.TensorHandle
 _Builder = _interp.InterpreterBuilder
-
-
-class KernelOOBError(CandidateFault, IndexError):
-    """A kernel touched memory outside every tensor it was given."""
-
-
-class FakeTensorArgument(CandidateFault, TypeError):
-    """A kernel argument that the interpreter would take for a tensor is none."""
-
-
-class DeviceAssertFailed(CandidateFault, AssertionError):
-    """A `tl.device_assert` in the kernel failed."""
-
-    # the name failures carry (and the skill memory's signatures hold) since before this class existed
-    shown_as = "AssertionError"
-
-
-class BackendLimitation(MadeHere, NotImplementedError):
-    """The interpreter cannot run this construct; the GPU can. Not the candidate's fault (where the evaluator
-    raised it, and the candidate did not keep it to raise later: see `MadeHere`)."""
 
 
 # ---- 1. autotuning without a driver ---------------------------------------------------------------

@@ -40,8 +40,9 @@ from adaexplore.executor.wire._protocol import (
 )
 from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker._compare import compare
-from adaexplore.executor.worker._device_memory import DeviceBuffer, DeviceMemoryError
+from adaexplore.executor.worker._device_memory import DeviceBuffer
 from adaexplore.executor.worker._exchange import read_tensor
+from adaexplore.executor.worker._faults import DeviceMemoryError, TaskFault
 from adaexplore.executor.worker._full_size import reduction_sizes, reference_work
 from adaexplore.executor.worker._inductor_env import compile_failure, prepare_inductor
 from adaexplore.executor.worker._perturb import (
@@ -55,7 +56,6 @@ from adaexplore.executor.worker._reference_build import ReferenceBuilder
 from adaexplore.executor.worker._references import Reference, ReferenceCache, reference_key
 from adaexplore.executor.worker._shared import output_layout, share_inputs
 from adaexplore.executor.worker._taskrun import (
-    TaskFault,
     clone_args,
     upcast,
 )

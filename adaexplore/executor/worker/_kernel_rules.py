@@ -11,13 +11,9 @@ from typing import Any
 from triton.language import core as tl_core
 from triton.language.semantic import TritonSemantic
 
-from adaexplore.executor.worker._errors import CandidateFault
+from adaexplore.executor.worker._faults import PointerFromInteger
 
-__all__ = ["PointerFromInteger", "install"]
-
-
-class PointerFromInteger(CandidateFault, TypeError):
-    """A kernel turned an integer into a pointer: an address of the worker's memory, not of its arguments."""
+__all__ = ["install"]
 
 
 def install() -> None:

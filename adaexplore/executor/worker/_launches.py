@@ -34,11 +34,10 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITCallable, JITFunction
 
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._errors import CandidateFault
+from adaexplore.executor.worker._faults import CANDIDATE_MODULE, Refused, SourceChanged, TargetCompileFailed
 
-__all__ = ["CANDIDATE_MODULE", "LaunchTracker", "Refused", "SourceChanged", "TargetCompileFailed"]
+__all__ = ["LaunchTracker"]
 
-CANDIDATE_MODULE = "adaexplore_candidate"
 # The key under which a launch's grid reaches the launch hook (see `_launch_facts`).
 _GRID = "adaexplore_grid"
 
@@ -54,19 +53,6 @@ def _empty(grid: Any) -> bool:
         return math.prod(int(g) for g in grid) <= 0
     except (TypeError, ValueError):
         return False
-
-
-class Refused(CandidateFault, RuntimeError):
-    """A launch or a kernel the tracker refuses (its message is in the tracker's refusals)."""
-
-
-class SourceChanged(Refused):
-    """The source Triton was about to compile or run for a kernel is not the one it was made from."""
-
-
-class TargetCompileFailed(RuntimeError):
-    """A launch the interpreter ran does not compile for the GPU target: the candidate's compile error, unless
-    its cause is a failure of the evaluator's own code (see `_errors.evaluator_fault`)."""
 
 
 def _digest(src: str) -> str:

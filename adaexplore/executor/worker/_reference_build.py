@@ -11,9 +11,9 @@ from adaexplore.domain import AuditFlag, Mode, Tolerance
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare
+from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._references import Reference
 from adaexplore.executor.worker._taskrun import (
-    TaskFault,
     build_model,
     clone_args,
     flatten_output,

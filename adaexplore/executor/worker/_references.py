@@ -19,7 +19,8 @@ import torch
 
 from adaexplore.domain import AuditFlag, Tolerance
 from adaexplore.executor.wire._protocol import JobSpec
-from adaexplore.executor.worker._taskrun import TaskFault, tensors_in
+from adaexplore.executor.worker._faults import TaskFault
+from adaexplore.executor.worker._taskrun import tensors_in
 
 __all__ = ["Reference", "ReferenceCache", "reference_key"]
 

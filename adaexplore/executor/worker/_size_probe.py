@@ -18,7 +18,8 @@ import torch
 from adaexplore.executor.tasks._small_sizes import Attempt
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 from adaexplore.executor.worker._channel import Channel
-from adaexplore.executor.worker._taskrun import TaskFault, build_model, load_task_module, make_args, tensors_in
+from adaexplore.executor.worker._faults import TaskFault
+from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, tensors_in
 
 __all__ = ["serve"]
 

@@ -190,7 +190,7 @@ def compile_configs(tracker: Any, tuner: Any, args: tuple[Any, ...], kwargs: dic
     """
     from adaexplore.domain import Status
     from adaexplore.executor.worker._errors import classify
-    from adaexplore.executor.worker._launches import CANDIDATE_MODULE, Refused
+    from adaexplore.executor.worker._faults import CANDIDATE_MODULE, Refused
 
     name = getattr(tuner.base_fn, "__name__", "?")
     own = getattr(tuner.base_fn, "__module__", None) == CANDIDATE_MODULE

@@ -18,13 +18,12 @@ import torch
 
 from adaexplore.executor.policy import attribute_refused, guard_own_roots
 from adaexplore.executor.wire._protocol import JobSpec
-from adaexplore.executor.worker._errors import ReachRefused
 from adaexplore.executor.worker._exchange import exchangeable
+from adaexplore.executor.worker._faults import ReachRefused, TaskFault
 
 __all__ = [
     "TASK_MODULE",
     "ShadowedTensor",
-    "TaskFault",
     "build_model",
     "candidate_builtins",
     "clone_args",
@@ -42,10 +41,6 @@ __all__ = [
 ]
 
 TASK_MODULE = "adaexplore_task"
-
-
-class TaskFault(Exception):
-    """The task's own code raised, or does not provide what a task must."""
 
 
 def import_file(name: str, path: str | Path, *, builtins: dict[str, Any] | None = None) -> ModuleType:
@@ -408,7 +403,7 @@ def flatten_output(value: Any) -> list[torch.Tensor]:
         DisguisedOutput: the forward returned a subclass of a tensor, tuple or list.
         OutputNotTensors: the forward returned something other than tensors.
     """
-    from adaexplore.executor.worker._errors import DisguisedOutput, OutputNotTensors
+    from adaexplore.executor.worker._faults import DisguisedOutput, OutputNotTensors
 
     def refused(kind: type, index: int) -> Exception:
         # a subclass answers iteration, indexing and every method itself: what the timer and the checks would

@@ -29,16 +29,13 @@ import torch
 from adaexplore.domain import Stats
 from adaexplore.executor.wire._modes import TimingSpec
 from adaexplore.executor.wire._protocol import InputPattern
+from adaexplore.executor.worker._faults import OutputTooLarge
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
 from adaexplore.executor.worker._taskrun import clone_args, flatten_output
 
-__all__ = ["Measurement", "OutputTooLarge", "Sampler", "Timer", "caught", "oversized", "summarize"]
+__all__ = ["Measurement", "Sampler", "Timer", "caught", "oversized", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
-
-
-class OutputTooLarge(ValueError):
-    """A timed call's outputs hold more elements than the reference's: not copied for the recheck."""
 
 
 def oversized(tensors: list[Any], limit: int | None, where: str) -> str | None:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from adaexplore.domain import Status
-from adaexplore.executor.worker._errors import CandidateFault, DisguisedOutput, OutputNotTensors, classify
+from adaexplore.executor.worker._errors import classify
+from adaexplore.executor.worker._faults import CandidateFault, DisguisedOutput, OutputNotTensors
 from adaexplore.executor.worker._taskrun import flatten_output, own_attributes
 from adaexplore.executor.worker._timing import _kept_copy
 
@@ -89,7 +90,7 @@ def test_the_candidate_cannot_pass_its_own_mistakes_off_as_the_evaluators() -> N
 # The evaluator's code and the candidate's, as modules of those names: a stand-in that fails, and candidate
 # code that calls it, lets its failure through, or catches it to raise it again later.
 OURS = """
-from adaexplore.executor.worker._errors import EvaluatorFault
+from adaexplore.executor.worker._faults import EvaluatorFault
 
 def stand_in():
     raise EvaluatorFault("the stand-in failed")
@@ -136,7 +137,8 @@ def _caught(fn, *args) -> BaseException:  # type: ignore[no-untyped-def]
 
 
 def test_the_evaluators_fault_is_its_own_only_as_it_happened() -> None:
-    from adaexplore.executor.worker._errors import EvaluatorFault, evaluator_fault, kept_by_candidate
+    from adaexplore.executor.worker._errors import evaluator_fault, kept_by_candidate
+    from adaexplore.executor.worker._faults import EvaluatorFault
 
     ours = _module(OURS, "adaexplore.executor.worker._fake_stand_in")
     candidate = _module(CANDIDATE, "adaexplore_candidate")
