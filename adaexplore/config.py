@@ -7,7 +7,7 @@ import tomllib
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -28,24 +28,32 @@ __all__ = [
 BackendChoice = Literal["auto", "cuda", "compile", "interpret"]
 ModeName = Literal["strict", "kernelbench", "paper", "flashinfer"]
 SandboxChoice = Literal["auto", "bwrap", "landlock", "none"]
-_SANDBOX_CHOICES = ("auto", "bwrap", "landlock", "none")
+_SANDBOX_CHOICES: tuple[SandboxChoice, ...] = ("auto", "bwrap", "landlock", "none")
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _one_of(value: str, choices: tuple[_Choice, ...]) -> _Choice | None:
+    """`value` as the choice it equals (a Literal's value, typed as one), or None when it is none of them."""
+    return next((choice for choice in choices if choice == value), None)
 
 
 def _sandbox_from_env() -> SandboxChoice:
     value = os.environ.get("ADAEXPLORE_SANDBOX", "auto").strip() or "auto"
-    if value not in _SANDBOX_CHOICES:
+    choice = _one_of(value, _SANDBOX_CHOICES)
+    if choice is None:
         raise ConfigError(f"ADAEXPLORE_SANDBOX={value!r} is not one of {', '.join(_SANDBOX_CHOICES)}")
-    return value  # type: ignore[return-value]
+    return choice
 
 
-_BACKEND_CHOICES = ("auto", "cuda", "compile", "interpret")
+_BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "cuda", "compile", "interpret")
 
 
 def _backend_from_env() -> BackendChoice:
     value = os.environ.get("ADAEXPLORE_BACKEND", "auto").strip() or "auto"
-    if value not in _BACKEND_CHOICES:
+    choice = _one_of(value, _BACKEND_CHOICES)
+    if choice is None:
         raise ConfigError(f"ADAEXPLORE_BACKEND={value!r} is not one of {', '.join(_BACKEND_CHOICES)}")
-    return value  # type: ignore[return-value]
+    return choice
 
 
 def _cluster_from_env() -> str | None:

@@ -47,9 +47,9 @@ def test_an_evaluation_runs_with_torch_unimportable_in_the_callers_process(tmp_p
 def test_the_cli_search_store_tools_and_every_parent_side_module_import_without_torch() -> None:
     done = run("""
         import adaexplore.cli, adaexplore.config, adaexplore.errors
-        import adaexplore.executor, adaexplore.executor._render
+        import adaexplore.executor, adaexplore.executor.pipeline._render
         import adaexplore.search, adaexplore.store, adaexplore.tools, adaexplore.prompts, adaexplore.memory
-        import adaexplore.agent, adaexplore.executor._synth, adaexplore.server
+        import adaexplore.agent, adaexplore.executor.probes._synth, adaexplore.server
         import adaexplore.bench, adaexplore.bench._command, adaexplore.cli._bench
         print("imported")
     """)

@@ -55,9 +55,11 @@ class ModelClient:
     """Sends chat requests to the configured endpoint; at most `config.concurrency` at once."""
 
     def __init__(self, config: ModelConfig, *, api_key: str | None = None, on_retry: RetryHook | None = None) -> None:
+        name = config.resolved_name() if config.name is None else config.name
         if config.name is None:
-            config = config.model_copy(update={"name": config.resolved_name()})
+            config = config.model_copy(update={"name": name})
         self._config = config
+        self._name = name  # the model every request names
         self._on_retry = on_retry
         key = api_key or os.environ.get(config.api_key_env) or None
         self._key_found = key is not None
@@ -118,7 +120,7 @@ class ModelClient:
         for attempt in (1, 2):
             try:
                 with anyio.fail_after(timeout):
-                    await self._client.models.retrieve(self._config.name, timeout=timeout)
+                    await self._client.models.retrieve(self._name, timeout=timeout)
                 return
             except (openai.APIConnectionError, TimeoutError) as err:
                 if attempt == 1:
@@ -181,7 +183,7 @@ class ModelClient:
             return _Retryable("timeout", "408 request timeout from the endpoint")
         if (refused := self._refusal(err)) is not None:
             return refused
-        sent = f"model '{self._config.name}', max_completion_tokens {self._config.max_tokens}"
+        sent = f"model '{self._name}', max_completion_tokens {self._config.max_tokens}"
         if status == 404:
             return ModelError(
                 f"the endpoint at {self._url} answered 404 to POST /chat/completions ({message}; sent {sent}); "
@@ -213,7 +215,7 @@ class ModelClient:
             usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost),
             seconds=seconds,
             attempts=attempt,
-            model=model if isinstance(model, str) and model else self._config.name,
+            model=model if isinstance(model, str) and model else self._name,
         )
 
     # -- retries and messages ------------------------------------------------------------------------
@@ -258,7 +260,7 @@ class ModelClient:
         return f"the endpoint at {self._url} wants an API key ({status}: {message}) and {variable} is not set; {fix}"
 
     def _unknown_model(self, message: str) -> str:
-        return f"the endpoint at {self._url} does not know model '{self._config.name}' ({message}); check --model"
+        return f"the endpoint at {self._url} does not know model '{self._name}' ({message}); check --model"
 
     async def _check_listed(self, timeout: float) -> None:
         """After a 404 on GET /models/{name}: look the name up in GET /models, if the endpoint has that route."""
@@ -274,7 +276,7 @@ class ModelClient:
             await self._check_by_chat(timeout)
             return
         names = [name for name in (getattr(m, "id", None) for m in getattr(page, "data", None) or []) if name]
-        if names and self._config.name not in names:
+        if names and self._name not in names:
             listed = ", ".join(str(name) for name in names[:10]) + (", …" if len(names) > 10 else "")
             raise ModelError(self._unknown_model(f"it serves: {listed}"))
 
@@ -287,7 +289,7 @@ class ModelClient:
             try:
                 with anyio.fail_after(timeout):
                     completion = await self._client.chat.completions.create(
-                        model=self._config.name,
+                        model=self._name,
                         messages=[{"role": "user", "content": "Answer with one word: ready?"}],
                         max_completion_tokens=1,
                         timeout=timeout,

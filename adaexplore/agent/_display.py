@@ -16,7 +16,7 @@ __all__ = ["TerminalDisplay", "best_text", "format_speedup", "summary_table"]
 
 _BAR = 20
 # the order of the counts on a line: correct first, then the failures from the most telling
-_ORDER: list[Status] = [
+_ORDER: list[str] = [  # the counts are keyed by the statuses' values
     Status.ok,
     Status.mismatch,
     Status.compile_error,

@@ -13,12 +13,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
 from adaexplore import tools
 from adaexplore.agent._extract import extract_code, read_step_reply, syntax_problem
+from adaexplore.agent._messages import Reply
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConflictError, ModelError, RequestError, TaskError
@@ -196,10 +197,11 @@ class _TimedEvaluator:
         self.inner = inner
         self.seconds = 0.0
 
-    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:
+    async def evaluate(self, task: Task, code: str, **options: Any) -> Evaluation:
+        # the options go on as given: an evaluator is passed only the ones its caller sets (EvaluatorLike)
         start = time.perf_counter()
         try:
-            return await self.inner.evaluate(task, code, **options)  # type: ignore[arg-type]
+            return await self.inner.evaluate(task, code, **options)
         finally:
             self.seconds += time.perf_counter() - start
 
@@ -520,8 +522,8 @@ class Explorer:
         )
         return result.message, seconds
 
-    def _charge(self, reply: object) -> None:
-        usage = reply.usage  # type: ignore[attr-defined]
+    def _charge(self, reply: Reply) -> None:
+        usage = reply.usage
         self.budget.charge(usage.input_tokens + usage.output_tokens, usage.cost_usd)
 
     def _notice(self, run_id: str, text: str) -> None:

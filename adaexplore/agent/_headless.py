@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 import anyio
 
@@ -18,7 +18,7 @@ from adaexplore import tools
 from adaexplore.agent._display import TerminalDisplay, best_text, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
-from adaexplore.config import Settings
+from adaexplore.config import BackendChoice, ModeName, Settings
 from adaexplore.errors import RequestError, TaskError
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ class ExploreOptions:
     steps: int | None = None
     parallel: int = 1
     seed: int | None = None
-    preset: str | None = None
-    mode: str | None = None
-    backend: str | None = None
+    preset: Literal["default", "paper"] | None = None
+    mode: ModeName | None = None
+    backend: BackendChoice | None = None
     resume: list[str] | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
@@ -284,8 +284,9 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
             run_ids.append(run.run_id)
         return run_ids
     # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
-    # starts: a task that fails stops the command with its reason and leaves no run behind
-    sizes = None if options.small_sizes else {}  # {}: none, in place of derived or the module's own
+    # starts: a task that fails stops the command with its reason and leaves no run behind; sizes {}: none, in
+    # place of derived or the module's own
+    sizes: dict[str, int | float] | None = None if options.small_sizes else {}
     tasks = [
         await tools.create_checked_task(svc, tools.task_file_request(path, small_sizes=sizes)) for path in options.tasks
     ]
@@ -299,9 +300,9 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
                 task_id=task.task_id,
                 seed=options.seed,
                 total_steps=options.steps,
-                preset=options.preset,  # type: ignore[arg-type]
-                mode=options.mode,  # type: ignore[arg-type]
-                backend=options.backend,  # type: ignore[arg-type]
+                preset=options.preset,
+                mode=options.mode,
+                backend=options.backend,
                 model=writer.label,
             ),
         )

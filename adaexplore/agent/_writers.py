@@ -116,11 +116,11 @@ class Writer(Protocol):
     async def same_rule(self, text: str, candidates: list[RuleCandidate]) -> int | None: ...
 
 
-def _conversation(first: str, feedback: list[Feedback], expect: str) -> list[Message]:
+def _conversation(first: str, feedback: list[Feedback], expect: Literal["module", "edits"]) -> list[Message]:
     messages: list[Message] = [{"role": "user", "content": first}]
     for item in feedback:
         messages.append({"role": "assistant", "content": item.reply})
-        retry = RetryContext(problem=item.problem, expect=expect, truncated=item.truncated)  # type: ignore[arg-type]
+        retry = RetryContext(problem=item.problem, expect=expect, truncated=item.truncated)
         messages.append({"role": "user", "content": render_retry(retry)})
     return messages
 

@@ -21,7 +21,7 @@ from adaexplore.bench._suite import EXAMPLES, Suite, read_suite, replay_files
 from adaexplore.bench._table import bench_document, dumps, render_bench, render_bench_list, write_csv
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError
-from adaexplore.tools import BenchRecord
+from adaexplore.tools import BenchProblemRecord, BenchRecord
 
 __all__ = ["BenchOptions", "list_benches", "run_bench", "show_bench"]
 
@@ -91,7 +91,7 @@ def _check_resume_flags(options: BenchOptions) -> None:
 
 
 def _suite_of(bench: BenchRecord) -> Suite:
-    suite = read_suite(bench.suite, bench.options_dict.get("ids"))  # type: ignore[arg-type]
+    suite = read_suite(bench.suite, bench.options_dict.get("ids"))
     if suite.hash != bench.suite_hash:
         raise RequestError(
             f"the problems of suite {bench.suite} changed since bench {bench.id} started (files added, removed or "
@@ -184,7 +184,7 @@ async def run_bench(settings: Settings, options: BenchOptions, *, out: TextIO = 
                 suite,
                 kernels=kernels,
                 observer=display,
-                parallel=int(stored.get("parallel") or 1),  # type: ignore[call-overload]
+                parallel=int(stored.get("parallel") or 1),
             )
             try:
                 await _run_interruptibly(runner, svc, bench.id)
@@ -271,7 +271,7 @@ def _conclude(svc: tools.Services, bench_id: str, runner: BenchRunner, options: 
     return 0
 
 
-def _write_files(bench: BenchRecord, rows: list, options: BenchOptions) -> None:  # type: ignore[type-arg]
+def _write_files(bench: BenchRecord, rows: list[BenchProblemRecord], options: BenchOptions) -> None:
     for target, render in ((options.json_to, _as_json), (options.csv_to, write_csv)):
         if target is None:
             continue
@@ -289,7 +289,7 @@ def _write_files(bench: BenchRecord, rows: list, options: BenchOptions) -> None:
             ) from None
 
 
-def _as_json(bench: BenchRecord, rows: list) -> str:  # type: ignore[type-arg]
+def _as_json(bench: BenchRecord, rows: list[BenchProblemRecord]) -> str:
     return dumps(bench_document(bench, rows))
 
 

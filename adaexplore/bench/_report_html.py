@@ -301,7 +301,7 @@ def _distribution_plot(problems: list[dict[str, Any]]) -> dict[str, Any]:
         f"≤{high:g}×" if low == 0 else (f">{low:g}×" if high == math.inf else f"{low:g}–{high:g}×")
         for low, high in _BINS
     ]
-    series = []
+    series: list[dict[str, Any]] = []
     for key, name in (("speedup", "vs eager PyTorch"), ("compile_speedup", "vs torch.compile")):
         counts = [0] * len(labels)
         for problem in problems:

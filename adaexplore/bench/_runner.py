@@ -15,6 +15,7 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 import anyio
 
@@ -60,7 +61,7 @@ class FileWriter:
         return None
 
 
-class BenchObserver:
+class BenchObserver(Protocol):
     """What the bench reports as it goes: the progress display implements it (and the loop's Observer)."""
 
     def bench_started(self, bench: BenchRecord, total: int, done: int) -> None: ...
@@ -135,8 +136,8 @@ class BenchRunner:
         self.parallel = max(1, parallel)
         self.stopped: str | None = None  # why the bench stopped short, if it did
         options = bench.options_dict
-        self.steps = 1 if kernels is not None else int(options["steps"])  # type: ignore[call-overload]
-        self.seed = options.get("seed")
+        self.steps = 1 if kernels is not None else int(options["steps"])
+        self.seed: int | None = options.get("seed")
         self.with_compile = bool(options.get("with_compile"))
 
     def stop(self, reason: str) -> None:
@@ -183,10 +184,11 @@ class BenchRunner:
                 self.svc,
                 tools.StartRunRequest(
                     task_id=task.task_id,
-                    seed=self.seed,  # type: ignore[arg-type]
+                    seed=self.seed,
                     total_steps=self.steps,
-                    mode=self.bench.mode,  # type: ignore[arg-type]
-                    backend=self.bench.backend,  # type: ignore[arg-type]
+                    # the record keeps them as text, written from checked options; the request validates them again
+                    mode=self.bench.mode,  # type: ignore[arg-type]  # a str, not a Literal
+                    backend=self.bench.backend,  # type: ignore[arg-type]  # a str, not a Literal
                     model=self.explorer.writer.label,
                     with_compile=self.with_compile,
                 ),

@@ -7,7 +7,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from adaexplore.bench._metrics import FAST_AT, BenchSummary, ProblemScore, SpeedupSummary, summarize
@@ -103,7 +103,7 @@ def _share(value: float | None) -> str:
 
 def _table(rows: Sequence[BenchProblemRecord]) -> Table:
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("id", "right"),
         ("problem", "left"),
         ("status", "left"),
@@ -114,8 +114,9 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
         ("triton share", "right"),
         ("audit", "left"),
         ("seconds", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    )
+    for name, justify in columns:
+        table.add_column(name, justify=justify)
     for r in rows:
         table.add_row(
             str(r.problem_id),
@@ -168,7 +169,8 @@ def _estimate_lines(summary: BenchSummary) -> list[str]:
 
 def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, width: int = 140) -> str:
     """The per-problem table and the summary, as `bench` prints them at its end and `bench show` again."""
-    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, force_terminal=False)
     console.print(_table(rows))
     summary = bench_summary(rows)
     prov = bench.provenance_dict
@@ -188,7 +190,7 @@ def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, widt
         )
         + f", mode {bench.mode}, suite hash {bench.suite_hash}",
     ]
-    text = console.file.getvalue()  # type: ignore[attr-defined]
+    text = out.getvalue()
     return text + "\n".join(lines) + "\n"
 
 
@@ -212,9 +214,10 @@ def render_bench_list(benches: Sequence[BenchRecord], rows_of: dict[str, Sequenc
             mean,
             b.created_at[:19].replace("T", " "),
         )
-    console = Console(file=io.StringIO(), width=160, color_system=None, force_terminal=False)
+    out = io.StringIO()
+    console = Console(file=out, width=160, color_system=None, force_terminal=False)
     console.print(table)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return out.getvalue()
 
 
 def dumps(document: dict[str, object]) -> str:

@@ -100,7 +100,7 @@ def run_bench_command(args: argparse.Namespace, settings: Settings) -> int:
     options.parallel = args.parallel or 1
     options.mode, options.backend, options.with_compile = args.mode, args.backend, args.compile
     options.seed, options.resume = args.seed, args.resume
-    options.budget_tokens = limits["budget_tokens"]  # type: ignore[assignment]
+    options.budget_tokens = limits["budget_tokens"]
     options.budget_usd = limits["budget_usd"]
     options.budget_seconds = limits["budget_seconds"]
     if options.resume and args.parallel is None:

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -21,6 +22,7 @@ from adaexplore.cli._options import (
     PORT,
     POSITIVE_INT,
     SEED,
+    Budgets,
     OneLineErrors,
     add_global_options,
     budget_options,
@@ -51,6 +53,8 @@ from adaexplore.tools import (
 )
 
 __all__ = ["main"]
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -272,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
             if ours is None or rest is not None:
                 code = _report_bug(group)
             else:
-                code = max(_report_error(exc, args) for exc in _leaves(ours))  # type: ignore[arg-type]
+                code = max(_report_error(exc, args) for exc in _leaves(ours))
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     except Exception as exc:
@@ -313,14 +317,14 @@ def _report_bug(exc: BaseException) -> int:
     return EXIT_INFRA
 
 
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    leaves: list[BaseException] = []
+def _leaves(group: BaseExceptionGroup[_E]) -> list[_E]:
+    leaves: list[_E] = []
     for exc in group.exceptions:
         leaves.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return leaves
 
 
-async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
+async def _explore(args: argparse.Namespace, settings: Settings, budgets: Budgets) -> int:
     from adaexplore.agent import ExploreOptions, explore
 
     options = ExploreOptions(
@@ -335,12 +339,12 @@ async def _explore(args: argparse.Namespace, settings: Settings, budgets: dict[s
         memory_updates=False if args.no_memory_updates else None,
         out_dir=args.out,
         small_sizes=not args.no_small_sizes,
-        **budgets,  # type: ignore[arg-type]
+        **budgets,
     )
     return await explore(settings, options)
 
 
-async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str, float | int | None]) -> int:
+async def _adapt(args: argparse.Namespace, settings: Settings, budgets: Budgets) -> int:
     from adaexplore.agent import AdaptOptions, adapt
 
     options = AdaptOptions(
@@ -349,7 +353,7 @@ async def _adapt(args: argparse.Namespace, settings: Settings, budgets: dict[str
         parallel=args.parallel,
         seed=args.seed,
         out_dir=args.out,
-        **budgets,  # type: ignore[arg-type]
+        **budgets,
     )
     return await adapt(settings, options)
 

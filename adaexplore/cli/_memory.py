@@ -8,6 +8,7 @@ from pathlib import Path
 
 from adaexplore.errors import RequestError
 from adaexplore.tools import (
+    RuleStatus,
     Services,
     describe_scope,
     edit_rule,
@@ -40,7 +41,8 @@ def run_memory_command(svc: Services, args: argparse.Namespace) -> str:
     if command == "show":
         return _show(svc, args.rule)
     if command in ("retire", "pin", "activate"):
-        status = {"retire": "retired", "pin": "pinned", "activate": "active"}[command]
+        statuses: dict[str, RuleStatus] = {"retire": "retired", "pin": "pinned", "activate": "active"}
+        status = statuses[command]
         rule = set_rule_status(svc, args.rule, status)
         return f"rule {rule.id} is now {rule.status}"
     if command == "edit":
@@ -108,7 +110,7 @@ def _read(file: str) -> str:
 
 def _list(svc: Services, *, show_all: bool) -> str:
     triton = running_triton()
-    statuses = ("active", "pinned", "retired") if show_all else ("active", "pinned")
+    statuses: tuple[RuleStatus, ...] = ("active", "pinned", "retired") if show_all else ("active", "pinned")
     rules = list_rules(svc, statuses)
     if not rules:
         return "the memory has no rules"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
 
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ __all__ = [
     "POSITIVE",
     "POSITIVE_INT",
     "SEED",
+    "Budgets",
     "OneLineErrors",
     "add_global_options",
     "budget_options",
@@ -44,9 +45,12 @@ EXIT_OK, EXIT_KERNEL_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2,
 class OneLineErrors(argparse.ArgumentParser):
     """An argument parser whose errors are one line and a pointer to the command's --help, not its usage."""
 
+    # what `error` adds to a missing-arguments message; set by the option that took their word (profile's --json)
+    error_hint: str | None = None
+
     def error(self, message: str) -> NoReturn:
         # an option that took a word meant for an argument says so (profile's `--json TASK KERNEL`)
-        hint = getattr(self, "error_hint", None)
+        hint = self.error_hint
         if hint and message.startswith("the following arguments are required"):
             message = f"{message}: {hint}"
         if message in ("argument --json: expected one argument", "argument --csv: expected one argument"):
@@ -54,7 +58,7 @@ class OneLineErrors(argparse.ArgumentParser):
         sys.stderr.write(f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
         sys.exit(EXIT_USAGE)
 
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+    def parse_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> Any:
         # argparse reports arguments that no parser took from the top parser (`see adaexplore --help`); they
         # are reported here by the subcommand they follow, whose --help lists what it takes
         words = list(sys.argv[1:] if args is None else args)
@@ -146,7 +150,9 @@ def gpu_list(text: str) -> list[int]:
     return sorted(gpus)
 
 
-def _number(kind: type[int] | type[float], low: float, what: str, high: float | None = None):  # type: ignore[no-untyped-def]
+def _number(
+    kind: type[int] | type[float], low: float, what: str, high: float | None = None
+) -> Callable[[str], int | float]:
     """An argparse type: a number of `kind` in [low, high], refused with a message that says the range."""
 
     def parse(text: str) -> int | float:
@@ -239,7 +245,15 @@ def with_model_options(settings: Settings, args: argparse.Namespace) -> Settings
     return settings.model_copy(update={"model": model})
 
 
-def budgets(args: argparse.Namespace, settings: Settings) -> dict[str, float | int | None]:
+class Budgets(TypedDict):
+    """The --budget-* options, as the explore, adapt and bench options take them (None: no such limit)."""
+
+    budget_tokens: int | None
+    budget_usd: float | None
+    budget_seconds: float | None
+
+
+def budgets(args: argparse.Namespace, settings: Settings) -> Budgets:
     from adaexplore.agent import parse_duration
 
     model = settings.model

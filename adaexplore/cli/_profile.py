@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from adaexplore.cli._options import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_KERNEL_FAILED, EXIT_OK
+from adaexplore.cli._options import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_KERNEL_FAILED, EXIT_OK, OneLineErrors
 from adaexplore.cli._output import STDOUT, output_file, write_file
 from adaexplore.config import Settings
 from adaexplore.domain import Status
@@ -43,14 +43,15 @@ class _JsonTarget(argparse.Action):
                 values = output_file(values)
             except argparse.ArgumentTypeError as exc:
                 raise argparse.ArgumentError(self, str(exc)) from None
-            parser.error_hint = (  # type: ignore[attr-defined]  # read by OneLineErrors.error
-                f"--json took {values} as the file to write the JSON to; put --json after TASK and KERNEL, or write "
-                "--json - for standard output"
-            )
+            if isinstance(parser, OneLineErrors):  # the command line's parsers, which read the hint
+                parser.error_hint = (
+                    f"--json took {values} as the file to write the JSON to; put --json after TASK and KERNEL, or "
+                    "write --json - for standard output"
+                )
         setattr(namespace, self.dest, values)
 
 
-def add_profile_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_profile_parser(commands: argparse._SubParsersAction[OneLineErrors]) -> None:
     profile = commands.add_parser(
         "profile",
         help="evaluate one kernel against a task: correctness, timing, audit",

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from adaexplore import tools
+from adaexplore.cli._options import OneLineErrors
 from adaexplore.cli._output import write_file
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
@@ -15,7 +16,7 @@ __all__ = ["add_report_parser", "run_report"]
 _LISTS = "`adaexplore runs list` and `adaexplore bench list` list them"
 
 
-def add_report_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_report_parser(commands: argparse._SubParsersAction[OneLineErrors]) -> None:
     report = commands.add_parser(
         "report",
         help="write a run's or a bench's report as one HTML file (tree, verdicts, plots)",

@@ -9,14 +9,14 @@ from pathlib import Path
 import anyio
 
 from adaexplore import tools
-from adaexplore.cli._options import EXIT_OK
+from adaexplore.cli._options import EXIT_OK, OneLineErrors
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
 
 __all__ = ["add_task_parsers", "run_create_task", "run_export"]
 
 
-def add_task_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_task_parsers(commands: argparse._SubParsersAction[OneLineErrors]) -> None:
     create = commands.add_parser(
         "create-task",
         help="register a task (a KernelBench-format module, or a FlashInfer-Bench definition) and print its id",

@@ -16,6 +16,7 @@ import platform
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -85,10 +86,12 @@ class ClusterEvaluator:
                 raise
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._stack is not None and self._tg is not None
         self._tg.cancel_scope.cancel()
-        await self._stack.__aexit__(*exc_info)
+        await self._stack.__aexit__(exc_type, exc, tb)
 
     async def _close_client(self) -> None:
         client, self._client = self._client, None
@@ -192,7 +195,7 @@ class ClusterEvaluator:
 
     async def _identity(self) -> dict[str, Any]:
         assert self._client is not None
-        return await self._client.scheduler.identity(n_workers=-1)  # type: ignore[no-any-return]
+        return await self._client.scheduler.identity(n_workers=-1)
 
     async def _all_workers(self) -> dict[str, dict[str, Any]]:
         return dict((await self._identity()).get("workers", {}))
@@ -327,15 +330,15 @@ class ClusterEvaluator:
                             tg.cancel_scope.cancel()
                             return
 
-                async def report() -> None:
+                async def report(to: Progress) -> None:
                     async for update in receive:
                         with contextlib.suppress(Exception):
-                            await progress(ProgressUpdate.model_validate(update))  # type: ignore[misc]
+                            await to(ProgressUpdate.model_validate(update))
 
                 tg.start_soon(wait)
                 tg.start_soon(watch)
                 if progress is not None:
-                    tg.start_soon(report)
+                    tg.start_soon(report, progress)
         finally:
             self._listeners.pop(request.progress_id, None)
             send.close()
@@ -348,7 +351,7 @@ class ClusterEvaluator:
         if "lost" in outcome:
             logger.warning("evaluation of %s on %s: %s", request.task.name, self.address, outcome["lost"])
             return self._lost(request, outcome["lost"])
-        return outcome.get("result")  # type: ignore[no-any-return]
+        return outcome.get("result")
 
     def _on_progress(self, event: tuple[float, dict[str, Any]]) -> None:
         _, message = event

@@ -34,10 +34,16 @@ from adaexplore.cluster._common import GPU, PLUGIN, RESOURCE, Request, worker_co
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.domain import Evaluation
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
-from adaexplore.executor import Environment, Evaluator, Progress, ProgressUpdate
-from adaexplore.executor._workspace import worker_env
-from adaexplore.executor.host._environment import probe_environment
-from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
+from adaexplore.executor import (
+    Environment,
+    Evaluator,
+    Progress,
+    ProgressUpdate,
+    SandboxPlan,
+    detect_sandbox,
+    probe_environment,
+    worker_env,
+)
 from adaexplore.roofline import TaskWork
 
 __all__ = ["EvaluatorPlugin", "describe", "run_request", "worker_settings"]
@@ -206,6 +212,10 @@ class EvaluatorPlugin(WorkerPlugin):
     name = PLUGIN
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """The plugin as it is before its setup (and as it arrives on a worker)."""
         self.host: _Host | None = None
         self.portal: anyio.from_thread.BlockingPortal | None = None
         self._portal_cm: contextlib.AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
@@ -215,7 +225,7 @@ class EvaluatorPlugin(WorkerPlugin):
         return {}  # what travels to a worker is the plugin before its setup
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self._reset()
 
     async def setup(self, worker: Any) -> None:
         _lift_nanny_thread_caps()

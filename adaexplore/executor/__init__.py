@@ -16,9 +16,19 @@ from adaexplore.domain import (
     Tolerance,
     TrialResult,
 )
-from adaexplore.executor._evaluator import Evaluator, Progress, ProgressUpdate
-from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
-from adaexplore.executor.host._environment import Environment
+from adaexplore.executor.host import SandboxPlan, detect_sandbox
+from adaexplore.executor.host._environment import Environment, gpu_device_present, probe_environment
+from adaexplore.executor.host._workspace import worker_env
+from adaexplore.executor.pipeline import (
+    Evaluator,
+    Progress,
+    ProgressUpdate,
+    describe_sol,
+    render_evaluation,
+    sol_for,
+    target_gpu,
+)
+from adaexplore.executor.probes import SizeProber, SynthesisReport, SyntheticTask, derive_small_sizes, synthesize_tasks
 from adaexplore.executor.tasks._small_sizes import Derivation, with_small_sizes
 from adaexplore.executor.tasks._task import (
     Task,
@@ -46,10 +56,13 @@ __all__ = [
     "Progress",
     "ProgressUpdate",
     "Provenance",
+    "SandboxPlan",
     "Seeds",
     "SizeProber",
     "Stats",
     "Status",
+    "SynthesisReport",
+    "SyntheticTask",
     "Task",
     "Timing",
     "TimingSpec",
@@ -57,12 +70,21 @@ __all__ = [
     "TrialResult",
     "code_hash",
     "derive_small_sizes",
+    "describe_sol",
+    "detect_sandbox",
+    "gpu_device_present",
     "load_task",
     "mode_spec",
     "model_view",
     "module_assignment",
+    "probe_environment",
     "read_task_file",
+    "render_evaluation",
+    "sol_for",
+    "synthesize_tasks",
+    "target_gpu",
     "task_from_source",
     "tolerance_for",
     "with_small_sizes",
+    "worker_env",
 ]

@@ -13,8 +13,10 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from adaexplore.errors import EvaluatorError, RequestError, TaskError
 from adaexplore.executor import module_assignment
@@ -44,8 +46,8 @@ class Imported:
     package: str  # the flashinfer-bench version that read it
 
 
-def _ask(request: dict[str, object]) -> dict[str, object]:
-    """One request to the converter's process.
+def _ask(request: dict[str, object]) -> dict[str, Any]:
+    """One request to the converter's process: its JSON answer.
 
     Raises:
         RequestError: the package is missing (the message names the extra), or the input is unusable.
@@ -78,7 +80,7 @@ def _ask(request: dict[str, object]) -> dict[str, object]:
     return answer
 
 
-def import_definition(definition: str | Path, workloads: list[str | Path] | None = None) -> Imported:
+def import_definition(definition: str | Path, workloads: Sequence[str | Path] | None = None) -> Imported:
     """The task module of a FlashInfer-Bench Definition file with its workloads: `workloads` lists workload
     files (.jsonl of workload traces, or .json of one) and folders of them; by default, the `workloads/` folder
     of the trace set the definition is in.
@@ -97,7 +99,7 @@ def import_definition(definition: str | Path, workloads: list[str | Path] | None
     return Imported(
         name=str(answer["name"]),
         source=str(answer["source"]),
-        workloads=int(answer["workloads"]),  # type: ignore[call-overload]
+        workloads=int(answer["workloads"]),
         package=str(answer["package"]),
     )
 

@@ -15,6 +15,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from adaexplore.domain import Evaluation
+
 __all__ = ["Signature", "signature", "signature_of_text"]
 
 _CARET = re.compile(r"^\s*\^+\s*$", re.M)
@@ -211,15 +213,15 @@ def signature_of_text(status: str, error_type: str, error_text: str, code: str =
     return Signature(f"{status}|{error_type}|{_construct(excerpt, column, error)}|{normalize(error, names)}")
 
 
-def signature(evaluation: object, code: str) -> Signature:
-    """The signature of a failed Evaluation (`adaexplore.executor.Evaluation`)."""
-    status = evaluation.status.value  # type: ignore[attr-defined]
-    error = evaluation.error  # type: ignore[attr-defined]
+def signature(evaluation: Evaluation, code: str) -> Signature:
+    """The signature of a failed Evaluation."""
+    status = evaluation.status.value
+    error = evaluation.error
     if status == "rejected":
-        flags = [f for f in evaluation.audit.flags if f.severity == "reject"]  # type: ignore[attr-defined]
+        flags = [f for f in evaluation.audit.flags if f.severity == "reject"]
         return Signature(f"rejected|{flags[0].code if flags else 'policy'}")
-    if status == "mismatch" and evaluation.correctness is not None:  # type: ignore[attr-defined]
-        failed = [t for t in evaluation.correctness.trials if not t.passed]  # type: ignore[attr-defined]
+    if status == "mismatch" and evaluation.correctness is not None:
+        failed = [t for t in evaluation.correctness.trials if not t.passed]
         # A wrong result close to the reference is a precision choice (TF32, a lower dtype), not a logic bug.
         if (
             failed
@@ -229,5 +231,5 @@ def signature(evaluation: object, code: str) -> Signature:
         ):
             return Signature("mismatch|precision")
     if error is None:
-        return signature_of_text(status, "", evaluation.message, code)  # type: ignore[attr-defined]
+        return signature_of_text(status, "", evaluation.message, code)
     return signature_of_text(status, error.type, error.message, code)

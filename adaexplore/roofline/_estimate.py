@@ -246,5 +246,7 @@ def kernel_estimate(
     calibration: Calibration = CALIBRATION,
 ) -> tuple[ForwardEstimate, ForwardEstimate]:
     """The candidate's and the reference's estimates on the same GPU, with the same flags."""
-    flags = {"tf32_matmul": tf32_matmul, "tf32_conv": tf32_conv, "calibration": calibration}
-    return estimate_forward(candidate, gpu, **flags), estimate_reference(reference, gpu, **flags)  # type: ignore[arg-type]
+    return (
+        estimate_forward(candidate, gpu, tf32_matmul=tf32_matmul, tf32_conv=tf32_conv, calibration=calibration),
+        estimate_reference(reference, gpu, tf32_matmul=tf32_matmul, tf32_conv=tf32_conv, calibration=calibration),
+    )

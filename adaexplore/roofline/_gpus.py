@@ -12,6 +12,7 @@ CUDA says of such a GPU (its name, compute capability and memory), which the CPU
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from adaexplore.errors import ConfigError
 
@@ -60,7 +61,15 @@ class GpuSpec:
 # the GPU that estimates and the CPU backends' device queries are for where no GPU is here and none is named
 DEFAULT_TARGET = "H200"
 
-_HOPPER = {"shared_memory_per_sm": 232448, "capability": (9, 0)}
+
+class _Architecture(TypedDict):
+    """What one architecture's GPUs share, spread into each of their specs."""
+
+    shared_memory_per_sm: int
+    capability: tuple[int, int]
+
+
+_HOPPER: _Architecture = {"shared_memory_per_sm": 232448, "capability": (9, 0)}
 _MIB = 1 << 20
 GPUS: dict[str, GpuSpec] = {
     spec.name: spec

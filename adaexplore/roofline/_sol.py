@@ -4,6 +4,8 @@ the fastest tensor-core rate its tolerance admits."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from adaexplore.domain import SpeedOfLight
 from adaexplore.roofline._gpus import GpuSpec
 from adaexplore.roofline._work import OpWork, TaskWork
@@ -41,6 +43,7 @@ def speed_of_light(work: TaskWork, gpu: GpuSpec, fp32_path: str = "tf32x3") -> S
     memory_s = work.min_bytes / (gpu.hbm_gbps * 1e9)
     launch_s = gpu.launch_us * 1e-6
     ms = max(compute_s, memory_s, launch_s) * 1e3
+    bound: Literal["memory", "compute", "launch"]
     if ms == launch_s * 1e3 and launch_s > max(compute_s, memory_s):
         bound = "launch"
     else:
@@ -48,7 +51,7 @@ def speed_of_light(work: TaskWork, gpu: GpuSpec, fp32_path: str = "tf32x3") -> S
     return SpeedOfLight(
         gpu=gpu.name,
         ms=ms,
-        bound=bound,  # type: ignore[arg-type]
+        bound=bound,
         memory_ms=memory_s * 1e3,
         compute_ms=compute_s * 1e3,
         bytes=work.min_bytes,

@@ -83,7 +83,7 @@ def _clean(line: str) -> str:
 
 
 def _result_names(spec: str) -> list[str]:
-    names = []
+    names: list[str] = []
     for part in spec.split(","):
         part = part.strip()
         name, _, count = part.partition(":")
@@ -525,11 +525,14 @@ class _Walk:
             return
         iv, lb, ub, step = match.groups()
         low, high, stride = self.value(lb), self.value(ub), self.value(step)
+        # the induction variable's value on the last trip, where the bounds are known
+        last_iv: int | None = None
         if low is None or high is None or not stride:
-            trips, known = 1, False
+            trips = 1
             counts.guess("a loop whose trip count depends on data")
         else:
-            trips, known = max(0, -((low - high) // stride)), True
+            trips = max(0, -((low - high) // stride))
+            last_iv = low + (trips - 1) * stride
         nested = any(o.name in _CONTROL for o in _walk_ops(body))
         first = ProgramCounts()
         self.values[iv] = low
@@ -537,9 +540,9 @@ class _Walk:
         self._bind(names, inits)
         yielded = self.region(body, first)
         per_trip = first
-        if nested and known and trips > 1:
+        if nested and last_iv is not None and trips > 1:
             last = ProgramCounts()
-            self.values[iv] = low + (trips - 1) * stride  # type: ignore[operator]
+            self.values[iv] = last_iv
             self._bind(names, inits, values=False)
             self.region(body, last)
             per_trip = ProgramCounts()

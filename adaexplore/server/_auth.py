@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
 
 __all__ = ["SCOPES", "StaticToken", "token_auth"]
 
@@ -30,8 +31,8 @@ def token_auth(token: str | None) -> dict[str, Any]:
     return {
         "token_verifier": StaticToken(token),
         "auth": AuthSettings(
-            issuer_url="http://127.0.0.1:9/",
-            resource_server_url=None,  # type: ignore[arg-type]
+            issuer_url=AnyHttpUrl("http://127.0.0.1:9/"),
+            resource_server_url=None,
             required_scopes=SCOPES,
         ),
     }

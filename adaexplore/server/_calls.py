@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -22,7 +22,8 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def services(ctx: Context) -> tools.Services:
-    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+    # the server's lifespan gives the services; a bare `Context` types its lifespan context as the SDK's default dict
+    return cast(tools.Services, ctx.request_context.lifespan_context)
 
 
 def answer(result: BaseModel, summary: str, resources: dict[str, str] | None = None) -> CallToolResult:

@@ -54,7 +54,9 @@ def takes(**parameters: Any) -> Callable[[Handler[Any]], Tool]:
         run.__doc__ = handler.__doc__
         run.__module__ = handler.__module__
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
-        run.__signature__ = inspect.Signature([context, *listed], return_annotation=hints["return"])  # type: ignore[attr-defined]
+        # what inspect.signature, and so the SDK, reads of `run`
+        signature = inspect.Signature([context, *listed], return_annotation=hints["return"])
+        run.__signature__ = signature  # type: ignore[attr-defined]  # not in typeshed's function type
         run.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in listed}, "return": hints["return"]}
         return run
 

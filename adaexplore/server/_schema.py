@@ -70,7 +70,7 @@ def _compact(schema: Any, *, optional_null: bool) -> Any:
 
 
 def compact_input(schema: dict[str, Any]) -> dict[str, Any]:
-    return _compact(schema, optional_null=True)  # type: ignore[no-any-return]
+    return _compact(schema, optional_null=True)
 
 
 def _drop_output_noise(schema: Any) -> Any:

@@ -11,6 +11,7 @@ import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +38,8 @@ class BenchRecord(BaseModel):
     updated_at: str
 
     @property
-    def options_dict(self) -> dict[str, object]:
+    def options_dict(self) -> dict[str, Any]:
+        """The options as the bench wrote them (JSON: each option's reader knows its type)."""
         return dict(json.loads(self.options))
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from adaexplore.errors import RequestError
@@ -269,7 +269,7 @@ class MemoryTables(RuleReads):
             self._index_cache = None
         return self.rule(rule_id)
 
-    def add_rules(self, rules: list[NewRule], merge: list[tuple[int, NewRule]] = ()) -> list[int]:
+    def add_rules(self, rules: list[NewRule], merge: Sequence[tuple[int, NewRule]] = ()) -> list[int]:
         """Insert rules, and merge evidence into existing ones, all together or not at all.
 
         `merge` pairs an existing rule with a rule of the same sentence from elsewhere (an export): the

@@ -125,7 +125,7 @@ class NodeTables:
         )
         if row is None:
             raise NotFoundError(f"run {run_id} has no node {node_id}")
-        return row[0]  # type: ignore[no-any-return]
+        return row[0]
 
     def latest_evaluated_node(self, run_id: str) -> int | None:
         """The run's newest node that holds an evaluation (None: only the root)."""

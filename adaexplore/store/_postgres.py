@@ -154,14 +154,14 @@ class PostgresDatabase(Database):
     def execute(self, sql: str, params: Params = ()) -> Cursor:
         sql = _statement(sql)
         try:
-            return self._live().execute(sql, params)  # type: ignore[no-any-return]
+            return self._live().execute(sql, params)
         except self._psycopg.OperationalError as exc:
             lost = self.connection.closed or self.connection.broken
             if self._in_transaction or not lost:
                 raise self._lost(exc) from exc
         # a read that met a lost connection is read again on a new one (a write fails with its transaction)
         try:
-            return self._live().execute(sql, params)  # type: ignore[no-any-return]
+            return self._live().execute(sql, params)
         except self._psycopg.OperationalError as exc:
             raise self._lost(exc) from exc
 

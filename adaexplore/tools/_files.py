@@ -9,9 +9,7 @@ from pathlib import Path
 from adaexplore.cluster import open_evaluator
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation
-from adaexplore.executor import ProgressUpdate, Task, read_task_file
-from adaexplore.executor._render import render_evaluation
-from adaexplore.executor.host._environment import gpu_device_present
+from adaexplore.executor import ProgressUpdate, Task, gpu_device_present, read_task_file, render_evaluation
 from adaexplore.tools._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools._service import Progress
 from adaexplore.tools._task_sizes import sized_task

@@ -47,7 +47,7 @@ def flashinfer_task(definition: str, workloads: list[str] | None, *, name: str |
         RequestError: the package is missing, or a file is missing, does not validate or does not match.
         TaskError: the definition cannot be written as a task module.
     """
-    imported = import_definition(definition, workloads)  # type: ignore[arg-type]
+    imported = import_definition(definition, workloads)
     task = task_from_source(imported.source, name=name or imported.name)
     origin = f"flashinfer:{imported.name}:{imported.workloads} workloads:flashinfer-bench {imported.package}"
     return task, origin

@@ -8,9 +8,7 @@ import os
 from adaexplore.cluster import ClusterProbe
 from adaexplore.cluster import probe_cluster as _probe_cluster
 from adaexplore.config import Settings
-from adaexplore.executor import Environment
-from adaexplore.executor.host._environment import probe_environment
-from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
+from adaexplore.executor import Environment, SandboxPlan, detect_sandbox, probe_environment
 from adaexplore.tools._service import Services
 
 __all__ = [

@@ -221,8 +221,8 @@ def get_skill_memory(svc: Services, req: GetSkillMemoryRequest) -> GetSkillMemor
     # served again until a rule changes (the headless loop asks at every step).
     key = (svc.store.rules_version(), req.model_dump_json(), config.model_dump_json(), triton)
     cached = svc.store.memo.get("skill_memory")
-    if cached is not None and cached[0] == key:
-        return cached[1]  # type: ignore[return-value]
+    if cached is not None and cached[0] == key and isinstance(cached[1], GetSkillMemoryResult):
+        return cached[1]
     # The store filters by status and counts; scope and backend are checked here, in frequency order, until
     # enough rules are found (so a large memory costs no more than the rules it returns).
     floor_occurrences = req.min_occurrences or config.min_occurrences

@@ -58,7 +58,7 @@ class _NoEvaluator:
     def _refuse(self, *_: object, **__: object) -> NoReturn:
         raise AdaexploreError("this command opened the store only, to read it; it cannot evaluate kernels")
 
-    evaluate = check_task = ready = fingerprint = _refuse  # type: ignore[assignment]
+    evaluate = check_task = ready = fingerprint = _refuse
 
 
 def database_exists(settings: Settings) -> bool:
@@ -90,7 +90,7 @@ def open_reader(settings: Settings) -> Iterator[Services]:
     """Services over the store alone, for commands that read or edit records and evaluate nothing."""
     store = open_store(settings.database_url)
     try:
-        yield Services(settings=settings, store=store, evaluator=_NoEvaluator())  # type: ignore[arg-type]
+        yield Services(settings=settings, store=store, evaluator=_NoEvaluator())
     finally:
         store.close()
 

@@ -11,7 +11,16 @@ from adaexplore.memory import check_rule_text, tokens
 from adaexplore.store import FailureRecord, RuleRecord
 from adaexplore.tools._service import Services
 
-__all__ = ["FailureRecord", "RuleDetail", "RuleRecord", "edit_rule", "list_rules", "rule_detail", "set_rule_status"]
+__all__ = [
+    "FailureRecord",
+    "RuleDetail",
+    "RuleRecord",
+    "RuleStatus",
+    "edit_rule",
+    "list_rules",
+    "rule_detail",
+    "set_rule_status",
+]
 
 RuleStatus = Literal["active", "pinned", "retired"]
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from adaexplore.domain import Evaluation, Mode, SpeedOfLight
-from adaexplore.executor import Task
-from adaexplore.executor.stages.speed import describe_sol, sol_for, target_gpu
+from adaexplore.executor import Task, describe_sol, sol_for, target_gpu
 from adaexplore.roofline import GpuSpec, TaskWork, gpu_spec, known_gpus
 from adaexplore.store import RunRecord, TaskRecord
 from adaexplore.tools._machine import machine

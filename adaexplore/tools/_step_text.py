@@ -3,7 +3,7 @@
 An evaluator's verdict on a correct kernel says how it was checked as well as what was found: "correct in 5/5
 trials in the interpreter at small sizes", "compiles for sm_90 at the small sizes (…) and the task's full ones"
 and, without a GPU, "no GPU timed it here" (followed by the kernel's estimate)
-(executor/stages/result.py). Every kernel of a run is checked the same way, so a step that lists several
+(executor/pipeline/stages/result.py). Every kernel of a run is checked the same way, so a step that lists several
 verdicts would say those clauses once per kernel. In a step:
 
 - the clause on where a kernel was compiled is left out wherever its static cost clause follows, which names

@@ -135,7 +135,7 @@ def select_uct(svc: Services, req: SelectUctRequest) -> SelectUctResult:
     return SelectUctResult(
         run_id=run.id,
         node_id=chosen.node,
-        action=chosen.action.value,  # type: ignore[arg-type]
+        action=chosen.action.value,  # type: ignore[arg-type]  # a str to mypy; select() picks large or small
         reason=reason,
         trail=trail,
         steps_done=run.steps,
@@ -229,7 +229,8 @@ def _within(kernels: list[KernelContext]) -> list[KernelContext]:
     """A large step's pool for a client that can read a node's code as a resource: the code of the first kernels
     whole, as long as they fit `POOL_CODE` characters together (the first always), and of the rest left out (the
     step names where it is)."""
-    kept, used = [], 0
+    kept: list[KernelContext] = []
+    used = 0
     for kernel in kernels:
         if kept and used + len(kernel.code) > POOL_CODE:
             kept.append(kernel.model_copy(update={"code": ""}))

@@ -1,11 +1,11 @@
 """Practice tasks for `adaexplore adapt`: synthesized from the installed torch's operators in a worker of the
-evaluator (`executor/_synth.py` says how, and what every task must pass)."""
+evaluator (`executor/probes/_synth.py` says how, and what every task must pass)."""
 
 from __future__ import annotations
 
 from adaexplore.config import Settings
-from adaexplore.executor._synth import SynthesisReport, SyntheticTask
-from adaexplore.executor._synth import synthesize_tasks as _synthesize
+from adaexplore.executor import SynthesisReport, SyntheticTask
+from adaexplore.executor import synthesize_tasks as _synthesize
 
 __all__ = ["SynthesisReport", "SyntheticTask", "synthesize_tasks"]
 

@@ -41,4 +41,5 @@ async def sized_task(task: Task, given: dict[str, int | float] | None, settings:
         return task, derivation.note()
     chosen = derivation.chosen
     how = f"derived by adaexplore: {chosen.how if chosen else 'scaled down'}"
-    return task_from_source(with_small_sizes(task.source, derivation.sizes, how), name=task.name), derivation.note()
+    sizes: dict[str, int | float] = dict(derivation.sizes)  # a dict of ints is no dict of ints or floats to mypy
+    return task_from_source(with_small_sizes(task.source, sizes, how), name=task.name), derivation.note()

@@ -14,7 +14,7 @@ import pytest
 
 from adaexplore.errors import AdaexploreError, EvaluatorError, RequestError
 from adaexplore.executor import task_from_source
-from adaexplore.executor._synth import (
+from adaexplore.executor.probes._synth import (
     SynthesisReport,
     check_task_sources,
     operator_catalogue,
@@ -161,7 +161,7 @@ def test_the_caller_side_imports_no_torch() -> None:
                 if name.split(".")[0] in {"torch", "triton", "numpy"}:
                     raise ImportError(f"{name} must not be imported in the caller's process")
         sys.meta_path.insert(0, Block())
-        import adaexplore.executor._synth
+        import adaexplore.executor.probes._synth
         print("imported")
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -9,7 +9,7 @@ import pytest
 
 from adaexplore.config import Settings
 from adaexplore.executor.host._environment import environment_without_gpus, probe_environment
-from adaexplore.executor._workspace import worker_env
+from adaexplore.executor.host._workspace import worker_env
 from tests.conftest import ON_GPU
 
 pytestmark = pytest.mark.anyio

@@ -311,7 +311,7 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
     # Two evaluations share a judge; one's request is cancelled while the judge works on it (a client
     # gave up). The other's job must stay loaded, and its next answer must be its own.
     from adaexplore.domain import Backend, Mode
-    from adaexplore.executor._evaluator import _Run
+    from adaexplore.executor.pipeline._evaluator import _Run
     from adaexplore.executor.wire._protocol import Load, Prepare, Prepared
 
     slow_source = TASK.source.replace("import torch\n", "import time\nimport torch\n", 1).replace(

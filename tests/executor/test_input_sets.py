@@ -13,7 +13,7 @@ import pytest
 from adaexplore.domain import Status
 from adaexplore.errors import ConfigError, TaskError
 from adaexplore.executor import Evaluator, task_from_source
-from adaexplore.executor._input_sets import set_task
+from adaexplore.executor.pipeline._input_sets import set_task
 from adaexplore.executor.wire._protocol import Timed
 from tests.conftest import fast_settings
 from tests.executor.scripted import Die, ScriptedSpawner, _stats, fake_environment, no_sandbox

@@ -17,7 +17,7 @@ import pytest
 import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
-from adaexplore.executor._size_prober import SizeProber, derive_small_sizes
+from adaexplore.executor.probes._size_prober import SizeProber, derive_small_sizes
 from adaexplore.executor.tasks._small_sizes import BUDGET_S, Derivation, candidates, module_sizes, with_small_sizes
 from adaexplore.executor.tasks._task import task_from_source
 from tests.conftest import fast_settings

@@ -15,8 +15,8 @@ from mcp import Client
 from adaexplore.config import Settings
 from adaexplore.domain import Audit, Backend, Correctness, Evaluation, KernelCost, Mode, Tolerance, TrialResult
 from adaexplore.executor import Status, Task
-from adaexplore.executor.stages.context import Run
-from adaexplore.executor.stages.result import ok_message
+from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.pipeline.stages.result import ok_message
 from adaexplore.server import build_server
 from adaexplore.store import open_store
 from adaexplore.tools import Services

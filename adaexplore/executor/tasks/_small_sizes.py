@@ -1,6 +1,6 @@
 """Small sizes for a task module that has none: its module-level integer sizes scaled down, then checked by
 running the reference at those sizes in a sandboxed worker of role `sizes` (never in the caller's process;
-`_size_prober.py` starts it, `worker/_size_probe.py` runs it).
+`probes/_size_prober.py` starts it, `worker/_size_probe.py` runs it).
 
 Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
 Every size is scaled, those a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`)

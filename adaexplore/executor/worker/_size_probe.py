@@ -5,7 +5,7 @@ sizes on the CPU, loading the task as the judge does.
 Each `ProbeSizes` request is answered with one `SizeTried` per candidate tried, smallest first, then `Done`; it
 stops at the first candidate that runs, or at one slower than the budget (a larger one would be slower still).
 The task's module is read from the evaluator's task folder (read-only here) and runs only after the sandbox is
-in place. What the task's code prints goes to standard error. The caller side is `executor/_size_prober.py`.
+in place. What the task's code prints goes to standard error. The caller side is `executor/probes/_size_prober.py`.
 """
 
 from __future__ import annotations

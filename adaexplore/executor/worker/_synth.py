@@ -9,7 +9,7 @@ Requests:
     {"command": "catalogue"}                                          -> a Catalogue
 
 A request it cannot read is answered with the reason in `Synthesized.error`. The caller side, its models and
-its timeout are in `adaexplore.executor._synth`.
+its timeout are in `adaexplore.executor.probes._synth`.
 
 **Catalogue.** Every `nn.Module` subclass in `torch.nn` and every routine in `torch.nn.functional` of the
 installed torch is a candidate. Its parameters come from its signature (for builtins without one, from

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from adaexplore.executor import Evaluator, Status, task_from_source
-from adaexplore.executor._render import render_evaluation
+from adaexplore.executor.pipeline._render import render_evaluation
 from adaexplore.executor.worker._static_cost import parse_ptxas_log, plain_warning
 
 pytestmark = pytest.mark.anyio

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adaexplore.config import Settings
 from adaexplore.errors import EvaluatorError, RequestError
-from adaexplore.executor import _workspace as workspace
+from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._sandbox import detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel

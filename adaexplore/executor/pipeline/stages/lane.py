@@ -20,7 +20,7 @@ from adaexplore.domain import Backend
 from adaexplore.executor.host._device_lock import DeviceLock
 from adaexplore.executor.host._pool import JudgeClient, WorkerPool
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.stages.context import Run
+from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec
 

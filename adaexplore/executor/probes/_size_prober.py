@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
 from adaexplore.errors import EvaluatorError
-from adaexplore.executor import _workspace as workspace
+from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel

@@ -10,16 +10,12 @@ import secrets
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import adaexplore
-from adaexplore.config import ExecutorConfig, Settings
-from adaexplore.domain import Backend
-from adaexplore.executor.stages.context import Run
+from adaexplore.config import Settings
 from adaexplore.executor.tasks._task import Task
-from adaexplore.executor.wire._protocol import JobSpec
 
-__all__ = ["exchange_root", "job", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
+__all__ = ["exchange_root", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
 
 # What a worker's Python, torch, Triton, the C compiler and the CUDA driver read from the environment: the only
 # variables of this process a worker gets. Anything else (a database's URL, a service's token under a name of
@@ -79,40 +75,6 @@ def task_file(exchange: Path, task: Task) -> Path:
         temporary.chmod(0o644)  # whatever the umask: a worker of another user reads it (see `host/_worker_user.py`)
         temporary.replace(path)
     return path
-
-
-def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: ExecutorConfig) -> JobSpec:
-    """The job of `run` for a worker whose directory is `exchange` (seeds drawn here where the mode draws them)."""
-    small = backend is not Backend.cuda
-    run.sizes = "small" if small else "full"
-    spec = run.spec
-    seeds: dict[str, Any] = {}
-    if spec.fresh_seeds:
-        draw = secrets.SystemRandom()
-        seeds = {
-            "init_seed": draw.randrange(2**31),
-            "trial_seeds": [draw.randrange(2**31) for _ in range(spec.trials)],
-            "timing_seed": draw.randrange(2**31),
-        }
-    return JobSpec(
-        job_id=secrets.token_hex(8),
-        task_path=str(task_path),
-        exchange_dir=str(exchange),
-        sizes=run.sizes,  # type: ignore[arg-type]
-        small_sizes=run.task.small_sizes if small else None,
-        mode=run.mode,
-        trials=spec.trials,
-        cast_floats_to=spec.cast_floats_to,
-        allow_tf32_matmul=spec.allow_tf32_matmul,
-        allow_tf32_cudnn=spec.allow_tf32_cudnn,
-        allowed_precision=run.task.allowed_precision,
-        task_tolerance=run.task.tolerance,
-        generate_on_device=spec.generate_on_device and backend is Backend.cuda,
-        enforce_policy=config.policy_on,
-        runtime_guard=not config.disable_guards_for_tests,
-        one_config=run.one_config,
-        **seeds,
-    )
 
 
 def not_dumpable() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from adaexplore.domain import AuditFlag, Status, Timing
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.stages import reference_cache
-from adaexplore.executor.stages.context import Run, Verdict
-from adaexplore.executor.stages.lane import Lane
-from adaexplore.executor.stages.worker import ask_judge, await_event
+from adaexplore.executor.pipeline.stages import reference_cache
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
+from adaexplore.executor.pipeline.stages.lane import Lane
+from adaexplore.executor.pipeline.stages.worker import ask_judge, await_event
 from adaexplore.executor.wire._protocol import Compare, Compared, JobSpec, TimeCandidate, Timed
 
 __all__ = ["run"]

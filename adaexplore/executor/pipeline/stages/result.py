@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import adaexplore
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend, ErrorDetail, Evaluation, Provenance, Status
-from adaexplore.executor._render import static_cost_line
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.host._sandbox import SandboxPlan
-from adaexplore.executor.stages import speed
-from adaexplore.executor.stages.context import Run
+from adaexplore.executor.pipeline._render import static_cost_line
+from adaexplore.executor.pipeline.stages import speed
+from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.tasks._task import code_hash
 
 __all__ = ["build", "ok_message", "settle_speed"]

@@ -6,7 +6,7 @@ never imports a candidate, which also compares outputs. On a GPU the device is h
 at a time for correctness and timing, while other candidates compile beside it.
 
 This module owns the lifecycle (pools, judges, device locks, the sandbox, the exchange directory, which
-cores measure) and runs the stages of `adaexplore.executor.stages` in order; an evaluation that fails
+cores measure) and runs the stages of `adaexplore.executor.pipeline.stages` in order; an evaluation that fails
 through no fault of the candidate (`infra_error`) is run once more before it is reported.
 """
 
@@ -29,17 +29,18 @@ from anyio.abc import TaskGroup
 from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
-from adaexplore.executor import _input_sets as input_sets
-from adaexplore.executor import _workspace as workspace
+from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._device_lock import DeviceLock, default_lock_dir, physical_gpu
 from adaexplore.executor.host._environment import Environment, probe_environment
 from adaexplore.executor.host._pool import CorePlan, JudgeClient, WorkerPool, default_warm_workers, plan_cores
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
-from adaexplore.executor.stages import compile as compile_stage
-from adaexplore.executor.stages import faults, full_path, numerics, precision, result, static, task_check
-from adaexplore.executor.stages.context import Progress, ProgressUpdate, Run, Verdict
-from adaexplore.executor.stages.lane import Lane
+from adaexplore.executor.pipeline import _input_sets as input_sets
+from adaexplore.executor.pipeline import _jobs as jobs
+from adaexplore.executor.pipeline.stages import compile as compile_stage
+from adaexplore.executor.pipeline.stages import faults, full_path, numerics, precision, result, static, task_check
+from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate, Run, Verdict
+from adaexplore.executor.pipeline.stages.lane import Lane
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.roofline import TaskWork, gpu_spec
@@ -602,4 +603,4 @@ class Evaluator:
             task_path = self.task_file(run.task)
             (exchange / "candidate.py").write_text(run.code)
             run.exchanges.append(exchange)
-        return workspace.job(run, backend, exchange, task_path, self.config)
+        return jobs.job(run, backend, exchange, task_path, self.config)

@@ -21,7 +21,7 @@ from adaexplore.domain import (
     Status,
     Timing,
 )
-from adaexplore.executor.stages.context import Progress, ProgressUpdate
+from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate
 from adaexplore.executor.tasks._task import Task, code_hash
 
 __all__ = ["evaluate_each", "set_task"]

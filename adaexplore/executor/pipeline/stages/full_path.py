@@ -14,10 +14,10 @@ a warning that the full-size path was not checked.
 from __future__ import annotations
 
 from adaexplore.domain import AuditFlag, Backend, Status
-from adaexplore.executor.stages import numerics
-from adaexplore.executor.stages.context import Run, Verdict
-from adaexplore.executor.stages.lane import Lanes
-from adaexplore.executor.stages.precision import PROBE_TIMEOUTS
+from adaexplore.executor.pipeline.stages import numerics
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
+from adaexplore.executor.pipeline.stages.lane import Lanes
+from adaexplore.executor.pipeline.stages.precision import PROBE_TIMEOUTS
 from adaexplore.executor.tasks._small_sizes import with_small_sizes
 from adaexplore.executor.tasks._task import task_from_source
 from adaexplore.roofline import LaunchWork

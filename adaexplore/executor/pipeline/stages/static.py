@@ -6,8 +6,8 @@ import ast
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import AuditFlag, ErrorDetail, Status
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
 from adaexplore.executor.policy import check_policy, defines_model_new
-from adaexplore.executor.stages.context import Run, Verdict
 
 __all__ = ["run"]
 

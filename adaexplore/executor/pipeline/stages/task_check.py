@@ -9,9 +9,9 @@ import anyio
 from adaexplore.domain import Backend, Mode
 from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeLost
-from adaexplore.executor.stages.context import Run
-from adaexplore.executor.stages.faults import signal_name
-from adaexplore.executor.stages.lane import Lane, Lanes
+from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.pipeline.stages.faults import signal_name
+from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
 from adaexplore.roofline import TaskWork

@@ -13,10 +13,10 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.stages import reference_cache, timing
-from adaexplore.executor.stages.context import Pending, Run, Verdict
-from adaexplore.executor.stages.lane import Lane, Lanes
-from adaexplore.executor.stages.worker import ask_judge, await_event, candidate
+from adaexplore.executor.pipeline.stages import reference_cache, timing
+from adaexplore.executor.pipeline.stages.context import Pending, Run, Verdict
+from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
+from adaexplore.executor.pipeline.stages.worker import ask_judge, await_event, candidate
 from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from adaexplore.domain import Backend
-from adaexplore.executor.stages.context import Run
-from adaexplore.executor.stages.lane import Lanes
-from adaexplore.executor.stages.worker import await_event, candidate
+from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.pipeline.stages.lane import Lanes
+from adaexplore.executor.pipeline.stages.worker import await_event, candidate
 from adaexplore.executor.wire._protocol import Compiled, Done, RunCandidate
 
 __all__ = ["run"]

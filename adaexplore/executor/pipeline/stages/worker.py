@@ -13,9 +13,9 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.stages import faults
-from adaexplore.executor.stages.context import Run, Verdict
-from adaexplore.executor.stages.lane import Lane
+from adaexplore.executor.pipeline.stages import faults
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
+from adaexplore.executor.pipeline.stages.lane import Lane
 from adaexplore.executor.wire._protocol import Event, Failed, Phase, Ready, TaskFailed
 
 __all__ = ["ask_judge", "await_event", "candidate"]

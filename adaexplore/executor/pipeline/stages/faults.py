@@ -11,7 +11,7 @@ from adaexplore.domain import Status
 from adaexplore.errors import EvaluatorError
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.stages.context import Run, Verdict
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
 from adaexplore.executor.wire._protocol import Failed
 
 __all__ = ["SIGNALS", "died", "infra_twice", "is_out_of_memory", "judge_over_budget", "retried_note"]

@@ -11,9 +11,9 @@ from typing import Any
 
 from adaexplore.domain import Stats
 from adaexplore.executor.host._pool import JudgeClient
-from adaexplore.executor.stages.context import Run
-from adaexplore.executor.stages.lane import Lane
-from adaexplore.executor.stages.worker import ask_judge
+from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.pipeline.stages.lane import Lane
+from adaexplore.executor.pipeline.stages.worker import ask_judge
 from adaexplore.executor.wire._protocol import JobSpec, ReferenceTimed, TimeReference
 
 __all__ = ["cached", "is_cached", "path", "timings"]
