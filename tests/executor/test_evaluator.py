@@ -321,10 +321,11 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
     slow = task_from_source(slow_source, name="slow")
     async with Evaluator(fast_settings(home)) as ev:
         backend = Backend.cuda if ON_GPU else Backend.interpret
-        judge = ev._judge(backend, 0)
-        paths = {t.name: ev.task_file(t) for t in (slow, TASK)}
+        assert ev.lanes is not None
+        judge = ev.lanes.judge(backend, 0)
+        paths = {t.name: ev.lanes.task_file(t) for t in (slow, TASK)}
         jobs = {
-            t.name: ev._job(_Run(t, "", Mode.strict, None), backend, paths[t.name].parent, paths[t.name])
+            t.name: ev.lanes.job(_Run(t, "", Mode.strict, None), backend, paths[t.name].parent, paths[t.name])
             for t in (slow, TASK)
         }
         for job in jobs.values():
@@ -360,7 +361,8 @@ async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home
 async def test_wait_warm_returns_once_every_spare_worker_is_ready(evaluator: Evaluator) -> None:
     result = await evaluator.evaluate(TASK, KERNEL)  # takes a spare from each pool it uses
     assert result.status is Status.ok, result.message
-    pools = list(evaluator._pools.values())
+    assert evaluator.lanes is not None
+    pools = list(evaluator.lanes.pools.values())
     assert pools and any(pool._starting for pool in pools)  # the replacement starts after the evaluation
     with anyio.fail_after(60):
         await evaluator.wait_warm()
@@ -371,7 +373,8 @@ async def test_wait_warm_returns_once_every_spare_worker_is_ready(evaluator: Eva
 
 
 async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Evaluator) -> None:
-    pool = next(iter(evaluator._pools.values()))
+    assert evaluator.lanes is not None
+    pool = next(iter(evaluator.lanes.pools.values()))
     with anyio.fail_after(60):
         await evaluator.wait_warm()
     worker, _ = await pool.acquire()

@@ -13,7 +13,7 @@ import pytest
 
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.errors import ConfigError
-from adaexplore.executor.host import _sandbox
+from adaexplore.executor.host import _sandbox, _view
 from adaexplore.executor.host._sandbox import detect_sandbox
 
 pytestmark = pytest.mark.anyio
@@ -82,8 +82,8 @@ def test_the_directory_of_the_script_that_runs_the_evaluator_is_not_put_back(tmp
     # `python /some/dir/run.py` puts /some/dir first on the evaluator's path; a worker must not see it
     script = tmp_path / "run.py"
     script.write_text(
-        "import os, json\nfrom adaexplore.executor.host._sandbox import _needed_paths\n"
-        "print(json.dumps(_needed_paths(dict(os.environ))))\n"
+        "import os, json\nfrom adaexplore.executor.host._view import needed_paths\n"
+        "print(json.dumps(needed_paths(dict(os.environ))))\n"
     )
     # the checkout first, and whatever the evaluator's own path already holds (a machine may carry packages there)
     checkout = str(Path(__file__).resolve().parents[2])
@@ -107,7 +107,7 @@ async def test_an_installed_adaexplore_in_a_virtual_environment_under_home_is_re
     (user / "secrets.txt").write_text("key\n")
     monkeypatch.setenv("HOME", str(user))
     monkeypatch.setattr(sys, "prefix", str(user / "venv"))  # the interpreter's environment, as a venv's python
-    monkeypatch.setattr(_sandbox, "_package_root", lambda: site)
+    monkeypatch.setattr(_view, "package_root", lambda: site)
     exchange = tmp_path / "exchange" / "worker"
     exchange.mkdir(parents=True)
     (exchange.parent / "tasks").mkdir()

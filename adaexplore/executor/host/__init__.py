@@ -15,9 +15,10 @@ It never imports torch or triton and knows no stage of an evaluation; it speaks 
 from adaexplore.executor.host._device_lock import DeviceLock
 from adaexplore.executor.host._environment import Environment, probe_environment
 from adaexplore.executor.host._pool import CorePlan, JudgeClient, JudgeLost, WorkerPool
-from adaexplore.executor.host._process import OutputCapture, WorkerDied, WorkerProcess, WorkerTimeout
+from adaexplore.executor.host._process import WorkerDied, WorkerProcess, WorkerTimeout
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
+from adaexplore.executor.host._watch import OutputCapture
 
 __all__ = [
     "CorePlan",

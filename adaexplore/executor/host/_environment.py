@@ -17,9 +17,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict
 
 from adaexplore import __version__
-from adaexplore.errors import EvaluatorError
+from adaexplore.errors import ConfigError, EvaluatorError
 
-__all__ = ["Environment", "environment_without_gpus", "gpu_device_present", "probe_environment"]
+__all__ = ["Environment", "check_gpus", "environment_without_gpus", "gpu_device_present", "probe_environment"]
 
 # Bump when a change to timing or comparison makes cached reference timings (and stored verdicts, which
 # identical code reuses) incomparable. 2: strict mode draws inputs on the GPU and warms up for 100 ms.
@@ -137,3 +137,22 @@ def environment_without_gpus(env: dict[str, str]) -> Environment | None:
 def _holds(folder: Path, name: str) -> bool:
     """Whether importing `name` from `folder` would find a module there."""
     return (folder / name).exists() or (folder / f"{name}.py").exists()
+
+
+def check_gpus(chosen: list[int] | None, environment: Environment) -> None:
+    """Raises: ConfigError: `executor.gpus` (`chosen`) names a GPU this machine does not show."""
+    visible = len(environment.gpus)
+    if chosen is None or all(g < visible for g in chosen):
+        return
+    where = os.environ.get("CUDA_VISIBLE_DEVICES")
+    through = f" (CUDA_VISIBLE_DEVICES={where})" if where is not None else ""
+    if not visible:
+        raise ConfigError(
+            f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows no GPU{through}; drop it to "
+            "check kernels on the CPU (compile and interpret backends, untimed)"
+        )
+    shown = f"GPUs 0-{visible - 1}" if visible > 1 else "GPU 0"
+    raise ConfigError(
+        f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows {shown}{through}; "
+        "name GPUs by their index among the visible ones"
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import shutil
@@ -23,34 +22,16 @@ from adaexplore.config import Settings
 from adaexplore.executor.host._cgroup import oom_kills
 from adaexplore.executor.host._sandbox import SandboxPlan
 from adaexplore.executor.host._spawn import process_tree_cpu_seconds
+from adaexplore.executor.host._watch import OutputCapture, namespace_init, tree_size
 from adaexplore.executor.host._worker_user import hand_over
 from adaexplore.executor.wire._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor.wire._side import SideSocket, side_pair
 from adaexplore.roofline import DEFAULT_TARGET
 
-__all__ = ["OutputCapture", "WorkerDied", "WorkerProcess", "WorkerTimeout"]
+__all__ = ["WorkerDied", "WorkerProcess", "WorkerTimeout"]
 
 _MAX_LINE = 64 * 1024 * 1024
 _WATCH_S = 0.2
-
-
-def _tree_size(root: Path) -> int:
-    total = 0
-    pending = [str(root)]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            pending.append(entry.path)
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    except OSError:  # removed while counting
-                        continue
-        except OSError:
-            continue
-    return total
 
 
 class WorkerDied(Exception):
@@ -64,55 +45,6 @@ class WorkerDied(Exception):
 
 class WorkerTimeout(Exception):
     """The worker sent nothing before the deadline."""
-
-
-class OutputCapture:
-    """Keeps the first and last `limit` bytes a process writes, and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> None:
-        room = self.limit - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            excess = len(self.tail) - self.limit
-            if excess > 0:
-                del self.tail[:excess]
-                self.dropped += excess
-
-    def text(self) -> str:
-        body = self.head.decode(errors="replace")
-        if self.dropped:
-            body += f"\n… [{self.dropped} bytes not kept] …\n"
-        return body + self.tail.decode(errors="replace")
-
-
-def _namespace_init(fd: int) -> int | None:
-    """A pidfd of the process bubblewrap reports on its info pipe (`child-pid`), read to its end; None when it
-    exited before reporting one (its exit code and output then say why)."""
-    chunks = []
-    try:
-        while chunk := os.read(fd, 4096):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    try:
-        pid = int(json.loads(b"".join(chunks) or b"{}").get("child-pid", 0))
-    except (ValueError, AttributeError):
-        return None
-    if pid <= 0:
-        return None
-    try:
-        return os.pidfd_open(pid)
-    except ProcessLookupError:
-        return None
 
 
 class WorkerProcess:
@@ -256,7 +188,7 @@ class WorkerProcess:
             side=SideSocket(ours),
         )
         if info is not None:
-            worker._namespace = await anyio.to_thread.run_sync(_namespace_init, info[0])
+            worker._namespace = await anyio.to_thread.run_sync(namespace_init, info[0])
         task_group.start_soon(worker._drain)
         if sandbox.kind != "none":
             task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
@@ -266,7 +198,7 @@ class WorkerProcess:
         """Whether the worker's directory holds more than its limit now (then it is killed)."""
         if self._disk_limit is None or self.exchange is None or self.violation is not None:
             return self.violation is not None
-        used = _tree_size(self.exchange)
+        used = tree_size(self.exchange)
         if used > self._disk_limit:
             self._stop_for_disk(used)
         return self.violation is not None
@@ -285,7 +217,7 @@ class WorkerProcess:
         assert self.exchange is not None
         self._disk_limit = limit
         while self.process.returncode is None and not self._killed:
-            used = await anyio.to_thread.run_sync(_tree_size, self.exchange)
+            used = await anyio.to_thread.run_sync(tree_size, self.exchange)
             if used > limit:
                 self._stop_for_disk(used)
                 return

@@ -32,9 +32,17 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
+from adaexplore.executor.host._view import (
+    DEV_READABLE,
+    PROC_READABLE,
+    gpu_devices,
+    inside,
+    package_root,
+    sensitive_paths,
+    system_view,
+)
 from adaexplore.executor.host._worker_user import bind, system_binds, unprivileged_user
 from adaexplore.executor.wire._confinement import Confinement, SandboxKind
 
@@ -43,44 +51,6 @@ __all__ = ["SandboxPlan", "detect_sandbox"]
 logger = logging.getLogger("adaexplore.sandbox")
 
 
-# The system a worker reads besides Python and the package: programs and libraries, and the kernel's view of
-# devices. Symbolic links among them (a merged /usr's /bin) stay links.
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
-# Of /etc, what the dynamic loader, the C library, the C compiler's links and the CUDA driver read; no other
-# file there (a service's configuration holds its passwords).
-_ETC = (
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-    "passwd",
-    "group",
-    "nsswitch.conf",
-    "localtime",
-    "timezone",
-    "hosts",
-    "host.conf",
-    "gai.conf",
-    "os-release",
-    "lsb-release",
-    "debian_version",
-    "nvidia",
-    "OpenCL",
-    "vulkan",
-    "glvnd",
-)
-# Of /proc, the system's files a worker's libraries read (the worker's own process adds its few: see
-# `worker/_confine.py`); never a process's mount table, which names the host's paths.
-_PROC_READABLE = (
-    "/proc/cpuinfo",
-    "/proc/meminfo",
-    "/proc/stat",
-    "/proc/filesystems",
-    "/proc/sys/vm",
-    "/proc/sys/kernel",
-    "/proc/driver",
-)
-_DEV_READABLE = ("/dev/urandom", "/dev/random", "/dev/zero", "/dev/full", "/dev/null")
 _DEVICE_FILES = ("/dev/null",)
 # Inside bubblewrap: the worker's private, size-limited places.
 _TMP = "/tmp"
@@ -150,8 +120,8 @@ class SandboxPlan(BaseModel):
         if self.kind == "none":
             env["TRITON_CACHE_DIR"] = str(settings.cache_dir / "triton")
             return argv, env, spec.model_copy(update={"memory_bytes": None, "file_bytes": None})
-        devices = _gpu_devices(gpu)
-        system = _system_view(env)
+        devices = gpu_devices(gpu)
+        system = system_view(env)
         own = str(exchange_root if judge else exchange_root / "tasks")
         if self.kind == "landlock+seccomp":
             private = exchange / "private"
@@ -160,14 +130,14 @@ class SandboxPlan(BaseModel):
             env.update(
                 TMPDIR=str(private / "tmp"), TRITON_CACHE_DIR=str(private / "triton"), HOME=str(private / "home")
             )
-            readable = [*system, *_PROC_READABLE, *_DEV_READABLE, *devices, own]
+            readable = [*system, *PROC_READABLE, *DEV_READABLE, *devices, own]
             writable = [str(exchange), *_DEVICE_FILES, *devices]
             return argv, env, spec.model_copy(update={"readable": readable, "writable": writable})
         assert self.bwrap is not None
         env.update(TMPDIR=_TMP, TRITON_CACHE_DIR=_TRITON_CACHE, HOME=f"{_TMP}/home")
         # the mounts decide what exists and what may be written; Landlock, where the kernel has it, keeps the
         # worker's reads of /proc to the files it needs
-        readable = [*system, *_PROC_READABLE, *_DEV_READABLE, *devices, "/tmp", "/dev/shm", own, str(exchange)]
+        readable = [*system, *PROC_READABLE, *DEV_READABLE, *devices, "/tmp", "/dev/shm", own, str(exchange)]
         return (
             [self.bwrap, *self._bwrap_args(system, role, devices, exchange, exchange_root, settings), "--", *argv],
             env,
@@ -215,8 +185,8 @@ class SandboxPlan(BaseModel):
         args += system_binds(system, made)
         # private places inside what was put back (the user's state inside a checkout, say) stay hidden
         read_only: list[str] = []
-        for path in _sensitive_paths(settings):
-            if os.path.isdir(path) and any(_inside(path, p) and path != p for p in system):
+        for path in sensitive_paths(settings):
+            if os.path.isdir(path) and any(inside(path, p) and path != p for p in system):
                 args += ["--tmpfs", path]
                 read_only.append(path)
         args += [*shared, "--dir", f"{_TMP}/home", *shared, "--size", str(self.cache_bytes), "--tmpfs", _TRITON_CACHE]
@@ -228,96 +198,6 @@ class SandboxPlan(BaseModel):
         for path in read_only:
             args += ["--remount-ro", path]
         return [*args, "--remount-ro", "/"]
-
-
-def _inside(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def _gpu_devices(gpu: bool) -> list[str]:
-    if not gpu:
-        return []
-    found = [str(p) for p in sorted(Path("/dev").glob("nvidia*")) if p.is_char_device()]
-    if Path("/dev/nvidia-caps").is_dir():
-        found.append("/dev/nvidia-caps")
-    return found
-
-
-def _package_root() -> Path:
-    return Path(adaexplore.__file__).resolve().parents[1]
-
-
-def _sensitive_paths(settings: Settings) -> list[str]:
-    """This user's adaexplore state and home, wherever they are."""
-    paths = {str(settings.home.resolve()), str(settings.cache_dir.resolve()), str(Path.home().resolve())}
-    url = settings.database_url
-    if url.startswith("sqlite:///"):
-        paths.add(str(Path(url.removeprefix("sqlite:///")).resolve().parent))
-    return sorted(paths)
-
-
-def _needed_paths(env: dict[str, str]) -> list[str]:
-    """What a worker must read: the interpreter, its libraries and packages, and the adaexplore package."""
-    places = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    root = _package_root()
-    script = _script_directory()
-    given = env.get("PYTHONPATH", "").split(os.pathsep)
-    for entry in [*sys.path, *given]:
-        if not entry or not os.path.exists(entry):
-            continue
-        if Path(entry).resolve() in (script, Path.cwd().resolve()) and entry not in given:
-            # the directory of the script that runs the evaluator (`python /some/dir/run.py` puts it first on
-            # the path), or the one it was started in (`python -m`): a worker imports nothing from there, and it
-            # may hold anything of the user's
-            if Path(entry).resolve() != root:
-                continue
-        # the checkout itself stays hidden: only its package (and a virtual environment in it) is put back
-        places.add(str(root / "adaexplore") if Path(entry).resolve() == root else entry)
-    resolved = {str(Path(p).resolve()) for p in places if p and os.path.exists(p)}
-    # a path inside another one is put back with it
-    return sorted(p for p in resolved if not any(p != q and _inside(p, q) for q in resolved))
-
-
-def _toolchain_paths(env: dict[str, str]) -> list[str]:
-    """Where the programs and libraries a worker's compiles use are installed, outside /usr: the C compiler's
-    own prefix (an image's /opt/gcc, say), the CUDA toolkit, what the loader is told to search, and the
-    paths Triton is given for its tools."""
-    places: set[str] = set()
-    search = env.get("PATH")
-    compiler = env.get("CC") or shutil.which("gcc", path=search) or shutil.which("cc", path=search)
-    for program in (compiler, shutil.which("as", path=search), shutil.which("ld", path=search)):
-        for path in {program, os.path.realpath(program)} if program else set():
-            folder = os.path.dirname(path)
-            places.add(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
-    for name in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        places.add(env.get(name, ""))
-    for name in ("LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH"):
-        places.update(env.get(name, "").split(os.pathsep))
-    for name, value in env.items():
-        if name.startswith("TRITON_") and name.endswith("_PATH") and os.path.isabs(value):
-            places.add(value if os.path.isdir(value) else os.path.dirname(value))
-    return sorted(p for p in places if p and p != "/" and os.path.isabs(p) and os.path.exists(p))
-
-
-def _system_view(env: dict[str, str]) -> list[str]:
-    """Everything of the machine a worker reads (the rest does not exist for it under bubblewrap, and Landlock
-    refuses it otherwise): the system's programs and libraries, /etc's few files, Python with its packages and
-    the adaexplore package, and the toolchain. Parents before children; none inside another."""
-    links = [p for p in _SYSTEM_DIRS if os.path.islink(p)]
-    places = {p for p in _SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)}
-    places |= {os.path.realpath(p) for p in _needed_paths(env) + _toolchain_paths(env)}
-    kept = [p for p in places if not any(p != q and _inside(p, q) for q in places)]
-    # /etc's files as they are named: the loader reads /etc/ld.so.cache, whatever a link there points to
-    kept += [f"/etc/{name}" for name in _ETC if os.path.exists(f"/etc/{name}")]
-    return sorted([*links, *kept], key=lambda p: (p.count("/"), p))
-
-
-def _script_directory() -> Path | None:
-    """The directory Python put on the path for the main script, if it did."""
-    main = sys.argv[0] if sys.argv else ""
-    if sys.flags.safe_path or not main or main in ("-c", "-m") or not os.path.isfile(main):
-        return None
-    return Path(main).resolve().parent
 
 
 def _memory_share() -> int:
@@ -394,9 +274,9 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         else:
             version, disable_userns, reason = await _probe_bwrap(path)
             if version is not None:
-                root = str(_package_root())
+                root = str(package_root())
                 env = {**os.environ, "PYTHONPATH": root}  # as a worker's (see `workspace`)
-                user, why = await unprivileged_user(path, _system_view(env), root, settings)
+                user, why = await unprivileged_user(path, system_view(env), root, settings)
                 if why:
                     logger.warning("workers run as root on this machine: %s", why)
                 return _chosen(

@@ -62,7 +62,7 @@ async def unprivileged_user(
 
 
 def system_binds(system: list[str], made: dict[str, bool]) -> list[str]:
-    """bubblewrap's arguments that put back `system` (see `_sandbox._system_view`), read-only. `made` holds
+    """bubblewrap's arguments that put back `system` (see `_view.system_view`), read-only. `made` holds
     the folders that exist in the sandbox already (True: bound from the machine, with all inside them), and
     gains those made here."""
     args: list[str] = []

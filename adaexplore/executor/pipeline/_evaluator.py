@@ -17,8 +17,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,19 +28,15 @@ from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor.host import _workspace as workspace
-from adaexplore.executor.host._device_lock import DeviceLock, default_lock_dir, physical_gpu
-from adaexplore.executor.host._environment import Environment, probe_environment
-from adaexplore.executor.host._pool import CorePlan, JudgeClient, WorkerPool, default_warm_workers, plan_cores
+from adaexplore.executor.host._environment import Environment, check_gpus, probe_environment
+from adaexplore.executor.host._pool import CorePlan, JudgeClient, default_warm_workers, plan_cores
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
-from adaexplore.executor.host._spawn import ProcessSpawner, Spawner, SpawnRequest, WorkerChannel
+from adaexplore.executor.host._spawn import ProcessSpawner, Spawner
 from adaexplore.executor.pipeline import _input_sets as input_sets
-from adaexplore.executor.pipeline import _jobs as jobs
-from adaexplore.executor.pipeline.stages import compile as compile_stage
-from adaexplore.executor.pipeline.stages import faults, full_path, numerics, precision, result, static, task_check
+from adaexplore.executor.pipeline._lanes import LaneBook
+from adaexplore.executor.pipeline.stages import faults, result, sequence, task_check
 from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate, Run, Verdict
-from adaexplore.executor.pipeline.stages.lane import Lane
 from adaexplore.executor.tasks._task import Task
-from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.roofline import TaskWork, gpu_spec
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
@@ -87,12 +81,8 @@ class Evaluator:
         self._stack: contextlib.AsyncExitStack | None = None
         self._given_environment = environment
         self.environment: Environment | None = None
-        self._pools: dict[tuple[Backend, int], WorkerPool] = {}
-        self._judges: dict[str, JudgeClient] = {}
-        self._slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
-        self._device_locks: dict[int, DeviceLock] = {}
-        self._next_device = 0
-        self._under_way: Counter[tuple[Backend, int]] = Counter()
+        # the pools, judges and device locks, once started (what the stages are handed)
+        self.lanes: LaneBook | None = None
         self._worker_env = workspace.worker_env(self.settings)
         self.sandbox: SandboxPlan | None = sandbox
         self._given_spawner = spawner
@@ -102,7 +92,6 @@ class Evaluator:
         self.warm_workers = 0
         # the directory that holds every worker's own exchange directory, and the tasks the judges read
         self._exchange: Path | None = None
-        self._spawned = 0
         self._in_background = start_in_background
         self._start_attempt: _Start | None = None
 
@@ -156,39 +145,37 @@ class Evaluator:
             self._exchange = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-", dir=workspace.exchange_root()))
             (self._exchange / "tasks").mkdir()
         self.environment = self._given_environment or await self._probe()
-        self._check_gpus(self.environment)
+        check_gpus(self.config.gpus, self.environment)
         if self._given_spawner is None:
             self.spawner = ProcessSpawner(
                 self._tg, sandbox=self.sandbox, exchange_root=self._exchange, settings=self.settings
             )
-        backends = self._default_backends()
-        gpus = len(self.environment.gpus) if Backend.cuda in backends else 0
-        self.cores = plan_cores(self._cpus, gpus)
-        configured = self.config.warm_workers
-        self.warm_workers = configured if configured is not None else default_warm_workers(len(self._cpus), gpus)
-        for backend in backends:
-            for device in self._devices(backend):
-                self._pool(backend, device).fill()
-                if backend is not Backend.compile:
-                    self._tg.start_soon(self._start_judge, self._judge(backend, device))
-
-    def _check_gpus(self, environment: Environment) -> None:
-        """Raises: ConfigError: `executor.gpus` names a GPU this machine does not show."""
-        chosen, visible = self.config.gpus, len(environment.gpus)
-        if chosen is None or all(g < visible for g in chosen):
-            return
-        where = os.environ.get("CUDA_VISIBLE_DEVICES")
-        through = f" (CUDA_VISIBLE_DEVICES={where})" if where is not None else ""
-        if not visible:
-            raise ConfigError(
-                f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows no GPU{through}; drop it to "
-                "check kernels on the CPU (compile and interpret backends, untimed)"
+        if self.lanes is None:  # else an earlier attempt made them, and failed after
+            gpus = (
+                len(self.environment.gpus)
+                if self.environment.has_gpu and self.config.backend in ("auto", "cuda")
+                else 0
             )
-        shown = f"GPUs 0-{visible - 1}" if visible > 1 else "GPU 0"
-        raise ConfigError(
-            f"--gpus / executor.gpus names GPU {max(chosen)}, but this machine shows {shown}{through}; "
-            "name GPUs by their index among the visible ones"
-        )
+            self.cores = plan_cores(self._cpus, gpus)
+            configured = self.config.warm_workers
+            self.warm_workers = configured if configured is not None else default_warm_workers(len(self._cpus), gpus)
+            self.lanes = LaneBook(
+                group=self._tg,
+                settings=self.settings,
+                environment=self.environment,
+                spawner=self.spawner,
+                cores=self.cores,
+                warm=self.warm_workers,
+                worker_env=self._worker_env,
+                exchange=self._exchange,
+                wait_warm=self.wait_warm,
+            )
+        lanes = self.lanes
+        for backend in lanes.backends():
+            for device in lanes.devices(backend):
+                lanes.pool(backend, device).fill()
+                if backend is not Backend.compile:
+                    self._tg.start_soon(self._start_judge, lanes.judge(backend, device))
 
     async def _probe(self) -> Environment:
         timeout = self.config.load_timeout_s
@@ -231,18 +218,13 @@ class Evaluator:
         try:
             with anyio.fail_after(timeout):
                 await self.ready()
-                for judge in list(self._judges.values()):
+                assert self.lanes is not None
+                for judge in list(self.lanes.judges.values()):
                     await judge.start()
-                for pool in list(self._pools.values()):
+                for pool in list(self.lanes.pools.values()):
                     await pool.wait_warm()
         except TimeoutError:
             raise EvaluatorError(f"the worker pools were not warm within {timeout:.0f} s") from None
-
-    def waits_for_spares(self, backend: Backend) -> bool:
-        """Whether timing an uncached reference on `backend` first waits for starting spare workers: yes
-        unless this machine keeps worker starts on cores apart from the measuring ones (a GPU machine with
-        at least 8 cores, see `plan_cores`)."""
-        return not (backend is Backend.cuda and self.cores.separate)
 
     @staticmethod
     async def _start_judge(judge: JudgeClient) -> None:
@@ -256,165 +238,32 @@ class Evaluator:
         await self._stack.__aexit__(*exc_info)
 
     async def _shutdown(self) -> None:
+        if self.lanes is None:
+            return
         with anyio.CancelScope(shield=True):
-            for pool in self._pools.values():
+            for pool in self.lanes.pools.values():
                 await pool.aclose()
-            for judge in self._judges.values():
+            for judge in self.lanes.judges.values():
                 await judge.aclose()
 
     def _remove_exchange(self) -> None:
         if self._exchange is not None:
             shutil.rmtree(self._exchange, ignore_errors=True)
 
-    def _default_backends(self) -> list[Backend]:
-        assert self.environment is not None
-        if self.config.backend == "auto":
-            return [Backend.cuda] if self.environment.has_gpu else [Backend.compile, Backend.interpret]
-        return self._explicit(self.config.backend)
-
-    def _explicit(self, backend: str) -> list[Backend]:
-        assert self.environment is not None
-        chosen = Backend(backend)
-        if chosen is Backend.cuda and not self.environment.has_gpu:
-            raise ConfigError("backend 'cuda' needs a CUDA GPU, and none is visible; use 'compile' or 'interpret'")
-        return [chosen]
-
-    def _devices(self, backend: Backend) -> list[int]:
-        """The devices a backend evaluates on: the GPUs chosen (`executor.gpus`, default all visible) for `cuda`,
-        one for the CPU backends."""
-        assert self.environment is not None
-        if backend is not Backend.cuda:
-            return [0]
-        return self.config.gpus if self.config.gpus is not None else list(range(len(self.environment.gpus)))
-
-    def _spawner(self, role: str, backend: Backend, device: int) -> Callable[[], Awaitable[WorkerChannel]]:
-        env = dict(self._worker_env)
-        if backend is Backend.interpret and role == "candidate":
-            env["TRITON_INTERPRET"] = "1"
-        # Candidate workers warm up while holding the device. The judge does not wait for it: a judge
-        # restarted under the lock (by the evaluation holding it) would wait forever.
-        gate = self._device_lock(device) if backend is Backend.cuda and role == "candidate" else None
-        # A GPU's judge runs on the cores kept for measuring on it; candidates start on the others.
-        cpus = self.cores.for_judge(device) if role == "judge" and backend is Backend.cuda else None
-        if role == "candidate":
-            cpus = self.cores.for_spare()
-
-        async def spawn() -> WorkerChannel:
-            assert self._tg is not None and self._exchange is not None
-            self._spawned += 1
-            return await self.spawner.spawn(
-                SpawnRequest(
-                    role=role,  # type: ignore[arg-type]
-                    backend=backend.value,
-                    device=device,
-                    env=env,
-                    exchange=self._exchange / f"{role}-{backend.value}-{device}-{self._spawned}",
-                    gate=(lambda: gate) if gate is not None else None,
-                    cpus=cpus,
-                )
-            )
-
-        return spawn
-
-    def _device_lock(self, device: int) -> DeviceLock:
-        """The lock of visible GPU `device`, shared with every adaexplore process on this machine."""
-        if device not in self._device_locks:
-            folder = self.config.device_lock_dir or default_lock_dir()
-            name = physical_gpu(device, self._worker_env).replace("/", "_")
-            self._device_locks[device] = DeviceLock(folder / f"cuda-{name}.lock")
-        return self._device_locks[device]
-
-    def _pool(self, backend: Backend, device: int) -> WorkerPool:
-        key = (backend, device)
-        if key not in self._pools:
-            assert self._tg is not None
-            self._pools[key] = WorkerPool(
-                self._tg,
-                self._spawner("candidate", backend, device),
-                warm=self.warm_workers,
-                ready_timeout=self.config.load_timeout_s,
-            )
-            self._slots[key] = anyio.Semaphore(self.config.max_concurrent)
-        return self._pools[key]
-
-    def _judge(self, backend: Backend, device: int) -> JudgeClient:
-        key = f"cuda:{device}" if backend is Backend.cuda else "cpu"
-        if key not in self._judges:
-            judge_backend = Backend.cuda if backend is Backend.cuda else Backend.interpret
-            self._judges[key] = JudgeClient(
-                self._spawner("judge", judge_backend, device), ready_timeout=self.config.load_timeout_s
-            )
-        return self._judges[key]
-
-    # what the stages are given (stages/lane.py) ---------------------------------------------------
-    def lane(self, backend: Backend, device: int) -> Lane:
-        """The lane of `backend` on `device`: its pool, slot, judge and lock, made on first use."""
-        assert self._tg is not None and self.environment is not None
-        gpu = backend is Backend.cuda
-        measure = self.cores.for_judge(device) if gpu else None
-
-        def pin(worker: WorkerChannel) -> None:
-            if measure is not None:
-                self.spawner.pin(worker, measure)
-
-        pool = self._pool(backend, device)
-        return Lane(
-            backend=backend,
-            device=device,
-            config=self.config,
-            pool=pool,
-            slot=self._slots[(backend, device)],
-            judge=None if backend is Backend.compile else self._judge(backend, device),
-            lock=self._device_lock(device) if gpu else None,
-            group=self._tg,
-            job=self._job,
-            pin_for_measuring=pin,
-            waits_for_spares=self.waits_for_spares(backend),
-            wait_warm=self.wait_warm,
-            fingerprint=self.environment.fingerprint(device),
-            physical_gpu=physical_gpu(device, self._worker_env) if self.environment.has_gpu else None,
-            cache_dir=self.settings.cache_dir,
-        )
-
-    @contextlib.contextmanager
-    def lane_for(self, backend: Backend, *, turn: bool = True) -> Iterator[Lane]:
-        """The lane of `backend` on its least busy device, counted busy while the caller holds it."""
-        with self._device_for(backend, turn=turn) as device:
-            yield self.lane(backend, device)
-
-    def backends(self) -> list[Backend]:
-        """The backends an evaluation runs on when none is asked for."""
-        return self._default_backends()
-
-    @contextlib.contextmanager
-    def _device_for(self, backend: Backend, *, turn: bool = True) -> Iterator[int]:
-        """The device of `backend` with the fewest evaluations under way (ties taken in turn), counted as
-        busy with one more while the caller holds it. `turn=False` (a task's check) takes the tie without
-        moving the turn on, so that the evaluations that follow it still alternate."""
-        devices = self._devices(backend)
-        start = (self._next_device + 1) % len(devices)
-        if turn:
-            self._next_device = start
-        turn = devices[start:] + devices[:start]
-        device = min(turn, key=lambda d: self._under_way[(backend, d)])
-        self._under_way[(backend, device)] += 1
-        try:
-            yield device
-        finally:
-            self._under_way[(backend, device)] -= 1
-
     def load(self) -> dict[str, int]:
         """The evaluations under way now, per backend and device (`cuda:1`, `interpret:0`)."""
-        return {f"{backend.value}:{device}": n for (backend, device), n in sorted(self._under_way.items())}
+        under_way = self.lanes.under_way if self.lanes is not None else {}
+        return {f"{backend.value}:{device}": n for (backend, device), n in sorted(under_way.items())}
 
     def fingerprint(self) -> str:
         """The environment fingerprint results of this evaluator carry (its first chosen GPU's, or the CPU's);
         known once it has started (`ready`)."""
-        if self._tg is None or self.environment is None:
+        if self._tg is None or self.environment is None or self.lanes is None:
             raise EvaluatorError(
                 "the evaluator has not started: use it inside `async with Evaluator(...)`, after ready()"
             )
-        return self.environment.fingerprint(self._devices(Backend.cuda)[0] if self.environment.has_gpu else None)
+        gpu = self.lanes.devices(Backend.cuda)[0] if self.environment.has_gpu else None
+        return self.environment.fingerprint(gpu)
 
     async def judge_memory(self) -> list[dict[str, Any]]:
         """What each started judge holds: its `MemoryReport` (cache of references against its budget, and the
@@ -424,7 +273,7 @@ class Evaluator:
             EvaluatorError: a judge died or did not answer.
         """
         reports = []
-        for judge in list(self._judges.values()):
+        for judge in list(self.lanes.judges.values()) if self.lanes is not None else []:
             report = await judge.memory()
             if report is not None:
                 reports.append(report.model_dump())
@@ -484,7 +333,8 @@ class Evaluator:
 
         if task.input_sets is None:
             return (await one(task, candidate_budget_s, progress))[0]
-        backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
+        assert self.lanes is not None
+        backends = self.lanes.backends() if backend in (None, "auto") else self.lanes.explicit(backend)
         if Backend.cuda in backends:
             return await input_sets.evaluate_each(task, one, budget_s=candidate_budget_s, progress=progress)
         # at small sizes, the set that SMALL_SIZES names stands for all of them
@@ -544,32 +394,10 @@ class Evaluator:
         self, run: Run, backend: str | None, with_compile: bool, fresh_reference: bool
     ) -> tuple[Status, str, Any]:
         """Run the stages once: the verdict's status, message and error detail (`run.fault` set for infra)."""
-        try:
-            await run.report("queued", "checking the source")
-            with run.phase("static"):
-                static.run(run, self.config)
-            backends = self._default_backends() if backend in (None, "auto") else self._explicit(backend)
-            run.planned = backends
-            for chosen in backends:
-                run.backends.append(chosen)
-                if chosen is Backend.compile:
-                    await compile_stage.run(self, run)
-                else:
-                    timed = chosen is Backend.cuda or self.config.time_on_cpu
-                    await numerics.run(
-                        self, run, chosen, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
-                    )
-                    if chosen is Backend.interpret:
-                        await full_path.run(self, run)
-                        await precision.run(self, run)
-            result.settle_speed(run, Status.ok, self.config, self.environment)
-            return Status.ok, result.ok_message(run), None
-        except Verdict as verdict:
-            if verdict.status is Status.infra_error:
-                run.fault = verdict
-            else:
-                result.settle_speed(run, verdict.status, self.config, self.environment)
-            return verdict.status, verdict.message, verdict.error
+        assert self.lanes is not None and self.environment is not None
+        return await sequence.run(
+            self.lanes, run, backend, self.environment, with_compile=with_compile, fresh_reference=fresh_reference
+        )
 
     async def check_task(self, task: Task) -> TaskWork | None:
         """Load `task` in the judge as an evaluation would: import its module, build `Model` from
@@ -583,24 +411,12 @@ class Evaluator:
             EvaluatorError: the judge could not be asked, or the evaluator could not start (see `ready`).
         """
         await self.ready()
-        if task.input_sets is not None and Backend.cuda in self._default_backends():
+        lanes = self.lanes
+        assert lanes is not None
+        if task.input_sets is not None and Backend.cuda in lanes.backends():
             works = [
-                await task_check.run(self, input_sets.set_task(task, label))  # each set at full size, as its
+                await task_check.run(lanes, input_sets.set_task(task, label))  # each set at full size, as its
                 for label in task.input_sets  # evaluations will run it
             ]
             return works[0] if works else None
-        return await task_check.run(self, task)
-
-    def task_file(self, task: Task) -> Path:
-        """The task's source where the judges can read it."""
-        assert self._exchange is not None
-        return workspace.task_file(self._exchange, task)
-
-    def _job(self, run: Run, backend: Backend, exchange: Path, task_path: Path | None = None) -> JobSpec:
-        """A job for a worker whose directory is `exchange`, where the candidate is written. Every worker and
-        judge reads the task from one file, so the judge keeps one module and one set of references per task."""
-        if task_path is None:
-            task_path = self.task_file(run.task)
-            (exchange / "candidate.py").write_text(run.code)
-            run.exchanges.append(exchange)
-        return jobs.job(run, backend, exchange, task_path, self.config)
+        return await task_check.run(lanes, task)

@@ -78,6 +78,10 @@ class Lanes(Protocol):
         """The backends an evaluation runs on by default."""
         ...
 
+    def explicit(self, backend: str) -> list[Backend]:
+        """The backend asked for by name, if this machine has it (else a ConfigError)."""
+        ...
+
     def task_file(self, task: Task) -> Path:
         """The task's source where the judges can read it."""
         ...
