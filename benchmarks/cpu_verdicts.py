@@ -1,3 +1,4 @@
+from adaexplore.executor import EvaluationOptions
 """The CPU path's verdicts against the H200's, over the shared corpus of GPU truth (`../shared/data/gpu-truth/`).
 
 Every kernel is judged as a search judges it on a machine without a GPU: the task with small sizes derived as
@@ -78,7 +79,7 @@ async def judge(evaluator, rows: list[dict], settings, budget_s: float | None) -
             sizes = derived.sizes or {}
             tasks[problem] = task_from_source(with_small_sizes(source, sizes, "derived"), name=problem)
         started = time.perf_counter()
-        result = await evaluator.evaluate(tasks[problem], row["code"], mode="strict", candidate_budget_s=budget_s)
+        result = await evaluator.evaluate(tasks[problem], row["code"], EvaluationOptions(mode="strict", candidate_budget_s=budget_s))
         checked = any(f.code.startswith("precision_") for f in result.audit.flags) or (
             "full reduction length" in result.message
         )

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
-from adaexplore.executor import Evaluation, Evaluator, Status, load_task  # noqa: E402
+from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, load_task  # noqa: E402, Status
 
 SECTIONS = ("cost", "repeat", "backtoback", "dobench", "references", "concurrency", "cpu", "memory")
 
@@ -199,7 +199,7 @@ async def section_references(task, code: str, processes: int, retimes: int) -> d
                 if index == processes - 1:
                     for _ in range(retimes):
                         await ev.wait_warm()
-                        within.append(row(await ev.evaluate(task, code, fresh_reference=True)))
+                        within.append(row(await ev.evaluate(task, code, EvaluationOptions(fresh_reference=True))))
         finally:
             shutil.rmtree(home, ignore_errors=True)
     medians = [r["median_ms"] for r in across]
@@ -267,7 +267,7 @@ async def main() -> None:
             for _ in range(6):
                 await anyio.sleep(4)  # a warm pool, as between steps
                 start = time.perf_counter()
-                result = await ev.evaluate(cpu_task, cpu_code, backend="interpret" if gpu else None)
+                result = await ev.evaluate(cpu_task, cpu_code, EvaluationOptions(backend="interpret" if gpu else None))
                 walls.append(time.perf_counter() - start)
                 assert result.status is Status.ok, result.message
             results["cpu"] = {"wall_s": walls, "median_s": statistics.median(walls[1:])}

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
 from adaexplore.errors import TaskError  # noqa: E402
-from adaexplore.executor import Evaluation, Evaluator, Task, task_from_source  # noqa: E402
+from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, Task, task_from_source  # noqa: E402
 from benchmarks.kernelbench_candidates import (  # noqa: E402
     Problem,
     output_bytes,
@@ -192,7 +192,7 @@ async def run_suite(
                 _, task, code, size = current
                 if (problem.id, mode, "first") in done:  # resumed between the two: the reference timed again
                     with contextlib.suppress(Exception):  # a failure shows in the repeat's own row
-                        await ev.evaluate(task, code, mode=mode, with_compile=with_compile)
+                        await ev.evaluate(task, code, EvaluationOptions(mode=mode, with_compile=with_compile))
                 for which in WHICH:
                     if (problem.id, mode, which) in done:
                         continue
@@ -201,7 +201,7 @@ async def run_suite(
                         await ev.wait_warm()  # the pool warm, as between the steps of a search
                     started = time.perf_counter()
                     try:
-                        result = await ev.evaluate(task, code, mode=mode, with_compile=with_compile)
+                        result = await ev.evaluate(task, code, EvaluationOptions(mode=mode, with_compile=with_compile))
                         row = evaluation_row(problem, mode, which, result, time.perf_counter() - started)
                     except TaskError as exc:
                         row = base_row(problem, mode, which, "task_error", str(exc), time.perf_counter() - started)

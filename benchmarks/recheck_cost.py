@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.config import ExecutorConfig, Settings
-from adaexplore.executor import Evaluator, load_task
+from adaexplore.executor import EvaluationOptions, Evaluator, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [
@@ -39,7 +39,7 @@ async def main(args: argparse.Namespace) -> None:
                     task, code = load_task(task_path), kernel.read_text()
                     for index in range(args.evals):
                         start = time.perf_counter()
-                        result = await ev.evaluate(task, code, mode=mode)
+                        result = await ev.evaluate(task, code, EvaluationOptions(mode=mode))
                         wall = time.perf_counter() - start
                         speedup = f"{result.timing.speedup:.4f}" if result.timing else "-"
                         rechecked = len(result.correctness.rechecks) if result.correctness else 0

@@ -103,7 +103,7 @@ def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
         sniffio.current_async_library_cvar.reset(token)
 
 
-def _stray_sandboxes() -> list[str]:
+def _stray_sandboxes(known: frozenset[str] = frozenset()) -> list[str]:
     """Live bubblewrap processes that outlived the process that started them. A worker's outer bwrap has the
     evaluator as parent; its inner one, the first process of the new PID namespace (two PIDs in `NSpid`), has the
     outer one. An inner one whose parent is no bwrap, or an outer one reparented to init, is a stray."""
@@ -123,7 +123,7 @@ def _stray_sandboxes() -> list[str]:
             above = "" if parent <= 1 else Path(f"/proc/{parent}/comm").read_text().strip()
         except (OSError, ValueError, IndexError):
             continue
-        if parent <= 1 or (inner and above != "bwrap"):
+        if (parent <= 1 or (inner and above != "bwrap")) and entry.name not in known:
             stray.append(f"pid {entry.name} ({'inner' if inner else 'outer'}, parent {parent} {above or 'init'})")
     return stray
 
@@ -131,13 +131,16 @@ def _stray_sandboxes() -> list[str]:
 @pytest.fixture(autouse=True)
 def _no_sandbox_outlives_its_worker() -> Iterator[None]:
     """After every test: no bubblewrap process (nor the PID namespace it holds) is left without its worker. A
-    process that ends takes a moment to go, so what is seen is looked at again for a few seconds."""
+    process that ends takes a moment to go, so what is seen is looked at again for a few seconds. A stray that
+    was there before the test began is not its doing (another run on this machine, an earlier test that failed
+    for it already), and is not counted again."""
+    before = frozenset(line.split()[1] for line in _stray_sandboxes())
     yield
-    stray = _stray_sandboxes()
+    stray = _stray_sandboxes(before)
     deadline = time.monotonic() + 3
     while stray and time.monotonic() < deadline:
         time.sleep(0.2)
-        stray = _stray_sandboxes()
+        stray = _stray_sandboxes(before)
     assert not stray, f"sandboxes outlived their workers: {', '.join(stray)}"
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adaexplore.config import Settings
-from adaexplore.executor import Backend, Evaluation, Mode, Provenance, Stats, Status, Task, Timing, code_hash
+from adaexplore.executor import Backend, Evaluation, EvaluationOptions, Mode, Provenance, Stats, Status, Task, Timing, code_hash
 from adaexplore.store import Store
 from adaexplore.tools import Services
 
@@ -66,23 +66,17 @@ class FakeEvaluator:
         self.checked: list[str] = []  # the tasks check_task was asked about
 
     async def evaluate(
-        self,
-        task: Task,
-        code: str,
-        *,
-        mode: str | None = None,
-        backend: str | None = None,
-        fresh_seeds: bool = False,
-        progress: object = None,
-        candidate_budget_s: float | None = None,
+        self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: object = None
     ) -> Evaluation:
+        options = options or EvaluationOptions()
         self.calls += 1
-        self.budgets.append(candidate_budget_s)
-        self.fresh_seeds.append(fresh_seeds)
+        self.budgets.append(options.candidate_budget_s)
+        self.fresh_seeds.append(options.fresh_seeds)
         status, speedup = self.script(code, self.calls)
         # the path a GPU machine takes, or the backend asked for
+        backend = options.backend
         backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
-        return make_evaluation(task, code, status, speedup, mode or "strict", backends)
+        return make_evaluation(task, code, status, speedup, options.mode or "strict", backends)
 
     async def check_task(self, task: Task) -> None:
         self.checked.append(task.name)  # records nothing of the reference: its tasks get no speed of light

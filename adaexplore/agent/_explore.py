@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -197,11 +197,17 @@ class _TimedEvaluator:
         self.inner = inner
         self.seconds = 0.0
 
-    async def evaluate(self, task: Task, code: str, **options: Any) -> Evaluation:
-        # the options go on as given: an evaluator is passed only the ones its caller sets (EvaluatorLike)
+    async def evaluate(
+        self,
+        task: Task,
+        code: str,
+        options: tools.EvaluationOptions | None = None,
+        *,
+        progress: tools.Progress | None = None,
+    ) -> Evaluation:
         start = time.perf_counter()
         try:
-            return await self.inner.evaluate(task, code, **options)
+            return await self.inner.evaluate(task, code, options, progress=progress)
         finally:
             self.seconds += time.perf_counter() - start
 

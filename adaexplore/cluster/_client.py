@@ -28,7 +28,7 @@ from adaexplore.cluster._probe import bad_address, scheduler_unanswered
 from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Provenance, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
-from adaexplore.executor import Environment, Evaluator, Progress, ProgressUpdate, Task, code_hash
+from adaexplore.executor import Environment, EvaluationOptions, Evaluator, Progress, ProgressUpdate, Task, code_hash
 from adaexplore.roofline import TaskWork
 
 __all__ = ["ClusterEvaluator", "open_evaluator"]
@@ -49,7 +49,7 @@ async def open_evaluator(settings: Settings, *, background: bool = False) -> Asy
 
 
 class ClusterEvaluator:
-    """`EvaluatorLike` on a Dask cluster. Use as `async with ClusterEvaluator(settings) as evaluator:`;
+    """`EvaluatorProtocol` on a Dask cluster. Use as `async with ClusterEvaluator(settings) as evaluator:`;
     with `start_in_background`, entering returns at once and the first call waits for the connection."""
 
     def __init__(self, settings: Settings, *, start_in_background: bool = False) -> None:
@@ -215,17 +215,7 @@ class ClusterEvaluator:
 
     # evaluation ----------------------------------------------------------------------------------
     async def evaluate(
-        self,
-        task: Task,
-        code: str,
-        *,
-        mode: Mode | str | None = None,
-        backend: str | None = None,
-        with_compile: bool = False,
-        fresh_reference: bool = False,
-        fresh_seeds: bool = False,
-        progress: Progress | None = None,
-        candidate_budget_s: float | None = None,
+        self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: Progress | None = None
     ) -> Evaluation:
         """`Evaluator.evaluate` on a worker of the cluster. A worker lost for good, or none left that can take
         it, is an `infra_error` verdict.
@@ -236,15 +226,7 @@ class ClusterEvaluator:
                 (see `ready`).
         """
         await self.ready(progress)
-        request = self._request(task, code, mode, backend, progress is not None)
-        request = request.model_copy(
-            update={
-                "with_compile": with_compile,
-                "fresh_reference": fresh_reference,
-                "fresh_seeds": fresh_seeds,
-                "candidate_budget_s": candidate_budget_s,
-            }
-        )
+        request = self._request(task, code, options or EvaluationOptions(), progress is not None)
         result = await self._run(request, progress)
         assert isinstance(result, Evaluation)
         return result
@@ -258,32 +240,32 @@ class ClusterEvaluator:
             EvaluatorError: no worker could check it.
         """
         await self.ready()
-        request = self._request(task, "", None, None, False).model_copy(update={"check": True})
+        request = self._request(task, "", EvaluationOptions(), False).model_copy(update={"check": True})
         result = await self._run(request, None)
         if isinstance(result, Evaluation):  # the check itself was lost with its workers
             raise EvaluatorError(f"could not check task {task.name} on the Dask cluster: {result.message}")
         return result if isinstance(result, TaskWork) else None
 
-    def _request(self, task: Task, code: str, mode: Mode | str | None, backend: str | None, report: bool) -> Request:
-        backend = backend or self.config.backend
+    def _request(self, task: Task, code: str, options: EvaluationOptions, report: bool) -> Request:
+        backend = options.backend or self.config.backend
         if backend == Backend.cuda and not self._gpu_cluster:
             raise ConfigError(
                 f"backend 'cuda' needs a CUDA GPU, and no worker of the Dask cluster at {self.address} has one; "
                 "start a worker on a GPU host, or use 'compile' or 'interpret'"
             )
+        # "auto" is cuda on a cluster with GPU workers (the resource sends it to one), else compile+interpret
+        chosen = Backend.cuda.value if backend == "auto" and self._gpu_cluster else backend
         return Request(
             task=task,
             code=code,
-            mode=str(mode or self.config.mode),
-            # "auto" is cuda on a cluster with GPU workers (the resource sends it to one), else compile+interpret
-            backend=Backend.cuda.value if backend == "auto" and self._gpu_cluster else backend,
+            options=options.model_copy(update={"mode": Mode(options.mode or self.config.mode), "backend": chosen}),
             protocol=protocol_of(self.config),
             progress_topic=self._topic if report else None,
             progress_id=uuid.uuid4().hex,
         )
 
     def _resources(self, request: Request) -> dict[str, float]:
-        return {RESOURCE: 1, GPU: 1} if request.backend == Backend.cuda else {RESOURCE: 1}
+        return {RESOURCE: 1, GPU: 1} if request.options.backend == Backend.cuda else {RESOURCE: 1}
 
     async def _run(self, request: Request, progress: Progress | None) -> Evaluation | None:
         distributed = require_distributed()
@@ -362,12 +344,13 @@ class ClusterEvaluator:
 
     def _lost(self, request: Request, message: str) -> Evaluation:
         """The verdict of an evaluation the cluster could not finish: `infra_error`, a fault of ours."""
-        backends = [Backend(request.backend)] if request.backend != "auto" else []
+        chosen = request.options.backend
+        backends = [Backend(chosen)] if chosen is not None and chosen != "auto" else []
         environment = self.environment
         return Evaluation(
             status=Status.infra_error,
             message=message,
-            mode=Mode(request.mode),
+            mode=request.options.mode or Mode(self.config.mode),
             backends=backends,
             timed=False,
             provenance=Provenance(
@@ -378,7 +361,7 @@ class ClusterEvaluator:
                 environment=self._fingerprint,
                 task_hash=request.task.hash,
                 code_hash=code_hash(request.code),
-                sizes="full" if request.backend == Backend.cuda else "small",
+                sizes="full" if chosen == Backend.cuda else "small",
                 finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             ),
         )

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.errors import ConfigError
-from adaexplore.executor import Task
+from adaexplore.executor import EvaluationOptions, Task
 
 __all__ = [
     "GPU",
@@ -63,12 +63,8 @@ class Request(BaseModel):
     task: Task
     code: str = ""
     check: bool = False
-    mode: str
-    backend: str
-    fresh_seeds: bool = False
-    with_compile: bool = False
-    fresh_reference: bool = False
-    candidate_budget_s: float | None = None
+    # the evaluation's options, with its mode and backend chosen by the client (a backend for the resources)
+    options: EvaluationOptions
     protocol: dict[str, Any]
     # where the worker reports progress: a topic of the client's, and this evaluation's id in it
     progress_topic: str | None = None

@@ -143,17 +143,7 @@ class _Host:
             assert evaluator is not None
             if request.check:
                 return await evaluator.check_task(request.task)
-            return await evaluator.evaluate(
-                request.task,
-                request.code,
-                mode=request.mode,
-                backend=request.backend,
-                with_compile=request.with_compile,
-                fresh_reference=request.fresh_reference,
-                fresh_seeds=request.fresh_seeds,
-                progress=progress,
-                candidate_budget_s=request.candidate_budget_s,
-            )
+            return await evaluator.evaluate(request.task, request.code, request.options, progress=progress)
         finally:
             held.in_flight -= 1
             self.served += 1

@@ -20,7 +20,9 @@ from adaexplore.executor.host import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._environment import Environment, gpu_device_present, probe_environment
 from adaexplore.executor.host._workspace import worker_env
 from adaexplore.executor.pipeline import (
+    EvaluationOptions,
     Evaluator,
+    EvaluatorProtocol,
     Progress,
     ProgressUpdate,
     describe_sol,
@@ -50,7 +52,9 @@ __all__ = [
     "Environment",
     "ErrorDetail",
     "Evaluation",
+    "EvaluationOptions",
     "Evaluator",
+    "EvaluatorProtocol",
     "Mode",
     "ModeSpec",
     "Progress",

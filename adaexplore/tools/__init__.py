@@ -148,7 +148,7 @@ from adaexplore.tools._rules import (
 )
 from adaexplore.tools._run_text import render_run_tree, render_runs
 from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
-from adaexplore.tools._service import EvaluatorLike, Progress, Services, open_services
+from adaexplore.tools._service import EvaluationOptions, EvaluatorLike, Progress, Services, open_services
 from adaexplore.tools._speed import TaskWork, check_target_gpu, known_target_gpus
 from adaexplore.tools._steps import expand_node, select_uct, step_answer, step_instructions
 from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
@@ -172,6 +172,7 @@ __all__ = [
     "DatabaseCheck",
     "DistillContext",
     "Environment",
+    "EvaluationOptions",
     "EvaluatorLike",
     "ExpandNodeRequest",
     "ExpandNodeResult",

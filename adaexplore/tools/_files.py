@@ -9,7 +9,15 @@ from pathlib import Path
 from adaexplore.cluster import open_evaluator
 from adaexplore.config import Settings
 from adaexplore.domain import Evaluation
-from adaexplore.executor import ProgressUpdate, Task, gpu_device_present, read_task_file, render_evaluation
+from adaexplore.executor import (
+    EvaluationOptions,
+    Mode,
+    ProgressUpdate,
+    Task,
+    gpu_device_present,
+    read_task_file,
+    render_evaluation,
+)
 from adaexplore.tools._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools._service import Progress
 from adaexplore.tools._task_sizes import sized_task
@@ -104,15 +112,10 @@ async def profile_kernel(
             )
             if progress is not None:
                 await progress(ProgressUpdate(stage="sizes", message=note, elapsed_s=time.monotonic() - began))
-        evaluation = await evaluator.evaluate(
-            task,
-            code,
-            mode=chosen,
-            backend=backend,
-            with_compile=with_compile,
-            fresh_reference=fresh_reference,
-            progress=progress,
+        options = EvaluationOptions(
+            mode=Mode(chosen), backend=backend, with_compile=with_compile, fresh_reference=fresh_reference
         )
+        evaluation = await evaluator.evaluate(task, code, options, progress=progress)
     return evaluation, note
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adaexplore.config import MemoryConfig
 from adaexplore.errors import RequestError
-from adaexplore.executor import Evaluation, Progress, Status
+from adaexplore.executor import Evaluation, EvaluationOptions, Progress, Status
 from adaexplore.memory import (
     Signature,
     load_starter,
@@ -271,7 +271,7 @@ async def confirm_rule(
     task = parsed_task(svc, req.task_id)
     if not req.code.strip():
         raise RequestError("the reproducer is empty; give a module defining ModelNew that makes the rule's mistake")
-    evaluation = await svc.evaluator.evaluate(task, req.code, backend=req.backend, progress=progress)
+    evaluation = await svc.evaluator.evaluate(task, req.code, EvaluationOptions(backend=req.backend), progress=progress)
     if evaluation.status is Status.ok:
         raise RequestError(
             f"the reproducer passed ({evaluation.message}); it must fail with the mistake rule {rule.id} describes"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal
+from typing import Literal
 
 from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import (
     Evaluation,
+    EvaluationOptions,
+    Mode,
     Status,
     code_hash,
 )
@@ -165,14 +167,14 @@ async def _evaluate_step(
     if earlier is not None:
         evaluation = earlier
     else:
-        options: dict[str, Any] = {"with_compile": True} if with_compile else {}
         executor = svc.settings.executor
-        budget_s = executor.call_budget_s if budget == "call" else executor.protocol_budget_s
-        if budget_s is not None:
-            options["candidate_budget_s"] = budget_s
-        evaluation = await svc.evaluator.evaluate(
-            task, req.code, mode=mode, backend=backend, progress=progress, **options
+        options = EvaluationOptions(
+            mode=Mode(mode),
+            backend=backend,
+            with_compile=with_compile,
+            candidate_budget_s=executor.call_budget_s if budget == "call" else executor.protocol_budget_s,
         )
+        evaluation = await svc.evaluator.evaluate(task, req.code, options, progress=progress)
     speedup = evaluation.speedup
     # where nothing timed a correct kernel, the search ranks and rewards it by its estimate (labelled as one)
     estimated = evaluation.estimated_speedup if speedup is None else None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -12,6 +11,8 @@ from adaexplore.config import SearchConfig
 from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import (
     Evaluation,
+    EvaluationOptions,
+    Mode,
     Status,
     task_from_source,
 )
@@ -243,10 +244,10 @@ async def _finish(svc: Services, run: RunRecord, progress: Progress | None) -> F
             top.append(n)
     candidates: list[ReevaluatedCandidate] = []
     for n in top:
-        options: dict[str, Any] = {"with_compile": True} if run.with_compile else {}
-        fresh = await svc.evaluator.evaluate(
-            task, n.code, mode=run.mode, backend=run.backend, fresh_seeds=True, progress=progress, **options
+        options = EvaluationOptions(
+            mode=Mode(run.mode), backend=run.backend, fresh_seeds=True, with_compile=run.with_compile
         )
+        fresh = await svc.evaluator.evaluate(task, n.code, options, progress=progress)
         candidates.append(
             ReevaluatedCandidate(
                 node_id=n.id, search_speedup=n.speedup, status=fresh.status.value, speedup=fresh.speedup

@@ -14,26 +14,26 @@ import random
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from adaexplore.cluster import open_evaluator
 from adaexplore.config import SearchConfig, Settings
 from adaexplore.domain import Kind
 from adaexplore.errors import ConflictError, RequestError
 from adaexplore.executor import (
-    Evaluation,
+    EvaluationOptions,
+    EvaluatorProtocol,
     ProgressUpdate,
     Task,
     task_from_source,
 )
 from adaexplore.memory import RuleJudge
-from adaexplore.roofline import TaskWork
 from adaexplore.store import NodeRecord, RunRecord, Store, open_store
 from adaexplore.tools._models import (
     CompileAndProfileRequest,
 )
 
 __all__ = [
+    "EvaluationOptions",
     "EvaluatorLike",
     "Progress",
     "Services",
@@ -51,29 +51,8 @@ __all__ = [
 Progress = Callable[[ProgressUpdate], Awaitable[None]]
 
 
-class EvaluatorLike(Protocol):
-    async def evaluate(
-        self,
-        task: Task,
-        code: str,
-        *,
-        mode: str | None = None,
-        backend: str | None = None,
-        fresh_seeds: bool = False,
-        progress: Progress | None = None,
-        with_compile: bool = False,  # passed only for runs that time torch.compile too
-        candidate_budget_s: float | None = None,  # passed where `executor.call_budget_s` is set
-    ) -> Evaluation: ...
-
-    async def check_task(self, task: Task) -> TaskWork | None:
-        """Load the task as an evaluation would; what its reference does at full size, where it could be followed."""
-        ...
-
-    async def ready(self, progress: Progress | None = None) -> None:
-        """Wait until it has started (it may start in the background); raises why it could not."""
-        ...
-
-    def fingerprint(self) -> str: ...
+# every evaluator the tools drive (the local one, the cluster's, a test's fake): one protocol, the executor's
+EvaluatorLike = EvaluatorProtocol
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluator, code_hash, load_task
+from adaexplore.executor import code_hash, EvaluationOptions, Evaluator, load_task
 
 HERE = Path(__file__).resolve().parent
 KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"
@@ -60,7 +60,7 @@ async def main(only: str | None, out: Path) -> None:
             key = (name, code_hash(code))
             if key in done:
                 continue
-            evaluation = await evaluator.evaluate(load_task(task_path), code, mode="strict")
+            evaluation = await evaluator.evaluate(load_task(task_path), code, EvaluationOptions(mode="strict"))
             timing = evaluation.timing if evaluation.status.value == "ok" else None
             rows[key] = {
                 "level": level,

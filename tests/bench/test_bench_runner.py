@@ -16,7 +16,7 @@ from adaexplore.bench._runner import BenchRunner, FileWriter
 from adaexplore.bench._suite import read_suite
 from adaexplore.bench._table import bench_summary, render_bench
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluation, Status, Task, Timing
+from adaexplore.executor import Evaluation, EvaluationOptions, Status, Task, Timing
 from adaexplore.store import open_store
 from tests.fakes import FakeEvaluator
 
@@ -31,9 +31,12 @@ class CompileTimingEvaluator(FakeEvaluator):
         super().__init__(lambda code, _: (Status.infra_error, None) if "BROKEN" in code else (Status.ok, 2.0))
         self.with_compile: list[bool] = []
 
-    async def evaluate(self, task: Task, code: str, *, with_compile: bool = False, **options: object) -> Evaluation:
+    async def evaluate(
+        self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: object = None
+    ) -> Evaluation:
+        with_compile = options is not None and options.with_compile
         self.with_compile.append(with_compile)
-        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+        evaluation = await super().evaluate(task, code, options, progress=progress)
         if evaluation.timing is not None and with_compile:
             timing = Timing.model_validate(evaluation.timing.model_dump() | {"speedup_vs_compile": 1.5})
             evaluation = evaluation.model_copy(update={"timing": timing})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adaexplore.executor import Evaluator, Status
+from adaexplore.executor import EvaluationOptions, Evaluator, Status
 from tests.conftest import ON_GPU
 from tests.executor.test_evaluator import KERNEL, TASK, variant
 
@@ -17,7 +17,7 @@ HANGS = variant("    x = tl.load", "    while tl.load(x_ptr, volatile=True) < 1e
 async def test_a_hanging_kernel_is_a_timeout_within_its_budget_not_the_phase_timeout(evaluator: Evaluator) -> None:
     trial_timeout = evaluator.config.trial_timeout_s
     budget = trial_timeout * 0.6
-    result = await evaluator.evaluate(TASK, HANGS, candidate_budget_s=budget)
+    result = await evaluator.evaluate(TASK, HANGS, EvaluationOptions(candidate_budget_s=budget))
     assert result.status is Status.timeout, result.message
     # the budget ran out first (in whichever phase: on a loaded machine loading may already take it), not
     # the trial's own timeout, which is longer than the whole budget
@@ -28,5 +28,5 @@ async def test_a_hanging_kernel_is_a_timeout_within_its_budget_not_the_phase_tim
 
 
 async def test_an_honest_kernel_within_its_budget_is_judged_as_without_one(evaluator: Evaluator) -> None:
-    result = await evaluator.evaluate(TASK, KERNEL, candidate_budget_s=120)
+    result = await evaluator.evaluate(TASK, KERNEL, EvaluationOptions(candidate_budget_s=120))
     assert result.status is Status.ok, result.message

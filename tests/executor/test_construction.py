@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from adaexplore.executor import Evaluator, Mode, Status, task_from_source
+from adaexplore.executor import EvaluationOptions, Evaluator, Mode, Status, task_from_source
 from tests.conftest import ON_GPU
 
 pytestmark = [
@@ -69,5 +69,5 @@ class ModelNew(nn.Module):
 @pytest.mark.parametrize("mode", [Mode.kernelbench, Mode.strict])
 async def test_a_parameter_made_from_a_number_in_the_constructor_is_fine(evaluator: Evaluator, mode: Mode) -> None:
     task = task_from_source(TASK, name="sum_weight")
-    result = await evaluator.evaluate(task, CANDIDATE, mode=mode)
+    result = await evaluator.evaluate(task, CANDIDATE, EvaluationOptions(mode=mode))
     assert result.status is Status.ok, result.message

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from adaexplore.errors import TaskError
-from adaexplore.executor import Backend, Evaluator, Mode, ProgressUpdate, Status, load_task, task_from_source
+from adaexplore.executor import Backend, EvaluationOptions, Evaluator, load_task, Mode, ProgressUpdate, Status, task_from_source
 from tests.conftest import ON_GPU, fast_settings
 
 DATA = Path(__file__).parent / "data"
@@ -101,7 +101,7 @@ async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator
     first, second = [await evaluator.evaluate(TASK, KERNEL) for _ in range(2)]
     assert first.provenance.seeds and second.provenance.seeds
     assert first.provenance.seeds.trials != second.provenance.seeds.trials
-    paper = [await evaluator.evaluate(TASK, KERNEL, mode=Mode.paper) for _ in range(2)]
+    paper = [await evaluator.evaluate(TASK, KERNEL, EvaluationOptions(mode=Mode.paper)) for _ in range(2)]
     assert paper[0].status is Status.ok
     assert paper[0].provenance.seeds == paper[1].provenance.seeds
     assert paper[0].provenance.seeds is not None and paper[0].provenance.seeds.init == 42
@@ -110,7 +110,7 @@ async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator
     assert first.provenance.seeds.generator == ("cuda" if ON_GPU else "cpu")
     assert paper[0].correctness is not None and paper[0].correctness.tolerance.atol == 5e-2
     # a final re-measurement asks for fresh seeds in any mode; the protocol's other rules stay
-    fresh = await evaluator.evaluate(TASK, KERNEL, mode=Mode.paper, fresh_seeds=True)
+    fresh = await evaluator.evaluate(TASK, KERNEL, EvaluationOptions(mode=Mode.paper, fresh_seeds=True))
     assert fresh.status is Status.ok and fresh.mode is Mode.paper and fresh.provenance.seeds is not None
     assert fresh.provenance.seeds.trials != paper[0].provenance.seeds.trials
     assert fresh.correctness is not None and fresh.correctness.tolerance.atol == 5e-2

@@ -14,7 +14,7 @@ import pytest
 
 from adaexplore.domain import ErrorDetail, Evaluation
 from adaexplore.errors import TaskError
-from adaexplore.executor import Evaluator, Status, load_task
+from adaexplore.executor import EvaluationOptions, Evaluator, load_task, Status
 from adaexplore.executor.host._spawn import WorkerChannel, pin_process_tree
 from adaexplore.executor.host._pool import CorePlan, default_warm_workers, plan_cores
 from adaexplore.executor.host._process import WorkerProcess
@@ -56,7 +56,7 @@ async def evaluate(
     ) as evaluator:
         with anyio.fail_after(10):
             for _ in range(times):  # a fresh reference each time: every evaluation times it
-                result = await evaluator.evaluate(TASK, KERNEL, fresh_reference=times > 1)
+                result = await evaluator.evaluate(TASK, KERNEL, EvaluationOptions(fresh_reference=times > 1))
     return result, evaluator
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from adaexplore.domain import Status
 from adaexplore.errors import ConfigError, TaskError
-from adaexplore.executor import Evaluator, task_from_source
+from adaexplore.executor import EvaluationOptions, Evaluator, task_from_source
 from adaexplore.executor.pipeline._input_sets import set_task
 from adaexplore.executor.wire._protocol import Timed
 from tests.conftest import fast_settings
@@ -54,7 +54,7 @@ async def test_on_a_gpu_every_set_is_judged_and_the_speedup_is_their_geometric_m
     # the reference takes 2 ms in every set; the candidate 1, 0.5 and 2 ms: speedups 2, 4 and 1
     spawner = ScriptedSpawner(candidates=[timed(1.0), timed(0.5), timed(2.0)])
     async with gpu_evaluator(tmp_path, spawner) as ev:
-        result = await ev.evaluate(TASK, KERNEL, mode="strict")
+        result = await ev.evaluate(TASK, KERNEL, EvaluationOptions(mode="strict"))
     assert result.status is Status.ok
     assert [r.label for r in result.input_sets] == ["small", "mid", "large"]
     assert [r.speedup for r in result.input_sets] == pytest.approx([2.0, 4.0, 1.0])
@@ -74,7 +74,7 @@ async def test_on_a_gpu_every_set_is_judged_and_the_speedup_is_their_geometric_m
 async def test_the_first_set_that_fails_is_the_verdict_and_the_rest_are_not_run(tmp_path: Path) -> None:
     spawner = ScriptedSpawner(candidates=[timed(1.0), {"proceed": [Die(signal=signal.SIGSEGV)]}])
     async with gpu_evaluator(tmp_path, spawner) as ev:
-        result = await ev.evaluate(TASK, KERNEL, mode="strict")
+        result = await ev.evaluate(TASK, KERNEL, EvaluationOptions(mode="strict"))
     assert result.status is Status.crashed
     assert result.message.startswith("input set mid (rows=8, cols=300) of 3: ")
     assert "the 1 set(s) before it passed, 1 not run" in result.message
@@ -86,13 +86,13 @@ async def test_the_first_set_that_fails_is_the_verdict_and_the_rest_are_not_run(
 async def test_mode_flashinfer_needs_the_tasks_own_tolerance(tmp_path: Path) -> None:
     async with gpu_evaluator(tmp_path, ScriptedSpawner()) as ev:
         with pytest.raises(ConfigError, match="declares none"):
-            await ev.evaluate(task_from_source(BASE, name="plain"), KERNEL, mode="flashinfer")
+            await ev.evaluate(task_from_source(BASE, name="plain"), KERNEL, EvaluationOptions(mode="flashinfer"))
 
 
 async def test_on_the_cpu_the_small_set_stands_for_all_of_them(tmp_path: Path) -> None:
     task = task_from_source(BASE + SETS, name="scale_relu_sets")
     async with Evaluator(fast_settings(tmp_path, warm_workers=0)) as ev:
-        result = await ev.evaluate(task, KERNEL, mode="flashinfer")
+        result = await ev.evaluate(task, KERNEL, EvaluationOptions(mode="flashinfer"))
     assert result.status is Status.ok, result.message
     assert result.input_sets == []
     assert "on a GPU each of the task's 3 input sets is judged at full size" in result.message

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from adaexplore.config import Settings  # noqa: E402
-from adaexplore.executor import Evaluator, load_task  # noqa: E402
+from adaexplore.executor import EvaluationOptions, Evaluator, load_task  # noqa: E402
 from adaexplore.memory import STARTER_DIR, read_header, signature  # noqa: E402
 
 
@@ -30,9 +30,7 @@ async def main() -> None:
         for path in sorted((STARTER_DIR / "reproducers").glob("*.py")):
             header = read_header(path)
             code = path.read_text()
-            result = await evaluator.evaluate(
-                load_task(STARTER_DIR / "tasks" / f"{header['task']}.py"), code, backend=header["backend"]
-            )
+            result = await evaluator.evaluate(load_task(STARTER_DIR / "tasks" / f"{header['task']}.py"), code, EvaluationOptions(backend=header["backend"]))
             if result.status.value != header["status"]:
                 raise SystemExit(
                     f"{path.name}: status {result.status.value}, header says {header['status']}: {result.message[:300]}"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluator, load_task
+from adaexplore.executor import EvaluationOptions, Evaluator, load_task
 from adaexplore.memory import StarterRule, load_starter, signature
 from adaexplore.store import open_store
 from adaexplore.tools import GetSkillMemoryRequest, Services, get_skill_memory, seed_starter_memory
@@ -30,7 +30,7 @@ def test_the_starter_memory_has_at_least_25_distinct_rules_in_rule_form() -> Non
 @pytest.mark.parametrize("rule", STARTER, ids=[rule.reproducer.stem for rule in STARTER])
 async def test_every_reproducer_still_fails_with_its_rules_signature(evaluator: Evaluator, rule: StarterRule) -> None:
     code = rule.reproducer.read_text()
-    result = await evaluator.evaluate(load_task(rule.task), code, backend=rule.backend)
+    result = await evaluator.evaluate(load_task(rule.task), code, EvaluationOptions(backend=rule.backend))
     found = signature(result, code)
     assert (result.status.value, found.id) == (rule.status, rule.signature_id), (
         f"stale rule {rule.reproducer.name!r} ({rule.text}): recorded {rule.status} {rule.signature_key!r} on "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adaexplore.executor import Evaluator, Mode, load_task, tolerance_for
+from adaexplore.executor import EvaluationOptions, Evaluator, load_task, Mode, tolerance_for
 from adaexplore.memory import load_starter
 from adaexplore.prompts import (
     KernelContext,
@@ -98,5 +98,5 @@ async def test_the_rules_tf32x3_fix_passes_where_its_reproducer_fails(evaluator:
     code = TF32_RULE.reproducer.read_text()
     fixed = code.replace("tl.dot(a, b)", 'tl.dot(a, b, input_precision="tf32x3")')
     assert fixed != code
-    result = await evaluator.evaluate(load_task(TF32_RULE.task), fixed, backend=TF32_RULE.backend)
+    result = await evaluator.evaluate(load_task(TF32_RULE.task), fixed, EvaluationOptions(backend=TF32_RULE.backend))
     assert result.status.value == "ok", result.message[:500]

@@ -70,7 +70,7 @@ class CpuEvaluator(FakeEvaluator):
     def __init__(self) -> None:
         super().__init__(ok_verdict)
 
-    async def evaluate(self, task: Task, code: str, **_: object) -> Evaluation:  # type: ignore[override]
+    async def evaluate(self, task: Task, code: str, options: object = None, *, progress: object = None) -> Evaluation:
         self.calls += 1
         run = Run(task, code, Mode.strict, None)
         run.backends = [Backend.compile, Backend.interpret]

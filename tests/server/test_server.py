@@ -35,7 +35,7 @@ def verdict(code: str, _: int) -> tuple[Status, float | None]:
 class HugeTraceback(FakeEvaluator):
     """A verdict whose traceback is far over any answer's budget."""
 
-    async def evaluate(self, task, code, *, mode=None, backend=None, fresh_seeds=False, progress=None, **_):  # type: ignore[no-untyped-def]
+    async def evaluate(self, task, code, options=None, *, progress=None):  # type: ignore[no-untyped-def]
         result = make_evaluation(task, code, Status.runtime_error, None)
         return result.model_copy(
             update={

@@ -52,11 +52,11 @@ _OTHER_SERVER = textwrap.dedent(
     url, run_id, root, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 
     class Gated(FakeEvaluator):
-        async def evaluate(self, task, code, **options):
+        async def evaluate(self, task, code, options=None, *, progress=None):
             print("evaluating", flush=True)
             while not gate.exists():
                 await anyio.sleep(0.02)
-            return await super().evaluate(task, code, **options)
+            return await super().evaluate(task, code, options, progress=progress)
 
     async def main():
         svc = Services(settings=Settings(), store=open_store(url), evaluator=Gated(by_hash))

@@ -169,8 +169,8 @@ class CostedEvaluator(FakeEvaluator):
     def __init__(self) -> None:
         super().__init__(untimed)
 
-    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:  # type: ignore[override]
-        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+    async def evaluate(self, task: Task, code: str, options: object = None, *, progress: object = None) -> Evaluation:  # type: ignore[override]
+        evaluation = await super().evaluate(task, code, options, progress=progress)  # type: ignore[arg-type]
         spills, registers, shared = COSTS[code.split()[-1]]
         cost = KernelCost(
             kernel="k", sizes="full", config="BLOCK=128", registers=registers, spill_stores=spills,
@@ -238,8 +238,8 @@ class EstimatingEvaluator(FakeEvaluator):
     def __init__(self) -> None:
         super().__init__(untimed)
 
-    async def evaluate(self, task: Task, code: str, **options: object) -> Evaluation:  # type: ignore[override]
-        evaluation = await super().evaluate(task, code, **options)  # type: ignore[arg-type]
+    async def evaluate(self, task: Task, code: str, options: object = None, *, progress: object = None) -> Evaluation:  # type: ignore[override]
+        evaluation = await super().evaluate(task, code, options, progress=progress)  # type: ignore[arg-type]
         speedup = ESTIMATES.get(code.split()[-1])
         if evaluation.status is not Status.ok or speedup is None:
             return evaluation

@@ -53,8 +53,8 @@ class TaggedEvaluator(FakeEvaluator):
     def __init__(self) -> None:
         super().__init__(lambda code, _: VERDICTS.get(tag_of(code), (Status.ok, 1.0)))
 
-    async def evaluate(self, task: Task, code: str, **kwargs: object) -> object:  # type: ignore[override]
-        evaluation = await super().evaluate(task, code, **kwargs)  # type: ignore[arg-type]
+    async def evaluate(self, task: Task, code: str, options: object = None, *, progress: object = None) -> object:  # type: ignore[override]
+        evaluation = await super().evaluate(task, code, options, progress=progress)  # type: ignore[arg-type]
         if tag_of(code) == "zeros":
             said = "an all-zero output 0 passes the tolerance"
             flag = AuditFlag(code="ill_posed_task", severity="warn", message=said)

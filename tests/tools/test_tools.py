@@ -279,10 +279,10 @@ class GatedEvaluator(FakeEvaluator):
         self.gate = anyio.Event()
         self.waiting = 0
 
-    async def evaluate(self, task, code, **options):  # type: ignore[no-untyped-def, override]
+    async def evaluate(self, task, code, options=None, *, progress=None):  # type: ignore[no-untyped-def, override]
         self.waiting += 1
         await self.gate.wait()
-        return await super().evaluate(task, code, **options)
+        return await super().evaluate(task, code, options, progress=progress)
 
 
 async def test_steps_under_way_count_against_the_run_and_the_node_so_concurrent_calls_cannot_overshoot(
@@ -502,9 +502,9 @@ async def test_the_same_code_sent_while_its_first_call_is_evaluated_is_refused_n
     gate = anyio.Event()
 
     class Slow(FakeEvaluator):
-        async def evaluate(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        async def evaluate(self, task, code, options=None, *, progress=None):  # type: ignore[no-untyped-def]
             await gate.wait()
-            return await super().evaluate(*args, **kwargs)
+            return await super().evaluate(task, code, options, progress=progress)
 
     svc.evaluator = Slow(lambda code, _: (Status.ok, 1.2))
     task = create_task(svc, CreateTaskRequest(path=str(TASK_FILE)))

@@ -34,6 +34,7 @@ from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, Spawner
 from adaexplore.executor.pipeline import _input_sets as input_sets
 from adaexplore.executor.pipeline._lanes import LaneBook
+from adaexplore.executor.pipeline._request import EvaluationOptions
 from adaexplore.executor.pipeline.stages import faults, result, sequence, task_check
 from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate, Run, Verdict
 from adaexplore.executor.tasks._task import Task
@@ -281,23 +282,13 @@ class Evaluator:
 
     # evaluation --------------------------------------------------------------------------------
     async def evaluate(
-        self,
-        task: Task,
-        code: str,
-        *,
-        mode: Mode | str | None = None,
-        backend: str | None = None,
-        with_compile: bool = False,
-        fresh_reference: bool = False,
-        fresh_seeds: bool = False,
-        progress: Progress | None = None,
-        candidate_budget_s: float | None = None,
+        self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: Progress | None = None
     ) -> Evaluation:
-        """Evaluate `code` (a module defining ModelNew) against `task`. `fresh_seeds` draws new seeds for the
-        weights, inputs and timing even where the mode's protocol fixes them (strict always draws them).
-        `candidate_budget_s` bounds the time spent waiting on the candidate over all its phases (loading,
-        trials, timing), besides each phase's own timeout: a kernel that hangs is a `timeout` within it,
-        whichever phase it hangs in. The reference's own work is not counted against it.
+        """Evaluate `code` (a module defining ModelNew) against `task`, as `options` say (see
+        `EvaluationOptions`; by default the settings'). `options.candidate_budget_s` bounds the time spent
+        waiting on the candidate over all its phases (loading, trials, timing), besides each phase's own
+        timeout: a kernel that hangs is a `timeout` within it, whichever phase it hangs in. The reference's own
+        work is not counted against it.
 
         A failing candidate is a result with a status, never an exception. A failure of adaexplore's own
         (`infra_error`) is retried once on a fresh worker; the result says so (`provenance.attempts`).
@@ -310,8 +301,10 @@ class Evaluator:
 
         A task with input sets (INPUT_SETS) is judged on each at full size (see `_input_sets`).
         """
+        options = options or EvaluationOptions()
+        backend, candidate_budget_s = options.backend, options.candidate_budget_s
         await self.ready(progress)
-        chosen_mode = Mode(mode or self.config.mode)
+        chosen_mode = Mode(options.mode or self.config.mode)
         if chosen_mode is Mode.flashinfer and task.tolerance is None:
             raise ConfigError(
                 f"mode flashinfer holds outputs to the task's own TOLERANCE, and task {task.name!r} declares none; "
@@ -324,9 +317,9 @@ class Evaluator:
                 code,
                 mode=chosen_mode,
                 backend=backend,
-                with_compile=with_compile,
-                fresh_reference=fresh_reference,
-                fresh_seeds=fresh_seeds,
+                with_compile=options.with_compile,
+                fresh_reference=options.fresh_reference,
+                fresh_seeds=options.fresh_seeds,
                 progress=part_progress,
                 budget=budget,
             )

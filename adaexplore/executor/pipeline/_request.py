@@ -1,0 +1,57 @@
+"""The one seam of "evaluate this code on this task": the options every evaluator takes (the local one, the
+cluster's, a test's fake) and the protocol they all implement, so that no caller restates a list of keywords."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adaexplore.domain import Evaluation, Mode
+from adaexplore.executor.pipeline.stages.context import Progress
+from adaexplore.executor.tasks._task import Task
+from adaexplore.roofline import TaskWork
+
+__all__ = ["EvaluationOptions", "EvaluatorProtocol"]
+
+
+class EvaluationOptions(BaseModel):
+    """How to evaluate a candidate, beyond its task and its code. The defaults are the settings'."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # the evaluation protocol; None: `executor.mode`
+    mode: Mode | None = None
+    # "cuda", "compile" or "interpret"; None or "auto": this machine's default (`executor.backend`)
+    backend: str | None = None
+    # time torch.compile of the reference too
+    with_compile: bool = False
+    # time the reference again instead of reading its cached timing
+    fresh_reference: bool = False
+    # new seeds for the weights, inputs and timing even where the mode's protocol fixes them (strict always)
+    fresh_seeds: bool = False
+    # the most time spent waiting on the candidate over all its phases; None: each phase its own timeout
+    candidate_budget_s: float | None = Field(default=None, gt=0)
+
+
+class EvaluatorProtocol(Protocol):
+    """What every evaluator does: the local `Evaluator`, the cluster's, and a test's fake."""
+
+    async def evaluate(
+        self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: Progress | None = None
+    ) -> Evaluation:
+        """The verdict of `code` (a module defining ModelNew) on `task`; a failing candidate is a verdict."""
+        ...
+
+    async def check_task(self, task: Task) -> TaskWork | None:
+        """Load the task as an evaluation would; what its reference does at full size, where it could be
+        followed."""
+        ...
+
+    async def ready(self, progress: Progress | None = None) -> None:
+        """Wait until it has started (it may start in the background); raises why it could not."""
+        ...
+
+    def fingerprint(self) -> str:
+        """The environment fingerprint its verdicts carry."""
+        ...
