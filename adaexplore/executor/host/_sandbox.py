@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -200,6 +201,12 @@ class SandboxPlan(BaseModel):
         return [*args, "--remount-ro", "/"]
 
 
+class _Limits(TypedDict):
+    memory_bytes: int
+    cache_bytes: int
+    disk_bytes: int
+
+
 def _memory_share() -> int:
     pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return max(2 << 30, pages // 4)
@@ -257,7 +264,7 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
 
     cfg = settings.executor
     choice = cfg.sandbox
-    limits = {
+    limits: _Limits = {
         "memory_bytes": cfg.worker_memory_bytes or _memory_share(),
         "cache_bytes": cfg.worker_cache_bytes,
         "disk_bytes": cfg.worker_disk_bytes,

@@ -50,7 +50,10 @@ class WorkerChannel(Protocol):
     backend: str
     # the worker's own directory, where the candidate is written and outputs are read; None: it has none
     exchange: Path | None
-    output: OutputText
+
+    @property
+    def output(self) -> OutputText: ...
+
     # why the evaluator stopped the worker for the candidate's doing (past its disk quota), if it did
     violation: str | None
     # the socket that carries handles of shared GPU memory; None: the worker has none (tensors go as files)

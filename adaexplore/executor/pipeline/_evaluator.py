@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -233,10 +234,12 @@ class Evaluator:
         with contextlib.suppress(EvaluatorError):
             await judge.start()
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._stack is not None and self._tg is not None
         self._tg.cancel_scope.cancel()
-        await self._stack.__aexit__(*exc_info)
+        await self._stack.__aexit__(kind, exc, tb)
 
     async def _shutdown(self) -> None:
         if self.lanes is None:

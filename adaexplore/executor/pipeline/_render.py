@@ -116,18 +116,18 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
             table.append("(t: outputs of timed calls, checked again)")
         row("trials", "\n".join(table))
     if ev.timing is not None:
-        t = ev.timing
+        tm = ev.timing
         text = [
-            f"method: {t.method}",
-            f"candidate  {_stats(t.candidate, t.statistic)}",
-            f"reference  {_stats(t.reference, t.statistic)}{'  [cached]' if t.reference_cached else ''}",
-            f"speedup    {t.speedup:.3f}x vs eager PyTorch",
+            f"method: {tm.method}",
+            f"candidate  {_stats(tm.candidate, tm.statistic)}",
+            f"reference  {_stats(tm.reference, tm.statistic)}{'  [cached]' if tm.reference_cached else ''}",
+            f"speedup    {tm.speedup:.3f}x vs eager PyTorch",
         ]
-        if t.reference_compile is not None and t.speedup_vs_compile is not None:
-            text.insert(3, f"compiled   {_stats(t.reference_compile, t.statistic)}")
-            text.append(f"           {t.speedup_vs_compile:.3f}x vs torch.compile")
-        elif t.compile_error is not None:
-            text.append(f"compiled   none: {t.compile_error}")
+        if tm.reference_compile is not None and tm.speedup_vs_compile is not None:
+            text.insert(3, f"compiled   {_stats(tm.reference_compile, tm.statistic)}")
+            text.append(f"           {tm.speedup_vs_compile:.3f}x vs torch.compile")
+        elif tm.compile_error is not None:
+            text.append(f"compiled   none: {tm.compile_error}")
         row("timing", "\n".join(text))
     elif ev.status.value == "ok":
         row("timing", "none: " + ("no GPU here, speed was not measured" if "cuda" not in ev.backends else "not timed"))

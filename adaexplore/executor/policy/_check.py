@@ -93,7 +93,7 @@ def guard_own_roots(tree: ast.Module, guard: str) -> ast.Module:
     check at run time what no static rule can see: which object a method was really called with. Positions
     (and so line numbers, tracebacks and Triton's reading of kernels from the file) are kept; the bodies of
     Triton's kernels are left as they are."""
-    return _OwnRootGuard(guard, _import_aliases(tree)).visit(tree)  # type: ignore[no-any-return]
+    return _OwnRootGuard(guard, _import_aliases(tree)).visit(tree)
 
 
 def check_policy(tree: ast.Module, resolve: Resolver | None = None, *, source: str | None = None) -> list[Violation]:

@@ -108,8 +108,8 @@ def _module_classes(tree: ast.AST, aliases: dict[str, str], bound: set[str]) -> 
     while changed:  # what a class inherits from the module's own classes
         changed = False
         for name, info in classes.items():
-            for base in bases.get(name, set()) & classes.keys():
-                inherited = classes[base]
+            for parent in bases.get(name, set()) & classes.keys():
+                inherited = classes[parent]
                 if not inherited.methods <= info.methods or (inherited.autograd and not info.autograd):
                     info.methods |= inherited.methods
                     info.autograd |= inherited.autograd

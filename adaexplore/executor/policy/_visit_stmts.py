@@ -90,7 +90,7 @@ class _Checker(_ExpressionChecks):
                 self._check_target(element)
             return
         if isinstance(target, ast.Attribute | ast.Subscript):
-            root = target
+            root: ast.expr = target
             while isinstance(root, ast.Attribute | ast.Subscript):
                 root = root.value
             if isinstance(target, ast.Attribute) and target.attr.startswith("__") and target.attr.endswith("__"):

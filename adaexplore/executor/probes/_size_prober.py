@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from types import TracebackType
 
 import anyio
 from anyio.abc import TaskGroup
@@ -83,10 +84,12 @@ class SizeProber:
         self._spawner = ProcessSpawner(self._tg, sandbox=self.sandbox, exchange_root=root, settings=self.settings)
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         assert self._stack is not None and self._tg is not None
         self._tg.cancel_scope.cancel()
-        await self._stack.__aexit__(*exc_info)
+        await self._stack.__aexit__(kind, exc, tb)
 
     async def _close_worker(self) -> None:
         worker, self._worker = self._worker, None

@@ -132,9 +132,9 @@ def task_from_source(source: str, name: str = "task") -> Task:
             literals[node.targets[0].id] = node.value
     missing = []
     for symbol, kind in _REQUIRED.items():
-        node = defined.get(symbol)
+        found = defined.get(symbol)
         want = ast.ClassDef if kind == "class" else ast.FunctionDef
-        if not isinstance(node, want):
+        if not isinstance(found, want):
             missing.append(f"a {kind} {symbol}")
     if missing:
         raise TaskError(

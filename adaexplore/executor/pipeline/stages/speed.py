@@ -117,9 +117,10 @@ def estimate_for(
             f"({', '.join(sorted(set(trial_launches))) or 'none'})"
         )
     spec = mode_spec(mode)
-    flags = {"tf32_matmul": spec.allow_tf32_matmul, "tf32_conv": spec.allow_tf32_cudnn}
-    mine = estimate_forward(candidate, gpu, **flags)
-    theirs = estimate_forward(reference.forward, gpu, **flags)
+    mine = estimate_forward(candidate, gpu, tf32_matmul=spec.allow_tf32_matmul, tf32_conv=spec.allow_tf32_cudnn)
+    theirs = estimate_forward(
+        reference.forward, gpu, tf32_matmul=spec.allow_tf32_matmul, tf32_conv=spec.allow_tf32_cudnn
+    )
     if mine.ms <= 0 or theirs.ms <= 0:
         return None, "no estimate: nothing was recorded to time"
     speedup = theirs.ms / mine.ms
