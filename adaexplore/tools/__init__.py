@@ -38,9 +38,6 @@ from adaexplore.tools._flashinfer import (
     task_file_request,
 )
 from adaexplore.tools._machine import (
-    ClusterProbe,
-    Environment,
-    SandboxPlan,
     has_gpu,
     machine,
     probe_cluster,
@@ -112,10 +109,7 @@ from adaexplore.tools._prompting import (
 )
 from adaexplore.tools._reading import (
     MAX_INTEGER,
-    DatabaseCheck,
     ModelCall,
-    NodeRecord,
-    RunRecord,
     UsageTotals,
     check_database,
     database_exists,
@@ -137,9 +131,7 @@ from adaexplore.tools._reading import (
 )
 from adaexplore.tools._record import RecordFailureRequest, RecordFailureResult, record_failure
 from adaexplore.tools._rules import (
-    FailureRecord,
     RuleDetail,
-    RuleRecord,
     RuleStatus,
     edit_rule,
     list_rules,
@@ -151,7 +143,7 @@ from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, s
 from adaexplore.tools._service import EvaluationOptions, EvaluatorLike, Progress, Services, open_services
 from adaexplore.tools._speed import TaskWork, check_target_gpu, known_target_gpus
 from adaexplore.tools._steps import expand_node, select_uct, step_answer, step_instructions
-from adaexplore.tools._synthesis import SynthesisReport, SyntheticTask, synthesize_tasks
+from adaexplore.tools._synthesis import synthesize_tasks
 from adaexplore.tools._task_tools import create_checked_task, create_task
 
 __all__ = [
@@ -161,7 +153,6 @@ __all__ = [
     "BenchRecord",
     "BestKernelRequest",
     "BestKernelResult",
-    "ClusterProbe",
     "CompileAndProfileRequest",
     "CompileAndProfileResult",
     "ConfirmRuleRequest",
@@ -169,14 +160,11 @@ __all__ = [
     "ContextKernel",
     "CreateTaskRequest",
     "CreateTaskResult",
-    "DatabaseCheck",
     "DistillContext",
-    "Environment",
     "EvaluationOptions",
     "EvaluatorLike",
     "ExpandNodeRequest",
     "ExpandNodeResult",
-    "FailureRecord",
     "FinishRunRequest",
     "FinishRunResult",
     "GetNodeRequest",
@@ -188,7 +176,6 @@ __all__ = [
     "KernelContext",
     "Measured",
     "ModelCall",
-    "NodeRecord",
     "NodeResult",
     "ProblemVerdict",
     "Progress",
@@ -200,12 +187,9 @@ __all__ = [
     "ReviewContext",
     "RuleCandidate",
     "RuleDetail",
-    "RuleRecord",
     "RuleStatus",
     "RunBest",
-    "RunRecord",
     "RunResult",
-    "SandboxPlan",
     "SelectUctRequest",
     "SelectUctResult",
     "Services",
@@ -214,8 +198,6 @@ __all__ = [
     "StartRunResult",
     "StepAnswer",
     "StepKernel",
-    "SynthesisReport",
-    "SyntheticTask",
     "Task",
     "TaskWork",
     "TrailStep",
