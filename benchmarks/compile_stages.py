@@ -38,7 +38,7 @@ def main() -> None:
     import torch
     import triton
 
-    from adaexplore.executor.worker._taskrun import import_file
+    from adaexplore.executor.worker._importing import import_file
     from adaexplore.executor.worker._warmup_kernel import scale_kernel
 
     if not torch.cuda.is_available():

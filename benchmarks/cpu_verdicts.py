@@ -1,4 +1,3 @@
-from adaexplore.executor import EvaluationOptions
 """The CPU path's verdicts against the H200's, over the shared corpus of GPU truth (`../shared/data/gpu-truth/`).
 
 Every kernel is judged as a search judges it on a machine without a GPU: the task with small sizes derived as
@@ -68,7 +67,7 @@ def corpus(only: list[str] | None = None) -> list[dict]:
 
 async def judge(evaluator, rows: list[dict], settings, budget_s: float | None) -> list[Outcome]:  # type: ignore[no-untyped-def]
     """Each row's kernel judged on the CPU path, its task given the small sizes a search derives."""
-    from adaexplore.executor import derive_small_sizes, task_from_source, with_small_sizes
+    from adaexplore.executor import EvaluationOptions, derive_small_sizes, task_from_source, with_small_sizes
 
     tasks, outcomes = {}, []
     for row in rows:
@@ -79,7 +78,8 @@ async def judge(evaluator, rows: list[dict], settings, budget_s: float | None) -
             sizes = derived.sizes or {}
             tasks[problem] = task_from_source(with_small_sizes(source, sizes, "derived"), name=problem)
         started = time.perf_counter()
-        result = await evaluator.evaluate(tasks[problem], row["code"], EvaluationOptions(mode="strict", candidate_budget_s=budget_s))
+        options = EvaluationOptions(mode="strict", candidate_budget_s=budget_s)
+        result = await evaluator.evaluate(tasks[problem], row["code"], options)
         checked = any(f.code.startswith("precision_") for f in result.audit.flags) or (
             "full reduction length" in result.message
         )

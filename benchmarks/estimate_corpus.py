@@ -76,11 +76,11 @@ def record_one(task_path: str, kernel_path: str) -> dict:
 
     activate_compile_only("cuda:90")
     from adaexplore.domain import Backend
-    from adaexplore.executor.worker._full_size import full_size_pass, reference_work
-    from adaexplore.executor.worker._launches import LaunchTracker
     from adaexplore.executor.worker._faults import CANDIDATE_MODULE
+    from adaexplore.executor.worker._full_size import full_size_pass, reference_work
+    from adaexplore.executor.worker._importing import import_file
+    from adaexplore.executor.worker._launches import LaunchTracker
     from adaexplore.executor.worker._static_cost import capture_ptxas_logs
-    from adaexplore.executor.worker._taskrun import import_file
     from adaexplore.roofline import ForwardWork
 
     tracker = LaunchTracker(Backend.compile)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
-from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, load_task  # noqa: E402, Status
+from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, Status, load_task  # noqa: E402
 
 SECTIONS = ("cost", "repeat", "backtoback", "dobench", "references", "concurrency", "cpu", "memory")
 

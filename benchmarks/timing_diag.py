@@ -24,9 +24,9 @@ import triton
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend, Mode
 from adaexplore.executor.wire._modes import mode_spec
-from adaexplore.executor.worker._launches import LaunchTracker
 from adaexplore.executor.worker._faults import CANDIDATE_MODULE
-from adaexplore.executor.worker._taskrun import import_file
+from adaexplore.executor.worker._importing import import_file
+from adaexplore.executor.worker._launches import LaunchTracker
 from adaexplore.executor.worker._timing import Timer
 
 

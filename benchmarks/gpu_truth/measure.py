@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.config import Settings
-from adaexplore.executor import code_hash, EvaluationOptions, Evaluator, load_task
+from adaexplore.executor import EvaluationOptions, Evaluator, code_hash, load_task
 
 HERE = Path(__file__).resolve().parent
 KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"

@@ -25,7 +25,7 @@ from adaexplore.executor import Evaluator, Status, load_task
 from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, defines_model_new, resolve_dotted
 from adaexplore.executor.policy._facts import _import_aliases, _is_kernel
 from adaexplore.executor.worker._faults import ReachRefused
-from adaexplore.executor.worker._taskrun import candidate_builtins
+from adaexplore.executor.worker._importing import candidate_builtins
 from tests.conftest import fast_settings
 
 HERE = Path(__file__).parent

@@ -43,7 +43,7 @@ ALLOWED_IMPORTS = frozenset(
         # imports the package triton.tools (whose __init__ imports only the C class LinearLayout); the worker's
         # __import__ lets that package hand out no other submodule. A kernel reads through a descriptor only what
         # its base tensor holds: the interpreter checks each access against the tensors it was given, the
-        # descriptor's base included (_interpret_shim), as on a GPU the TMA unit clips to its shape.
+        # descriptor's base included (_interpret_checks), as on a GPU the TMA unit clips to its shape.
         "triton.tools.tensor_descriptor",
     }
 )

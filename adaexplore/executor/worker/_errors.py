@@ -49,7 +49,7 @@ _EXECUTOR_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
 # Frames of the evaluator that stand in for Python's or torch's own (the candidate's builtins, the CUDA-on-CPU
 # mode that every torch call passes through): what fails in them fails in the call the candidate made.
 _TRANSPARENT = {
-    "_taskrun.py": frozenset({"restricted_import", "checked_getattr", "checked_type"}),
+    "_importing.py": frozenset({"restricted_import", "checked_getattr", "checked_type"}),
     "_cuda_on_cpu.py": frozenset(
         {
             "__torch_function__",

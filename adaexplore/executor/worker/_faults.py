@@ -1,7 +1,7 @@
 """Every exception class a worker raises to say what went wrong, and whose fault it was: a leaf module that
 imports nothing of the worker, so that the attribution in `_errors` and the modules that raise these classes
-(`_interpret_shim`, `_launches`, `_kernel_rules`, `_taskrun`, `_timing`, `_device_memory`) never import each
-other for them.
+(`_interpret_shim` and its `_interpret_*` modules, `_launches`, `_kernel_sources`, `_kernel_rules`, `_importing`,
+`_taskrun`, `_timing`, `_device_memory`) never import each other for them.
 
 - `CandidateFault` is mixed into the classes that the evaluator's own checks raise about the candidate's code;
 - `MadeHere` is mixed into the classes that say a failure is the evaluator's (`EvaluatorFault`) or its

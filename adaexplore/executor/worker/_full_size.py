@@ -21,7 +21,8 @@ from adaexplore.domain import Status
 from adaexplore.executor.tasks._small_sizes import BATCH_NAME as _BATCH
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._faults import TaskFault
-from adaexplore.executor.worker._taskrun import import_file, load_task_module
+from adaexplore.executor.worker._importing import import_file
+from adaexplore.executor.worker._taskrun import load_task_module
 from adaexplore.executor.worker._work_record import task_work
 from adaexplore.roofline import TaskWork
 

@@ -108,9 +108,10 @@ _WATCHED_CLASSES: dict[str, Callable[[], type]] = {
     "torch.inference_mode": lambda: torch.inference_mode,
     "torch.set_grad_enabled": lambda: torch.set_grad_enabled,
     "torch.cuda.device": lambda: torch.cuda.device,
-    # Triton's interpreter and compiler as the evaluator patched them before the snapshot (worker/_interpret_shim.py,
-    # _launches.py, _compile_only.py): a candidate that put its own methods there could run a kernel other than
-    # the one checked, or slip a call of kernel code past the compile pass
+    # Triton's interpreter and compiler as the evaluator patched them before the snapshot (worker/_interpret_shim.py
+    # and the _interpret_* modules it installs, _launches.py, _kernel_sources.py, _compile_only.py): a candidate that
+    # put its own methods there could run a kernel other than the one checked, or slip a call of kernel code past
+    # the compile pass
     "triton.runtime.interpreter.InterpretedFunction": lambda: InterpretedFunction,
     "triton.runtime.interpreter.FunctionRewriter": lambda: FunctionRewriter,
     "triton.compiler.code_generator.CodeGenerator": lambda: CodeGenerator,

@@ -11,20 +11,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import Status, TrialResult
+from adaexplore.domain import Status
 from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,
-    DeviceExchange,
     Failed,
-    InputPattern,
     JobSpec,
     Load,
     Loaded,
@@ -35,46 +31,21 @@ from adaexplore.executor.wire._protocol import (
     ReferenceTimed,
     Release,
     TaskFailed,
-    TensorFile,
     TimeReference,
 )
 from adaexplore.executor.wire._side import SideSocket
-from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer
-from adaexplore.executor.worker._exchange import read_tensor
 from adaexplore.executor.worker._faults import DeviceMemoryError, TaskFault
 from adaexplore.executor.worker._full_size import reduction_sizes, reference_work
 from adaexplore.executor.worker._inductor_env import compile_failure, prepare_inductor
-from adaexplore.executor.worker._perturb import (
-    apply_pattern,
-    factor_pool,
-    floating_tensors,
-    has_integer_inputs,
-    pool_size,
-)
+from adaexplore.executor.worker._judge_compare import Job, compare_outputs, timing_base
+from adaexplore.executor.worker._perturb import has_integer_inputs
 from adaexplore.executor.worker._reference_build import ReferenceBuilder
-from adaexplore.executor.worker._references import Reference, ReferenceCache, reference_key
+from adaexplore.executor.worker._references import ReferenceCache, reference_key
 from adaexplore.executor.worker._shared import output_layout, share_inputs
-from adaexplore.executor.worker._taskrun import (
-    clone_args,
-    upcast,
-)
 from adaexplore.executor.worker._timing import Timer, summarize
 
 __all__ = ["Judge"]
-
-
-@dataclass
-class _Job:
-    spec: JobSpec
-    key: str
-    ref: Reference
-    cached: bool
-    # the shared buffers of this job (GPU): the inputs the candidate copies, the outputs it writes
-    inputs: DeviceBuffer | None = None
-    outputs: DeviceBuffer | None = None
-    layout: DeviceExchange | None = None
-    buffers_bytes: int = 0
 
 
 class Judge:
@@ -90,7 +61,7 @@ class Judge:
         if budget is None:
             budget = int((share or ExecutorConfig().judge_memory_share) * _device_total(device))
         self.cache = ReferenceCache(budget, device)
-        self.jobs: dict[str, _Job] = {}
+        self.jobs: dict[str, Job] = {}
         self.builder = ReferenceBuilder(device)
         # the bytes of the last reference built per task file and sizes: the room a new one needs
         self._last_size: dict[tuple[str, str], int] = {}
@@ -188,7 +159,7 @@ class Judge:
             ref.keep = spec.init_seed is None
             self.cache.add(key, ref)
         ref.users += 1
-        job = self.jobs[spec.job_id] = _Job(spec=spec, key=key, ref=ref, cached=cached)
+        job = self.jobs[spec.job_id] = Job(spec=spec, key=key, ref=ref, cached=cached)
         facts = self._task_facts(spec)
         if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
             return Loaded(cached=cached, **facts)
@@ -217,7 +188,7 @@ class Judge:
             self._work[key] = {"work": work, "work_note": note, "reduction_sizes": sizes, "reduction_names": names}
         return self._work[key]
 
-    def _hold(self, job: _Job, nbytes: int) -> None:
+    def _hold(self, job: Job, nbytes: int) -> None:
         """Count a shared buffer of `job` against the budget, evicting unused references to make room."""
         job.buffers_bytes += nbytes
         self.cache.extra += nbytes
@@ -231,7 +202,7 @@ class Judge:
         finally:
             os.close(fd)
 
-    def prepare(self, job: _Job, output_sets: int = 0, output_bytes: int = 1 << 32) -> Prepared:
+    def prepare(self, job: Job, output_sets: int = 0, output_bytes: int = 1 << 32) -> Prepared:
         spec, ref = job.spec, job.ref
         torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
@@ -281,124 +252,14 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------
     def compare(self, command: Compare) -> Compared:
-        job = self.jobs[command.job_id]
-        directory = Path(job.spec.exchange_dir)
-        results: list[TrialResult] = []
-        unpatterned: list[torch.Tensor] | None = None  # the timing inputs' outputs, computed once
-        for index, files in enumerate(command.outputs):
-            ref = job.ref
-            if command.patterns is None:
-                refs, seed = ref.refs[index], ref.trial_seeds[index]
-            else:
-                pattern = command.patterns[index]
-                if pattern is None:
-                    if unpatterned is None:
-                        unpatterned = self._patterned_reference(job, None)
-                    refs = unpatterned
-                else:
-                    refs = self._patterned_reference(job, pattern)
-                seed = pattern.seed if pattern is not None and pattern.seed is not None else ref.timing_seed
-            results.append(self._judge_one(job, index, seed, files, refs, directory))
-        if job.outputs is not None:
-            job.outputs.tensor.fill_(255)  # the next calls' outputs must be written again to pass
-        return Compared(results=results)
-
-    def _timing_base(self, job: _Job) -> list[Any]:
-        """The timing seed's inputs, drawn once per reference (the rechecks and the reference timing scale them)."""
-        ref = job.ref
-        if ref.timing_base is None:
-            ref.timing_base = self.builder.inputs(ref, job.spec, ref.timing_seed)
-        return ref.timing_base
-
-    def _patterned_reference(self, job: _Job, pattern: InputPattern | None) -> list[torch.Tensor]:
-        """The reference's outputs on the inputs of a timed call, rebuilt from its pattern (None: the timing
-        inputs as they are)."""
-        ref = job.ref
-        if pattern is not None and pattern.seed is not None:
-            # the call's own draw of a task with integer inputs
-            args = self.builder.inputs(ref, job.spec, pattern.seed)
-            return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
-        base = self._timing_base(job)
-        if pattern is None:
-            args = clone_args(base)
-            return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
-        tensors = floating_tensors(base)
-        if (
-            len(pattern.offsets) != len(tensors)
-            or len(pattern.congruent) != len(tensors)
-            or (pattern.order and len(pattern.order) != len(tensors))
-        ):
-            raise ValueError(f"a pattern for {len(pattern.offsets)} floating inputs; the task has {len(tensors)}")
-        if ref.pattern_pool is None or ref.pattern_pool[0] != pattern.key:
-            pool = factor_pool(pattern.key, pool_size(base, pattern.congruent), tensors[0].device)
-            ref.pattern_pool = (pattern.key, pool)
-        # a copy of everything, so that a reference that writes to its inputs cannot change the kept base
-        args = clone_args(apply_pattern(base, pattern, ref.pattern_pool[1]))
-        return self.builder.forward(ref.reference, upcast(args) if ref.float64 else args)
-
-    def _read(self, job: _Job, index: int, j: int, meta: TensorFile, directory: Path) -> torch.Tensor:
-        """The candidate's output `j` of call `index`, in memory of the judge's own."""
-        if meta.path:
-            return read_tensor(meta, directory).to(self.device)
-        if job.outputs is None or job.layout is None or index >= len(job.layout.sets):
-            raise ValueError("it is said to be in the device exchange, which holds no such call")
-        slot = job.layout.sets[index][j]
-        # a copy: the candidate's process maps the buffer and could change it while the comparison runs
-        return job.outputs.view(slot.offset, slot.shape, getattr(torch, slot.dtype)).clone()
-
-    def _judge_one(
-        self, job: _Job, index: int, seed: int, files: list[Any], refs: list[torch.Tensor], directory: Path
-    ) -> TrialResult:
-        if len(files) != len(refs):
-            return TrialResult(
-                index=index,
-                seed=seed,
-                passed=False,
-                message=f"forward returned {len(files)} tensors; the reference returns {len(refs)}",
-            )
-        worst = TrialResult(index=index, seed=seed, passed=True)
-        for j, (meta, ref) in enumerate(zip(files, refs, strict=True)):
-            expected = str(job.ref.dtypes[j]).removeprefix("torch.")
-            if meta.dtype != expected:
-                return TrialResult(
-                    index=index,
-                    seed=seed,
-                    passed=False,
-                    message=f"output {j} has dtype {meta.dtype}; the reference returns {expected}",
-                )
-            if list(ref.shape) != meta.shape:
-                return TrialResult(
-                    index=index,
-                    seed=seed,
-                    passed=False,
-                    message=f"output {j} has shape {tuple(meta.shape)}; the reference returns {tuple(ref.shape)}",
-                )
-            try:
-                out = self._read(job, index, j, meta, directory)
-            except ValueError as exc:  # a description that names no output the candidate made
-                return TrialResult(index=index, seed=seed, passed=False, message=f"output {j}: {exc}")
-            result = compare(out, ref, job.ref.tolerances[j], allowance=job.ref.allowance[j])
-            del out
-            if not result.passed or (result.max_scaled_error or 0) >= (worst.max_scaled_error or 0):
-                worst = TrialResult(
-                    index=index,
-                    seed=seed,
-                    passed=result.passed,
-                    max_abs_error=result.max_abs_error,
-                    max_scaled_error=result.max_scaled_error,
-                    norm_rel_error=result.norm_rel_error,
-                    message=None if result.passed else f"output {j}: {result.message}",
-                )
-            if not result.passed:
-                return worst
-        return worst
+        return compare_outputs(self.jobs[command.job_id], command, self.builder, self.device)
 
     # ------------------------------------------------------------------------------------------
     def time_reference(self, command: TimeReference) -> ReferenceTimed:
         job = self.jobs[command.job_id]
         if self._timer is None:
             self._timer = Timer(self.device)
-        base = self._timing_base(job)
+        base = timing_base(job, self.builder)
         native = job.ref.native
         stats = self._measure(lambda args: native(*args), base, command, job)
         compile_stats, compile_error = None, None
@@ -421,7 +282,7 @@ class Judge:
                 gc.collect()
         return ReferenceTimed(stats=stats, compile_stats=compile_stats, compile_error=compile_error)
 
-    def _measure(self, call: Any, base: list[Any], command: TimeReference, job: _Job) -> Any:
+    def _measure(self, call: Any, base: list[Any], command: TimeReference, job: Job) -> Any:
         assert self._timer is not None
         try:
             measured = self._timer.measure(

@@ -7,7 +7,7 @@ the interpreter's run is counted, and each launch it runs is first compiled for 
 specialization, so that the code the interpreter judges is code the GPU's compiler accepts.
 
 Each kernel's source is recorded when the kernel is made, and checked wherever Triton compiles or interprets it:
-a source swapped afterwards (`_unsafe_update_src`) is refused.
+a source swapped afterwards (`_unsafe_update_src`) is refused (`_kernel_sources`).
 
 On `cuda`, the compile pass also builds each kernel's C launcher (Triton compiles it with the system's C
 compiler, about 0.4 s, on a kernel's first launch unless its cache holds one for the same kinds of
@@ -17,13 +17,8 @@ beside the kernel's own compile instead of after it.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import hashlib
-import inspect
 import math
-import re
-import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,10 +26,11 @@ from typing import Any
 import torch
 from triton import knobs
 from triton.runtime.autotuner import Autotuner
-from triton.runtime.jit import JITCallable, JITFunction
+from triton.runtime.jit import JITFunction
 
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._faults import CANDIDATE_MODULE, Refused, SourceChanged, TargetCompileFailed
+from adaexplore.executor.worker._faults import CANDIDATE_MODULE, Refused, TargetCompileFailed
+from adaexplore.executor.worker._kernel_sources import KernelSources, of_candidate
 
 __all__ = ["LaunchTracker"]
 
@@ -55,28 +51,6 @@ def _empty(grid: Any) -> bool:
         return False
 
 
-def _digest(src: str) -> str:
-    return hashlib.sha256(src.encode("utf-8")).hexdigest()
-
-
-def _tritons_cut(raw_src: list[str]) -> str:
-    """The source Triton's JITCallable takes from a function's lines: from the first line starting with `def`."""
-    src = textwrap.dedent("".join(raw_src))
-    found = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
-    return src[found.start() :] if found else src
-
-
-def def_line_source(raw_src: list[str]) -> str:
-    """A function's source from its own `def` line on, dedented as Triton dedents it: what Triton should
-    compile for `raw_src` (the function's lines, decorators included, as `inspect.getsourcelines` gives them).
-    Raises SyntaxError when the lines are not one function definition."""
-    src = textwrap.dedent("".join(raw_src))
-    tree = ast.parse(src)
-    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
-        raise SyntaxError("the source is not a function definition")
-    return "".join(src.splitlines(keepends=True)[tree.body[0].lineno - 1 :])
-
-
 class LaunchTracker:
     """Counts launches of kernels defined in the candidate module; optionally compiles instead of launching."""
 
@@ -86,7 +60,8 @@ class LaunchTracker:
         self.launches: list[str] = []
         # launches with a grid of no programs: nothing ran, so they are not counted in `launches`
         self.empty: list[str] = []
-        # launches refused while counting (on cuda: on a stream other than the one current when counting began)
+        # launches refused while counting (on cuda: on a stream other than the one current when counting began),
+        # and kernels refused for their source (see _kernel_sources)
         self.refusals: list[str] = []
         self._stream: int | None = None
         self.counting = False
@@ -106,12 +81,8 @@ class LaunchTracker:
         # Launcher builds started early and what became of them: "built", or the error (then Triton builds
         # the launcher itself at the first launch, and reports any real problem there).
         self.prebuilt: list[str] = []
-        # The source each kernel was made from, by the kernel object's id: (kernel, its source, its digest).
-        self._sources: dict[int, tuple[Any, str, str]] = {}
-        # interpret: the source of each function made into a kernel, by the function's id; the functions the
-        # interpreter made from checked sources
-        self._interpreted: dict[int, tuple[Any, str]] = {}
-        self._rewritten: dict[int, Any] = {}
+        # the source each kernel was made from, and its checks (their refusals go into `refusals`)
+        self.sources = KernelSources(self.refusals)
         # interpret: each launch is compiled for this target too; distinct specializations compiled per kernel,
         # and the compile failures (kernel name, the launch's constexprs and options, the compiler's error)
         self.target = "cuda:90"
@@ -125,11 +96,10 @@ class LaunchTracker:
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
-        self._check_jit_sources()
-        self._verify_compiled_sources()
+        self.sources.install()
         if self.backend is Backend.interpret:
             self._install_interpreter()
-            self._verify_interpreted_sources()
+            self.sources.install_interpreted()
             return
         self._wrap_jit_run()
         self._wrap_autotuner_run()
@@ -145,129 +115,8 @@ class LaunchTracker:
             self._enter in knobs.runtime.launch_enter_hook.calls and self._exit in knobs.runtime.launch_exit_hook.calls
         )
 
-    def _check_jit_sources(self) -> None:
-        """Triton cuts a kernel's source out of its file at the first line that starts with `def`, which may
-        be inside a string of a decorator: it would compile code other than the function written. Each
-        function made into a Triton kernel is checked when it is made (the static rules refuse such strings
-        first)."""
-        original = JITCallable.__init__
-        tracker = self
-
-        def __init__(jit: JITCallable, fn: Any) -> None:
-            original(jit, fn)
-            try:
-                own = def_line_source(jit.raw_src)
-            except SyntaxError:
-                own = None
-            if jit._src != own:
-                message = (
-                    f"You cannot hide code from the evaluator in kernel {fn.__name__}: the source Triton reads "
-                    "for it does not start at its own def line (a string holds a line that starts with `def`)."
-                )
-                tracker.refusals.append(message)
-                raise Refused(message)
-            # what every later compile of this kernel must find (see `_verify_compiled_sources`)
-            tracker._sources[id(jit)] = (jit, jit._src, _digest(jit._src))
-
-        JITCallable.__init__ = __init__  # type: ignore[method-assign]
-
-    def _source_changed(self, name: str) -> SourceChanged:
-        message = (
-            f"You cannot change the source of kernel {name} after it was made (with _unsafe_update_src or "
-            "otherwise): the source Triton was about to compile or run is not the one written in the file. "
-            "Write each kernel once, as a function in the file."
-        )
-        self.refusals.append(message)
-        return SourceChanged(message)
-
-    def _check_source(self, jit: Any) -> None:
-        """The source Triton compiles for `jit` is the one recorded when it was made. A kernel made before the
-        tracker was installed (Triton's own) is compared with its file once, then recorded."""
-        src = vars(jit).get("_src")
-        name = getattr(jit, "__name__", "?")
-        if "parse" in vars(jit) or not isinstance(src, str):
-            raise self._source_changed(name)
-        held = self._sources.get(id(jit))
-        if held is None or held[0] is not jit:
-            # every kernel of the candidate's was made after the tracker was installed: this one is a copy
-            if getattr(getattr(jit, "fn", None), "__module__", None) == CANDIDATE_MODULE:
-                raise self._source_changed(name)
-            try:
-                from_file: str | None = _tritons_cut(inspect.getsourcelines(jit.fn)[0])
-            except (OSError, TypeError):
-                from_file = None  # made by Triton from no file: nothing to compare with
-            if from_file is not None and src != from_file:
-                raise self._source_changed(name)
-            self._sources[id(jit)] = (jit, src, _digest(src))
-            return
-        if src is not held[1] and _digest(src) != held[2]:
-            raise self._source_changed(name)
-
-    def _verify_compiled_sources(self) -> None:
-        """Triton's compiler reads a kernel's source (and each function it calls) through `parse`, and compiles
-        a kernel anew in `_do_compile`: both check the source against the recorded one."""
-        parse, do_compile = JITCallable.parse, JITFunction._do_compile
-        tracker = self
-
-        def checked_parse(jit: JITCallable) -> Any:
-            tracker._check_source(jit)
-            return parse(jit)
-
-        def checked_compile(jit: JITFunction, *args: Any, **kwargs: Any) -> Any:
-            tracker._check_source(jit)
-            return do_compile(jit, *args, **kwargs)
-
-        JITCallable.parse = checked_parse  # type: ignore[method-assign]
-        JITFunction._do_compile = checked_compile  # type: ignore[method-assign]
-
-    def _verify_interpreted_sources(self) -> None:
-        """The interpreter reads a kernel's source from its file when it first runs it, and keeps the function it
-        made from it: the source must be the one the kernel was made from, and the function run one made so."""
-        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
-
-        init, rewrite_ast, rewrite = (
-            InterpretedFunction.__init__,
-            FunctionRewriter.rewrite_ast,
-            InterpretedFunction.rewrite,
-        )
-        tracker = self
-
-        def recorded_init(ifn: InterpretedFunction, fn: Any, **kwargs: Any) -> None:
-            init(ifn, fn, **kwargs)
-            if getattr(fn, "__module__", None) != CANDIDATE_MODULE:
-                return
-            try:
-                src = def_line_source(inspect.getsourcelines(fn)[0])
-            except (OSError, TypeError, SyntaxError):
-                src = ""  # never matches a source read later: its first run is refused
-            tracker._interpreted[id(fn)] = (fn, _digest(src))
-
-        def checked_rewrite_ast(rewriter: FunctionRewriter) -> Any:
-            fn = rewriter.fn
-            if getattr(fn, "__module__", None) == CANDIDATE_MODULE:
-                held = tracker._interpreted.get(id(fn))
-                try:
-                    src = def_line_source(inspect.getsourcelines(fn)[0])
-                except (OSError, TypeError, SyntaxError):
-                    src = None
-                if held is None or held[0] is not fn or src is None or _digest(src) != held[1]:
-                    raise tracker._source_changed(getattr(fn, "__name__", "?"))
-            made = rewrite_ast(rewriter)
-            tracker._rewritten[id(made)] = made
-            return made
-
-        def checked_rewrite(ifn: InterpretedFunction) -> Any:
-            made = rewrite(ifn)
-            if tracker._own(ifn) and (tracker._rewritten.get(id(made)) is not made or ifn.rewriter.fn is not ifn.fn):
-                raise tracker._source_changed(ifn.fn.__name__)
-            return made
-
-        InterpretedFunction.__init__ = recorded_init  # type: ignore[method-assign]
-        FunctionRewriter.rewrite_ast = checked_rewrite_ast  # type: ignore[method-assign]
-        InterpretedFunction.rewrite = checked_rewrite  # type: ignore[method-assign]
-
     def _own(self, fn: Any) -> bool:
-        return getattr(getattr(fn, "fn", None), "__module__", None) == CANDIDATE_MODULE
+        return of_candidate(fn)
 
     def _wrap_jit_run(self) -> None:
         original = JITFunction.run

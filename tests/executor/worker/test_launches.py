@@ -14,7 +14,8 @@ import textwrap
 from triton.compiler.compiler import LazyDict
 
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts, def_line_source
+from adaexplore.executor.worker._kernel_sources import def_line_source
+from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts
 
 
 def launch(name: str, stream: int, grid: tuple[int, ...]) -> LazyDict:
@@ -82,7 +83,7 @@ import json, sys
 import torch, triton, triton.language as tl
 from adaexplore.domain import Backend
 from adaexplore.executor.worker._launches import LaunchTracker
-from adaexplore.executor.worker._taskrun import import_file
+from adaexplore.executor.worker._importing import import_file
 BACKEND = Backend(sys.argv[1])
 if BACKEND is Backend.interpret:
     from adaexplore.executor.worker import _interpret_shim

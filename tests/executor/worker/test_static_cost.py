@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adaexplore.executor import Evaluator, Status, task_from_source
+from adaexplore.executor import EvaluationOptions, Evaluator, Status, task_from_source
 from adaexplore.executor.pipeline._render import render_evaluation
 from adaexplore.executor.worker._static_cost import parse_ptxas_log, plain_warning
 
@@ -89,7 +89,7 @@ async def test_an_oversized_or_broken_autotune_config_is_skipped_and_the_rest_ar
 ) -> None:
     # BK=8 fails the kernel's static_assert: that config does not compile at all
     code = autotuned('triton.Config({"BM": 32, "BN": 32, "BK": 8}, num_warps=4, num_stages=2),')
-    result = await evaluator.evaluate(MATMUL_TASK, code, backend="compile")
+    result = await evaluator.evaluate(MATMUL_TASK, code, EvaluationOptions(backend="compile"))
     assert result.status is Status.ok, result.message
     costs = result.audit.static_cost
     assert {c.sizes for c in costs} == {"small", "full"}
@@ -118,7 +118,7 @@ async def test_a_kernel_whose_every_config_fails_is_a_compile_error(evaluator: E
         'triton.Config({"BM": 32, "BN": 32, "BK": 32}, num_warps=4, num_stages=2),',
         'triton.Config({"BM": 32, "BN": 32, "BK": 8}, num_warps=4, num_stages=2),',
     )
-    result = await evaluator.evaluate(MATMUL_TASK, code, backend="compile")
+    result = await evaluator.evaluate(MATMUL_TASK, code, EvaluationOptions(backend="compile"))
     assert result.status is Status.compile_error, result.message
     assert all(c.skipped is not None for c in result.audit.static_cost)
     assert len(result.audit.static_cost) == 2
@@ -129,7 +129,7 @@ async def test_every_config_over_the_shared_memory_limit_is_a_compile_error(eval
         'triton.Config({"BM": 32, "BN": 32, "BK": 32}, num_warps=4, num_stages=2),',
         'triton.Config({"BM": 256, "BN": 128, "BK": 64}, num_warps=8, num_stages=3),',
     )
-    result = await evaluator.evaluate(MATMUL_TASK, code, backend="compile")
+    result = await evaluator.evaluate(MATMUL_TASK, code, EvaluationOptions(backend="compile"))
     assert result.status is Status.compile_error, result.message
     assert "shared memory" in result.message and "matmul_kernel" in result.message
 
@@ -188,7 +188,7 @@ class ModelNew(nn.Module):
 
 async def test_a_branch_taken_only_at_full_size_is_compiled(evaluator: Evaluator) -> None:
     good = "tl.store(y + offs, tl.load(x + offs, mask=offs < n) * 2.0, mask=offs < n)"
-    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", good), backend="compile")
+    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", good), EvaluationOptions(backend="compile"))
     assert result.status is Status.ok, result.message
     full = [c for c in result.audit.static_cost if c.sizes == "full"]
     small = [c for c in result.audit.static_cost if c.sizes == "small"]
@@ -198,7 +198,7 @@ async def test_a_branch_taken_only_at_full_size_is_compiled(evaluator: Evaluator
 
     # tl.dot needs 2-D operands: this branch fails to compile, and only the full sizes reach it
     broken = "tl.store(y + offs, tl.dot(tl.load(x + offs), tl.load(x + offs)))"
-    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", broken), backend="compile")
+    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", broken), EvaluationOptions(backend="compile"))
     assert result.status is Status.compile_error, result.message
     assert "full sizes" in result.message
 

@@ -1,0 +1,154 @@
+"""The timing of a candidate's run: forward timed on the timing seed's inputs, each timed call held to the rules
+of the trials (its own Triton launches, plain tensors out, the inputs left as they were), and the outputs of some
+timed calls kept for the judge to check again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from adaexplore.domain import AuditFlag, Status
+from adaexplore.executor.wire._protocol import Phase, TimeCandidate, Timed
+from adaexplore.executor.worker._candidate_base import RunnerBase, cloned
+from adaexplore.executor.worker._errors import classify
+from adaexplore.executor.worker._faults import DisguisedOutput, OutputTooLarge
+from adaexplore.executor.worker._guard import Guard
+from adaexplore.executor.worker._perturb import has_integer_inputs
+from adaexplore.executor.worker._taskrun import ShadowedTensor, make_args
+from adaexplore.executor.worker._timing import Timer, caught, summarize
+
+__all__ = ["Timing"]
+
+
+class _TimedCallRefused(Exception):
+    """A timed call broke a rule the trials hold every call to (raised inside the timing loop, which stops)."""
+
+
+class Timing(RunnerBase):
+    """The timing, and the choice of the timed calls whose outputs are checked again."""
+
+    def _recheck_count(self, timing: TimeCandidate, max_output_elements: int | None) -> int:
+        """The timed calls to keep for the judge: as many as asked, within the sets of the device exchange (which
+        the judge sized to the bytes allowed) or, for outputs written as files, within the bytes allowed (outputs
+        of 4-byte elements); fewer is said in a flag with what it still catches."""
+        want = timing.recheck_calls
+        if self.sink is not None:
+            want = min(want, self.sink.sets)
+        elif max_output_elements:
+            want = min(want, max(1, timing.recheck_bytes // (4 * max_output_elements)))
+        if want < timing.recheck_calls:
+            self.state.flags.append(
+                AuditFlag(
+                    code="few_rechecks",
+                    severity="info",
+                    message=f"the outputs of {want} timed calls were checked again, not {timing.recheck_calls}: "
+                    f"{timing.recheck_calls} would not fit in {timing.recheck_bytes >> 20} MiB; a kernel wrong in "
+                    f"one call in ten is caught with probability {caught(want):.2f}",
+                )
+            )
+        return want
+
+    def _time(
+        self,
+        model: torch.nn.Module,
+        task: Any,
+        timing_seed: int,
+        cast: torch.dtype | None,
+        on_device: bool,
+        timing: TimeCandidate,
+        guard: Guard,
+        exchange: Path,
+        max_output_elements: int | None,
+    ) -> None:
+        self.channel.send(Phase(phase="timing"))
+        calls = 0
+
+        def call(args: list[Any]) -> Any:
+            nonlocal calls
+            calls += 1
+            before = len(self.tracker.launches)  # the list count() fills while the timing runs
+            out = model(*args)
+            if self.tracker.refusals:
+                raise _TimedCallRefused(self.tracker.refusals[0])
+            if len(self.tracker.launches) == before:
+                # each call on its own: outputs computed in other calls (token launches in a few, PyTorch in
+                # the rest) are not this call's work
+                raise _TimedCallRefused(
+                    f"You cannot skip the Triton kernels in timed calls: timed call {calls} launched none of "
+                    f"the candidate's kernels{self._empty_note()}. Every call must compute its outputs with a "
+                    "Triton kernel."
+                )
+            # The types first, before anything iterates the result: a subclass of tuple would run code of its own,
+            # inside the timed region or after it. Inside it (the timer stops after this returns), the outputs
+            # are plain tensors that exist.
+            kind = type(out)
+            plain = list(out) if kind is tuple or kind is list else [out]
+            if not all(type(t) is torch.Tensor for t in plain):
+                kinds = sorted({type(t).__name__ for t in plain} if kind is tuple or kind is list else {kind.__name__})
+                raise _TimedCallRefused(
+                    "You cannot return anything but plain torch.Tensor objects, alone or in a plain tuple or list, "
+                    f"from a timed call (timed call {calls} returned {', '.join(kinds)})."
+                )
+            return out
+
+        try:
+            base = self.timing_base
+            if base is None:
+                base = make_args(task, "get_inputs", timing_seed, self.device, cast, on_device=on_device)
+            # on the timed calls' own values: a candidate that knows the trials' inputs cannot tell this call apart
+            with self._numerics(), torch.no_grad():
+                share = self.tracker.triton_share(lambda: model(*cloned(base)))
+            if self.tracker.refusals:
+                raise _TimedCallRefused(self.tracker.refusals[0])
+            redraw = None
+            if has_integer_inputs(base):
+
+                def redraw(seed: int) -> list[Any]:
+                    return make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device)
+
+            with self._numerics():
+                # counting, so that each call can see its own launches (call() checks them)
+                measured, _ = self.tracker.count(
+                    lambda: Timer(self.device).measure(
+                        call,
+                        base,
+                        timing.timing,
+                        budget_ms=timing.budget_ms,
+                        min_reps=timing.min_reps,
+                        max_reps=timing.max_reps,
+                        recheck=self._recheck_count(timing, max_output_elements),
+                        keep_limit=max_output_elements,
+                        redraw=redraw,
+                    )
+                )
+            self._sync()
+        except OutputTooLarge as exc:
+            self._fail(Status.mismatch, str(exc))
+        except (ShadowedTensor, DisguisedOutput, _TimedCallRefused) as exc:
+            self._fail(Status.rejected, str(exc))
+        except BaseException as exc:
+            self._fail(classify(exc), "forward raised while being timed", exc, "timing")
+        self._check(guard, "timing")
+        if measured.changed_input is not None:
+            self._fail(
+                Status.rejected,
+                f"You cannot modify the inputs: input {measured.changed_input} changed in a timed call (every "
+                "call must leave its inputs as it found them)",
+            )
+        rechecks = [
+            self._hand_over(tensors, k, exchange, f"recheck{k}") for k, (_, tensors) in enumerate(measured.kept)
+        ]
+        self.channel.send(
+            Timed(
+                stats=summarize(measured.times_ms, timing.timing, measured.warmup_n),
+                method=timing.timing.method,
+                host_bound_calls=measured.host_bound,
+                unseen_ms=measured.unseen_ms,
+                rechecks=rechecks,
+                recheck_patterns=[pattern for pattern, _ in measured.kept],
+                triton_time_share=share,
+                flags=self.state.flags,
+            )
+        )
