@@ -7,6 +7,12 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+    from adaexplore.domain import Backend
 
 started = time.perf_counter()
 
@@ -118,7 +124,7 @@ def main() -> None:
         else:
             from adaexplore.executor.worker._size_probe import serve
 
-        versions = {"torch": torch.__version__, "sandbox": confine(confinement, on_gpu=False)}
+        versions: dict[str, str | None] = {"torch": torch.__version__, "sandbox": confine(confinement, on_gpu=False)}
         channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
         serve(channel)
         return
@@ -154,7 +160,7 @@ def main() -> None:
 
         judge = Judge(device, side, options.memory_budget, options.memory_share)
         while (command := channel.receive()) is not None:
-            channel.send(judge.handle(command) or Done())  # type: ignore[arg-type]
+            channel.send(judge.handle(command) or Done())  # type: ignore[arg-type]  # judge commands only
         return
 
     from adaexplore.executor.worker._candidate import CandidateRunner
@@ -165,7 +171,7 @@ def main() -> None:
         CandidateRunner(channel, backend, device, tracker, side).run(command)
 
 
-def _warm_up(backend: object, device: object, role: str) -> None:
+def _warm_up(backend: Backend, device: torch.device, role: str) -> None:
     """Pay one-time costs now: CUDA context, cuBLAS and cuDNN handles, Triton's compiler and launcher."""
     import torch
 

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -52,6 +52,7 @@ def tensor_subclasses_of(module: str) -> list[str]:
     found: list[str] = []
     seen: set[type] = set()
     pending: list[type] = [torch.Tensor]
+    sub: type
     while pending:
         cls = pending.pop()
         for sub in type.__subclasses__(cls):
@@ -105,7 +106,7 @@ class RunnerBase:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def _fail(self, status: Status, message: str, exc: BaseException | None = None, phase: str = "") -> None:
+    def _fail(self, status: Status, message: str, exc: BaseException | None = None, phase: str = "") -> NoReturn:
         if status is not Status.rejected:
             # A rule broken outweighs whatever failed after it: no exception, the evaluator's own included, stands
             # in for a rejection. A compile failure the candidate caught is still one.

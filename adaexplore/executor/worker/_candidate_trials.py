@@ -5,8 +5,9 @@ reference's, not an input or a view of one, and the inputs left as they were (un
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import torch
 
@@ -58,7 +59,8 @@ class Trials(RunnerBase):
             args, pristine = cloned(inputs), cloned(inputs)
             try:
                 with self._numerics(), torch.no_grad():
-                    out, launches = self.tracker.count(lambda args=args: model(*args))
+                    # the default binds this trial's args; mypy infers no lambda with one against Callable[[], Any]
+                    out, launches = self.tracker.count(cast(Callable[[], Any], lambda args=args: model(*args)))
                 self._sync()
             except BaseException as exc:
                 self._refuse_launches()
@@ -68,7 +70,7 @@ class Trials(RunnerBase):
             if index == 0:
                 first_launches = launches
                 if not launches:
-                    severity = "reject" if command.require_triton else "warn"
+                    severity: Literal["reject", "warn"] = "reject" if command.require_triton else "warn"
                     self.state.flags.append(
                         AuditFlag(
                             code="no_triton_launch",

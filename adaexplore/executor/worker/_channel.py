@@ -10,7 +10,7 @@ import os
 import sys
 from typing import BinaryIO
 
-from adaexplore.executor.wire._protocol import Command, decode_command, encode
+from adaexplore.executor.wire._protocol import Command, Msg, decode_command, encode
 
 __all__ = ["Channel"]
 
@@ -22,8 +22,8 @@ class Channel:
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         self._in: BinaryIO = sys.stdin.buffer
 
-    def send(self, message: object) -> None:
-        self._out.write(encode(message))  # type: ignore[arg-type]
+    def send(self, message: Msg) -> None:
+        self._out.write(encode(message))
 
     def receive(self) -> Command | None:
         """The next command, or None when the evaluator has gone (end of input)."""

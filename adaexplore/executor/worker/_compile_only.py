@@ -51,9 +51,9 @@ class _CompileOnlyDriver(DriverBase):
     def get_active_torch_device(self) -> torch.device:
         return torch.device("cpu")
 
-    def get_benchmarker(self):  # type: ignore[no-untyped-def]
+    def get_benchmarker(self):
         # Autotuning compiles each config through the launches it benchmarks; the times are meaningless.
-        def bench(fn, quantiles=None, **_):  # type: ignore[no-untyped-def]
+        def bench(fn, quantiles=None, **_):
             fn()
             return [1.0] * len(quantiles) if quantiles else 1.0
 
@@ -68,7 +68,7 @@ class _CompileOnlyDriver(DriverBase):
     def get_current_stream(self, device: int | None = None) -> int:
         return 0
 
-    def get_device_interface(self):  # type: ignore[no-untyped-def]
+    def get_device_interface(self):
         return torch.cuda
 
 
@@ -156,12 +156,12 @@ def _install_mirrors() -> None:
             raise HostCallOfKernelCode(ifn.__name__)
         return call(ifn, *args, **kwargs)
 
-    InterpretedFunction.__call__ = call_outside  # type: ignore[method-assign]
-    generator.__init__ = init_mirrored  # type: ignore[method-assign]
-    generator.visit = visit_mirrored  # type: ignore[method-assign]
-    generator.get_Attribute = get_attribute_mirrored  # type: ignore[method-assign]
-    generator.call_Function = call_function_mirrored  # type: ignore[method-assign]
-    DependenciesFinder.record_reference = record_reference_mirrored  # type: ignore[method-assign]
+    InterpretedFunction.__call__ = call_outside
+    generator.__init__ = init_mirrored
+    generator.visit = visit_mirrored
+    generator.get_Attribute = get_attribute_mirrored
+    generator.call_Function = call_function_mirrored
+    DependenciesFinder.record_reference = record_reference_mirrored
 
 
 _mirrors_installed = False

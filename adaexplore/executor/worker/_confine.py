@@ -13,6 +13,7 @@ import os
 import resource
 import shutil
 import subprocess
+from typing import Literal
 
 from adaexplore.executor.wire import _landlock
 from adaexplore.executor.wire._confinement import Confinement
@@ -84,7 +85,7 @@ def _interpreter(path: str) -> str | None:
                 return words[0].decode() if words else None
             if not head.startswith(b"\x7fELF") or head[4] != 2:  # 64-bit ELF only
                 return None
-            order = "little" if head[5] == 1 else "big"
+            order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
             table = int.from_bytes(head[0x20:0x28], order)
             size, count = int.from_bytes(head[0x36:0x38], order), int.from_bytes(head[0x38:0x3A], order)
             for index in range(count):

@@ -47,18 +47,18 @@ class _CudaToCpu(TorchFunctionMode):
 def cuda_on_cpu() -> Iterator[None]:
     """Inside, CUDA devices mean the CPU, `.cuda()` is a no-op and `torch.cuda.synchronize()` returns."""
     saved = torch.nn.Module.cuda, torch.cuda.synchronize
-    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign,assignment]
-    torch.cuda.synchronize = lambda *args, **kwargs: None  # type: ignore[assignment]
+    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign]  # patched on purpose
+    torch.cuda.synchronize = lambda *args, **kwargs: None
     try:
         with _CudaToCpu():
             yield
     finally:
-        torch.nn.Module.cuda, torch.cuda.synchronize = saved  # type: ignore[method-assign]
+        torch.nn.Module.cuda, torch.cuda.synchronize = saved  # type: ignore[method-assign]  # restored
 
 
 def install_is_cuda() -> None:
     """`x.is_cuda` answers True for CPU tensors, so `assert x.is_cuda` guards pass on the CPU."""
-    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda"))  # type: ignore[assignment,method-assign]
+    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda"))  # type: ignore[assignment]  # patched on purpose
 
 
 # ---- torch.cuda's questions about the device, answered as the target GPU ------------------------------------

@@ -112,7 +112,7 @@ class DeviceBuffer:
     def close(self) -> None:
         """Unmap and release. The memory is freed once every process that maps it has let it go."""
         driver = _driver()
-        self.tensor = None  # type: ignore[assignment]
+        self.tensor = None  # type: ignore[assignment]  # released: a closed buffer is not read again
         if self._address is not None:
             torch.cuda.synchronize(self.device)
             driver.cuMemUnmap(self._address, self.size)

@@ -36,7 +36,14 @@ __all__ = [
     "made_here",
 ]
 
-_TRITON_ROOT = str(Path(__import__("triton").__file__).parent)
+
+def _package_root(name: str) -> str:
+    file = __import__(name).__file__
+    assert file is not None  # a regular package, imported from its files
+    return str(Path(file).parent)
+
+
+_TRITON_ROOT = _package_root("triton")
 _COMPILE_PATHS = (
     f"{_TRITON_ROOT}/compiler/",
     f"{_TRITON_ROOT}/language/",
@@ -69,7 +76,7 @@ _BAD_CALL = re.compile(
     r"^([\w.<>]+)\(\) (?:got an unexpected keyword argument|got multiple values|missing \d+ required|takes )"
 )
 # Frames from these packages are machinery around the candidate's code, not the place to fix it.
-_NOISE_ROOTS = (_OWN_ROOT, str(Path(__import__("torch").__file__).parent), _TRITON_ROOT + "/runtime/")
+_NOISE_ROOTS = (_OWN_ROOT, _package_root("torch"), _TRITON_ROOT + "/runtime/")
 _TRACEBACK_LIMIT = 6000
 
 

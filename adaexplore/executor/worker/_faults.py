@@ -43,8 +43,9 @@ __all__ = [
 CANDIDATE_MODULE = "adaexplore_candidate"
 
 # Per exception the evaluator made: the call stack it was made in, innermost frame first (a frame's id with its
-# code, which the record keeps alive, so that a frame made later at the same address is told apart).
-_MADE_HERE: weakref.WeakKeyDictionary[BaseException, tuple[tuple[int, CodeType], ...]] = weakref.WeakKeyDictionary()
+# code, which the record keeps alive, so that a frame made later at the same address is told apart). Keyed by
+# object: `MadeHere`, which records them, is a mixin and no exception to mypy.
+_MADE_HERE: weakref.WeakKeyDictionary[object, tuple[tuple[int, CodeType], ...]] = weakref.WeakKeyDictionary()
 
 
 def made_stack(exc: BaseException) -> tuple[tuple[int, CodeType], ...] | None:

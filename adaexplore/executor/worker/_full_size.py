@@ -67,16 +67,16 @@ def shape_only() -> Iterator[None]:
     and `x.is_cuda` is true for meta tensors, so code written for the GPU runs its host side unchanged."""
     saved_sync, saved_is_cuda = torch.cuda.synchronize, torch.Tensor.is_cuda
     saved_cuda = torch.nn.Module.cuda
-    torch.cuda.synchronize = lambda *args, **kwargs: None  # type: ignore[assignment]
-    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign,assignment]
-    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda", "meta"))  # type: ignore[assignment,method-assign]
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign]  # patched on purpose
+    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda", "meta"))  # type: ignore[assignment]  # patched on purpose
     try:
         with META, _OnMeta():
             yield
     finally:
-        torch.cuda.synchronize = saved_sync  # type: ignore[assignment]
-        torch.nn.Module.cuda = saved_cuda  # type: ignore[method-assign]
-        torch.Tensor.is_cuda = saved_is_cuda  # type: ignore[method-assign]
+        torch.cuda.synchronize = saved_sync
+        torch.nn.Module.cuda = saved_cuda  # type: ignore[method-assign]  # restored
+        torch.Tensor.is_cuda = saved_is_cuda
 
 
 def _cast(value: Any, cast: torch.dtype | None) -> Any:

@@ -103,7 +103,7 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
         locals: Any = None,
         fromlist: Any = (),
         level: int = 0,
-    ) -> ModuleType:
+    ) -> ModuleType | None:
         beside = False
         if name not in allowed and on_the_way(name):
             # a package above an allowed module (triton.tools, above triton.tools.tensor_descriptor): each name of
@@ -116,9 +116,9 @@ def candidate_builtins(allowed: frozenset[str]) -> dict[str, Any]:
                 # PyImport_ImportModule, called by C code (torch's own, making a tensor's storage) while a
                 # candidate frame is the innermost: it asks with an empty list and reads the module from
                 # sys.modules itself. Nothing is imported and nothing is returned to the caller.
-                return None  # type: ignore[return-value]
+                return None
             raise ImportError(f"a candidate cannot import {name}")
-        return real_import(name, globals, locals, fromlist, level)  # type: ignore[no-any-return]
+        return real_import(name, globals, locals, fromlist, level)
 
     real_getattr = builtins_module.getattr
     # held by the closure, not looked up in this module's namespace at each call: a candidate that

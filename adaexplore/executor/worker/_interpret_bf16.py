@@ -6,7 +6,7 @@ operands as the tensor cores take them (the plain interpreter computes it exactl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import triton.language as tl
@@ -16,8 +16,15 @@ from adaexplore.executor.worker import _tensor_cores as tensor_cores
 
 __all__ = ["as_f32", "f32_to_bf16", "install_bf16_and_tf32"]
 
-_Handle = _interp.TensorHandle
-_Builder = _interp.InterpreterBuilder
+if TYPE_CHECKING:  # Triton ships no types: to mypy these are classes whose every member is Any
+
+    class _Handle(Any): ...
+
+    class _Builder(Any): ...
+
+else:
+    _Handle = _interp.TensorHandle
+    _Builder = _interp.InterpreterBuilder
 
 
 def _is_bf16(handle: Any) -> bool:
@@ -130,15 +137,15 @@ def install_bf16_and_tf32() -> None:
             return _bf16_result(rsqrt(self, _Handle(as_f32(arg), tl.float32)).data)
         return rsqrt(self, arg)
 
-    _Builder.binary_op = binary_op  # type: ignore[method-assign]
-    _Builder.unary_op = unary_op  # type: ignore[method-assign]
-    _Builder.ternary_op = ternary_op  # type: ignore[method-assign]
-    _Builder.create_dot = create_dot  # type: ignore[method-assign]
-    _Builder.create_fma = create_fma  # type: ignore[method-assign]
-    _Builder.cast_impl = cast_impl  # type: ignore[method-assign]
-    _Builder.create_fp_to_fp = create_fp_to_fp  # type: ignore[method-assign]
-    _Builder.create_erf = create_erf  # type: ignore[method-assign]
-    _Builder.create_rsqrt = create_rsqrt  # type: ignore[method-assign]
+    _Builder.binary_op = binary_op
+    _Builder.unary_op = unary_op
+    _Builder.ternary_op = ternary_op
+    _Builder.create_dot = create_dot
+    _Builder.create_fma = create_fma
+    _Builder.cast_impl = cast_impl
+    _Builder.create_fp_to_fp = create_fp_to_fp
+    _Builder.create_erf = create_erf
+    _Builder.create_rsqrt = create_rsqrt
     for name in (
         "create_si_to_fp",
         "create_ui_to_fp",
@@ -152,7 +159,7 @@ def install_bf16_and_tf32() -> None:
 
     # Reductions and scans see raw bf16 bits; run them in fp32 and round the result back.
     for ops in (_interp.ReduceOps, _interp.ScanOps):
-        ops.apply_impl = _in_fp32(ops.apply_impl)  # type: ignore[method-assign]
+        ops.apply_impl = _in_fp32(ops.apply_impl)
 
 
 def _in_fp32(apply_impl: Callable[..., Any]) -> Callable[..., Any]:

@@ -5,7 +5,7 @@ argument that only looks like a tensor is refused). Installed by `_interpret_shi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -16,8 +16,15 @@ from adaexplore.executor.worker._faults import DeviceAssertFailed, FakeTensorArg
 
 __all__ = ["install_bounds_checker", "install_device_assert"]
 
-_Handle = _interp.TensorHandle
-_Builder = _interp.InterpreterBuilder
+if TYPE_CHECKING:  # Triton ships no types: to mypy these are classes whose every member is Any
+
+    class _Handle(Any): ...
+
+    class _Builder(Any): ...
+
+else:
+    _Handle = _interp.TensorHandle
+    _Builder = _interp.InterpreterBuilder
 
 
 # ---- device_assert on -------------------------------------------------------------------------------
@@ -32,7 +39,7 @@ def install_device_assert() -> None:
             failing = int(values.size - np.count_nonzero(values))
             raise DeviceAssertFailed(f"device_assert failed in program {self.grid_idx} ({failing} lanes): {message}")
 
-    _Builder.create_assert = create_assert  # type: ignore[method-assign]
+    _Builder.create_assert = create_assert
 
 
 # ---- bounds checking ---------------------------------------------------------------------------------
@@ -128,7 +135,7 @@ def install_bounds_checker() -> None:
         _Launch.kernel = getattr(self.fn, "__name__", "?")
         return args_hst, kwargs_hst
 
-    _interp.GridExecutor._init_args_hst = _init_args_hst  # type: ignore[method-assign]
+    _interp.GridExecutor._init_args_hst = _init_args_hst
     load, store = _Builder.create_masked_load, _Builder.create_masked_store
     rmw, cas = _Builder.create_atomic_rmw, _Builder.create_atomic_cas
 
@@ -151,7 +158,7 @@ def install_bounds_checker() -> None:
         _check_access(self, ptr, None, "atomic_cas")
         return cas(self, ptr, cmp, val, *rest, **hints)
 
-    _Builder.create_masked_load = create_masked_load  # type: ignore[method-assign]
-    _Builder.create_masked_store = create_masked_store  # type: ignore[method-assign]
-    _Builder.create_atomic_rmw = create_atomic_rmw  # type: ignore[method-assign]
-    _Builder.create_atomic_cas = create_atomic_cas  # type: ignore[method-assign]
+    _Builder.create_masked_load = create_masked_load
+    _Builder.create_masked_store = create_masked_store
+    _Builder.create_atomic_rmw = create_atomic_rmw
+    _Builder.create_atomic_cas = create_atomic_cas

@@ -143,7 +143,7 @@ def install_kernel_tracking() -> None:
         finally:
             _kernels_running -= 1
 
-    _interp.GridExecutor.__call__ = call  # type: ignore[method-assign]
+    _interp.GridExecutor.__call__ = call
 
 
 def _outside_kernel(name: str) -> ValueError:
@@ -195,7 +195,7 @@ def _stand_in(
     call.__qualname__ = original.__qualname__
     call.__module__ = original.__module__
     call.__doc__ = original.__doc__
-    call.__triton_builtin__ = True  # type: ignore[attr-defined]
+    call.__triton_builtin__ = True  # type: ignore[attr-defined]  # Triton's mark of a builtin
     return call
 
 

@@ -41,7 +41,7 @@ def _cpu_bench(fn: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
 
 
 def _install_autotune() -> None:
-    _autotuner.Autotuner.do_bench = property(lambda self: _cpu_bench)  # type: ignore[assignment]
+    _autotuner.Autotuner.do_bench = property(lambda self: _cpu_bench)
 
 
 def first_config_only() -> None:
@@ -51,7 +51,7 @@ def first_config_only() -> None:
     def first(self: Any, kwargs: Any, *args: Any, **more: Any) -> Any:
         return prune(self, kwargs, *args, **more)[:1]
 
-    _autotuner.Autotuner.prune_configs = first  # type: ignore[method-assign]
+    _autotuner.Autotuner.prune_configs = first
 
 
 # ---- the rewritten kernel gets the one name it needs, not the interpreter's namespace -----------------
@@ -77,7 +77,7 @@ def _install_namespace_guard() -> None:
         exec(code, fn_globals, local_namespace)
         return local_namespace[self.fn.__name__]
 
-    _interp.FunctionRewriter._compile_and_exec = _compile_and_exec  # type: ignore[method-assign]
+    _interp.FunctionRewriter._compile_and_exec = _compile_and_exec
 
 
 def _install_def_finder() -> None:
@@ -89,7 +89,7 @@ def _install_def_finder() -> None:
         tree = ast.parse(textwrap.dedent("".join(lines)))
         return tree.body[0].lineno
 
-    _interp.FunctionRewriter._find_def = _find_def  # type: ignore[method-assign]
+    _interp.FunctionRewriter._find_def = _find_def
 
 
 # ---- scalars as integers with any numpy ---------------------------------------------------------
@@ -130,7 +130,7 @@ def _install_device_call_scope() -> None:
         finally:
             scope.restore()
 
-    _interp.InterpretedFunction.__call__ = __call__  # type: ignore[method-assign]
+    _interp.InterpretedFunction.__call__ = __call__
 
 
 def install() -> None:

@@ -182,6 +182,8 @@ class Judge:
         if key not in self._work:
             cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
             work, note = reference_work(spec.task_path, cast)
+            sizes: dict[str, int | float] | None
+            names: list[str]
             sizes, names = (None, [])
             if spec.sizes == "small" and spec.small_sizes:
                 sizes, names = reduction_sizes(spec.task_path, spec.small_sizes, cast)

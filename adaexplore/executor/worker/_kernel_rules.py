@@ -29,4 +29,4 @@ def install() -> None:
             )
         return cast(self, input, dst_ty, *args, **kwargs)
 
-    TritonSemantic.cast = checked_cast  # type: ignore[method-assign]
+    TritonSemantic.cast = checked_cast

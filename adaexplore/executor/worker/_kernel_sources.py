@@ -95,7 +95,7 @@ class KernelSources:
             # what every later compile of this kernel must find (see `_verify_compiled_sources`)
             sources._sources[id(jit)] = (jit, jit._src, _digest(jit._src))
 
-        JITCallable.__init__ = __init__  # type: ignore[method-assign]
+        JITCallable.__init__ = __init__
 
     def _source_changed(self, name: str) -> SourceChanged:
         message = (
@@ -143,8 +143,8 @@ class KernelSources:
             sources._check_source(jit)
             return do_compile(jit, *args, **kwargs)
 
-        JITCallable.parse = checked_parse  # type: ignore[method-assign]
-        JITFunction._do_compile = checked_compile  # type: ignore[method-assign]
+        JITCallable.parse = checked_parse
+        JITFunction._do_compile = checked_compile
 
     def _verify_interpreted_sources(self) -> None:
         """The interpreter reads a kernel's source from its file when it first runs it, and keeps the function it
@@ -188,6 +188,6 @@ class KernelSources:
                 raise sources._source_changed(ifn.fn.__name__)
             return made
 
-        InterpretedFunction.__init__ = recorded_init  # type: ignore[method-assign]
-        FunctionRewriter.rewrite_ast = checked_rewrite_ast  # type: ignore[method-assign]
-        InterpretedFunction.rewrite = checked_rewrite  # type: ignore[method-assign]
+        InterpretedFunction.__init__ = recorded_init
+        FunctionRewriter.rewrite_ast = checked_rewrite_ast
+        InterpretedFunction.rewrite = checked_rewrite

@@ -21,7 +21,7 @@ import contextlib
 import math
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from triton import knobs
@@ -70,7 +70,7 @@ class LaunchTracker:
         self.shared_memory: dict[str, int] = {}
         # compile-only: what each kernel costs per config, at the sizes named by `sizes` (see _static_cost);
         # an autotune config whose shared memory exceeds the limit is skipped, as on a GPU
-        self.sizes = "small"
+        self.sizes: Literal["full", "small"] = "small"
         self.costs: list[Any] = []
         self.shared_memory_limit: int | None = None
         self._costed: set[tuple[str, str]] = set()
@@ -156,7 +156,7 @@ class LaunchTracker:
                 tracker.launches.append(jit.__name__)
             return kernel
 
-        JITFunction.run = run  # type: ignore[method-assign]
+        JITFunction.run = run
 
     def _install_launcher_prebuild(self) -> None:
         previous = knobs.runtime.jit_cache_hook
@@ -223,7 +223,7 @@ class LaunchTracker:
                 tracker.launches.append(base.__name__)
             return None
 
-        Autotuner.run = run  # type: ignore[method-assign]
+        Autotuner.run = run
 
     def _record_cost(self, jit: Any, kwargs: dict[str, Any], kernel: Any) -> None:
         from adaexplore.executor.worker._static_cost import record_cost
@@ -282,7 +282,7 @@ class LaunchTracker:
                 (tracker.empty if _empty(resolved[-1]) else tracker.launches).append(name)
             return result
 
-        InterpretedFunction.run = run  # type: ignore[method-assign]
+        InterpretedFunction.run = run
 
     def _compile_for_target(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """The launch the interpreter is about to run, compiled for the GPU target first with the same argument

@@ -134,7 +134,7 @@ def apply_pattern(
         return value
 
     with torch.no_grad():  # an input that requires grad still gets its pattern written into a buffer
-        return scaled(base, out)  # type: ignore[no-any-return]
+        return scaled(base, out)
 
 
 def _scale(

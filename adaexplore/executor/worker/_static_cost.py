@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from adaexplore.domain import KernelCost
 
@@ -93,7 +93,7 @@ def capture_ptxas_logs() -> None:
         finally:
             _logs[_digest(src)] = printed.getvalue()
 
-    CUDABackend.make_cubin = logged_make_cubin  # type: ignore[method-assign]
+    CUDABackend.make_cubin = logged_make_cubin
     _installed = True
 
 
@@ -154,11 +154,11 @@ def config_label(jit: Any, kwargs: dict[str, Any], kernel: Any) -> str:
     return ", ".join(given + options)
 
 
-def kernel_cost(name: str, sizes: str, label: str, kernel: Any, *, autotuned: bool) -> KernelCost:
+def kernel_cost(name: str, sizes: Literal["full", "small"], label: str, kernel: Any, *, autotuned: bool) -> KernelCost:
     report = ptxas_report(kernel)
     return KernelCost(
         kernel=name,
-        sizes=sizes,  # type: ignore[arg-type]
+        sizes=sizes,
         config=label,
         autotuned=autotuned,
         registers=report.registers,

@@ -8,7 +8,7 @@ import contextlib
 import copy
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,7 +40,7 @@ __all__ = [
 TASK_MODULE = "adaexplore_task"
 
 
-def _sized_code(path: str, sizes: dict[str, int | float]) -> Any:
+def _sized_code(path: str, sizes: Mapping[str, int | float]) -> Any:
     """The task module compiled with each module-level assignment to a name of `sizes` assigning its small value
     instead, so that what the module computes from them (`bias_shape = (out_features,)`, `n = 2 * m`) follows,
     as Python computes it. Compiled under the file's own name and lines, for tracebacks."""
@@ -63,7 +63,9 @@ def _sized_code(path: str, sizes: dict[str, int | float]) -> Any:
     return compile(tree, path, "exec", dont_inherit=True)
 
 
-def load_task_module(path: str, small_sizes: dict[str, int | float] | None, *, name: str = TASK_MODULE) -> ModuleType:
+def load_task_module(
+    path: str, small_sizes: Mapping[str, int | float] | None, *, name: str = TASK_MODULE
+) -> ModuleType:
     """Import a task; for small sizes, with its module-level size names assigned their small values where the
     module assigns them (so that names and shapes computed from them follow), and set after the import too.
 

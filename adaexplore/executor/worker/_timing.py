@@ -236,6 +236,7 @@ class Timer:
                 return flatten_args(pristine)
             if pattern.seed is not None and patterns.redraw is not None:
                 return flatten_args(patterns.redraw(pattern.seed))
+            assert patterns.pool is not None  # a scaled pattern: only a source with a pool makes one
             return flatten_args(apply_pattern(pristine, pattern, patterns.pool))
 
         grad = torch.no_grad() if spec.no_grad else contextlib.nullcontext()

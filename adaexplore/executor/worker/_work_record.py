@@ -9,7 +9,7 @@ made before it trusts it (`stages/result.py`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -152,7 +152,7 @@ def _nbytes(tensors: list[torch.Tensor]) -> float:
     return total
 
 
-def _category(func: Any) -> str:
+def _category(func: Any) -> Literal["matmul", "conv", "attention", "memory", "view", "uncounted"]:
     packet = func.overloadpacket
     name = packet.__name__
     if packet in flop_registry:
@@ -201,7 +201,7 @@ def _op_work(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     written = [t for t in outputs if not any(t is i for i in inputs)] or outputs
     return OpWork(
         op=name,
-        category=category,  # type: ignore[arg-type]
+        category=category,
         flops=flops,
         dtype=dtype,
         bytes_read=_nbytes(inputs),
@@ -309,7 +309,9 @@ def record_launch(
     resolved = grid(bound) if callable(grid) else grid
     dims = tuple(int(g) for g in resolved)[:3]
     dims = dims + (1,) * (3 - len(dims))
-    config = launch_config(jit, dict(bound), dims, kernel, config_label(jit, kwargs, kernel), ptxas_report(kernel))
+    config = launch_config(
+        jit, dict(bound), (dims[0], dims[1], dims[2]), kernel, config_label(jit, kwargs, kernel), ptxas_report(kernel)
+    )
     if group is not None:
         group.configs.append(config)
     else:
