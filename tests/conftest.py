@@ -103,7 +103,7 @@ def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
         sniffio.current_async_library_cvar.reset(token)
 
 
-def _stray_sandboxes(known: frozenset[str] = frozenset()) -> list[str]:
+def _stray_sandboxes(known: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Live bubblewrap processes that outlived the process that started them. A worker's outer bwrap has the
     evaluator as parent; its inner one, the first process of the new PID namespace (two PIDs in `NSpid`), has the
     outer one. An inner one whose parent is no bwrap, or an outer one reparented to init, is a stray."""
@@ -128,19 +128,24 @@ def _stray_sandboxes(known: frozenset[str] = frozenset()) -> list[str]:
     return stray
 
 
+# strays already reported in this process (or there before its first test), by pid
+_STRAYS_SEEN: set[str] = {line.split()[1] for line in _stray_sandboxes()}
+
+
 @pytest.fixture(autouse=True)
 def _no_sandbox_outlives_its_worker() -> Iterator[None]:
     """After every test: no bubblewrap process (nor the PID namespace it holds) is left without its worker. A
     process that ends takes a moment to go, so what is seen is looked at again for a few seconds. A stray that
     was there before the test began is not its doing (another run on this machine, an earlier test that failed
     for it already), and is not counted again."""
-    before = frozenset(line.split()[1] for line in _stray_sandboxes())
+    before = _STRAYS_SEEN  # as the previous test of this process left them: one scan a test, not two
     yield
     stray = _stray_sandboxes(before)
     deadline = time.monotonic() + 3
     while stray and time.monotonic() < deadline:
         time.sleep(0.2)
         stray = _stray_sandboxes(before)
+    _STRAYS_SEEN.update(line.split()[1] for line in stray)
     assert not stray, f"sandboxes outlived their workers: {', '.join(stray)}"
 
 

@@ -24,6 +24,8 @@ from adaexplore.config import Settings
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
 
 _DROP = "from adaexplore.executor.worker._user import drop_privileges; drop_privileges({uid})"
+# what the check in a sandbox found, per bwrap, user, interpreter, package and view of the machine
+_PROBED: dict[tuple[str, int, str, str, tuple[str, ...]], str] = {}
 
 
 def _closed_devices() -> list[str]:
@@ -49,16 +51,21 @@ async def unprivileged_user(
     closed = _closed_devices()
     if closed:
         return None, f"{', '.join(closed)} cannot be opened by other users"
-    command = [bwrap, "--unshare-pid", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
-    command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
-    command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
-    command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": package_root}
-    result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
-    if result.returncode != 0:
-        tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-        return None, f"uid {uid} cannot run this interpreter in the sandbox ({tail[0]})"
-    return uid, ""
+    key = (bwrap, uid, sys.executable, package_root, tuple(system))
+    if key not in _PROBED:  # the same in every evaluator of this process: asked once
+        command = [bwrap, "--unshare-pid", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
+        command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
+        command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
+        command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": package_root}
+        result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
+        why = ""
+        if result.returncode != 0:
+            tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+            why = f"uid {uid} cannot run this interpreter in the sandbox ({tail[0]})"
+        _PROBED[key] = why
+    why = _PROBED[key]
+    return (None, why) if why else (uid, "")
 
 
 def system_binds(system: list[str], made: dict[str, bool]) -> list[str]:
