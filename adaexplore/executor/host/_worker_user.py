@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.config import Settings
+from adaexplore.executor.host._view import gpu_devices, inside
 
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
 
@@ -30,13 +31,9 @@ _PROBED: dict[tuple[str, int, str, str, tuple[str, ...]], str] = {}
 
 def _closed_devices() -> list[str]:
     """The GPU's device files that a user other than their owner cannot both read and write."""
-    closed = []
-    for path in sorted(Path("/dev").glob("nvidia*")):
-        if path.is_char_device() and path.stat().st_mode & (stat.S_IROTH | stat.S_IWOTH) != (
-            stat.S_IROTH | stat.S_IWOTH
-        ):
-            closed.append(str(path))
-    return closed
+    both = stat.S_IROTH | stat.S_IWOTH
+    devices = [Path(d) for d in gpu_devices(True)]
+    return [str(d) for d in devices if d.is_char_device() and d.stat().st_mode & both != both]
 
 
 async def unprivileged_user(
@@ -91,16 +88,12 @@ def bind(kind: str, path: str, made: dict[str, bool]) -> list[str]:
     parts = Path(path).parts
     for depth in range(2, len(parts)):
         folder = str(Path(*parts[:depth]))
-        if folder in made or any(whole and _inside(folder, m) for m, whole in made.items()):
+        if folder in made or any(whole and inside(folder, m) for m, whole in made.items()):
             continue
         args += ["--perms", "0755", "--dir", folder]
         made[folder] = False
     made[path] = True
     return [*args, kind, path, path]
-
-
-def _inside(path: str, parent: str) -> bool:
-    return path.startswith(parent.rstrip("/") + "/")
 
 
 def hand_over(uid: int, exchange_root: Path, exchange: Path) -> None:
