@@ -25,7 +25,7 @@ import pytest
 
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, Status, load_task
-from adaexplore.executor.host._sandbox import detect_sandbox
+from adaexplore.executor.host._sandbox import _bwrap_path, detect_sandbox
 from tests.conftest import ROOT, fast_settings
 from tests.sandbox.attacks import ATTACKS, candidate
 
@@ -256,6 +256,31 @@ async def test_workers_stay_root_when_told_and_say_so(tmp_path: Path) -> None:
         pytest.skip(f"no bwrap sandbox on this machine: {exc}")
     assert plan.user is None
     assert "unprivileged workers unavailable: executor.worker_uid is unset" in plan.describe()
+
+
+def test_workers_become_nobody_where_the_packages_are_on_pythonpath(tmp_path: Path) -> None:
+    # as on a GPU machine whose packages were installed with `pip install --target DIR` and found through
+    # PYTHONPATH: the check must import from where a worker does, not only from the interpreter's own path
+    if os.geteuid() != 0 or _bwrap_path()[0] is None:
+        pytest.skip("only an evaluator that runs as root under bubblewrap changes its workers' user")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "bare"], check=True)
+    base = tmp_path / "bare" / "bin" / "python"
+    bare = subprocess.run([base, "-c", "import pydantic"], capture_output=True, check=False, env={"PATH": "/bin"})
+    if sys.prefix == sys.base_prefix or bare.returncode == 0:
+        pytest.skip("needs a virtual environment to take the packages from")
+    site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "ADAEXPLORE_HOME": str(tmp_path / "home")}
+    env["PYTHONPATH"] = os.pathsep.join((str(ROOT), site))
+    script = (
+        "import anyio\n"
+        "from adaexplore.config import Settings\n"
+        "from adaexplore.executor.host._sandbox import detect_sandbox\n"
+        "plan = anyio.run(detect_sandbox, Settings.load())\n"
+        "print(plan.user, plan.unavailable)\n"
+    )
+    done = subprocess.run([base, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("65534 {}"), done.stdout + done.stderr[-2000:]
 
 
 async def test_an_honest_kernel_still_passes_and_nothing_is_left(walled: Evaluator, machine: Machine) -> None:

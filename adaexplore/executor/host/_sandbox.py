@@ -40,11 +40,11 @@ from adaexplore.executor.host._view import (
     PROC_READABLE,
     gpu_devices,
     inside,
-    package_root,
     sensitive_paths,
     system_view,
 )
 from adaexplore.executor.host._worker_user import bind, system_binds, unprivileged_user
+from adaexplore.executor.host._workspace import worker_env
 from adaexplore.executor.wire._confinement import Confinement, SandboxKind
 
 __all__ = ["SandboxPlan", "detect_sandbox"]
@@ -281,9 +281,8 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         else:
             version, disable_userns, reason = await _probe_bwrap(path)
             if version is not None:
-                root = str(package_root())
-                env = {**os.environ, "PYTHONPATH": root}  # as a worker's (see `workspace`)
-                user, why = await unprivileged_user(path, system_view(env), root, settings)
+                env = worker_env(settings)
+                user, why = await unprivileged_user(path, system_view(env), env, settings)
                 if why:
                     logger.warning("workers run as root on this machine: %s", why)
                 return _chosen(

@@ -25,7 +25,7 @@ from adaexplore.executor.host._view import gpu_devices, inside
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
 
 _DROP = "from adaexplore.executor.worker._user import drop_privileges; drop_privileges({uid})"
-# what the check in a sandbox found, per bwrap, user, interpreter, package and view of the machine
+# what the check in a sandbox found, per bwrap, user, interpreter, module path and view of the machine
 _PROBED: dict[tuple[str, int, str, str, tuple[str, ...]], str] = {}
 
 
@@ -37,9 +37,12 @@ def _closed_devices() -> list[str]:
 
 
 async def unprivileged_user(
-    bwrap: str, system: list[str], package_root: str, settings: Settings
+    bwrap: str, system: list[str], env: dict[str, str], settings: Settings
 ) -> tuple[int | None, str]:
-    """(the user workers become, or None; why they stay as this process's user, where that is a choice)."""
+    """(the user workers become, or None; why they stay as this process's user, where that is a choice).
+
+    `env` is the workers' environment (`workspace.worker_env`): the check imports what a worker imports first,
+    from where a worker finds it (packages installed to a folder on PYTHONPATH, say)."""
     uid = settings.executor.worker_uid
     if os.geteuid() != 0:
         return None, ""  # workers are this unprivileged user already, root only inside their own namespace
@@ -48,13 +51,12 @@ async def unprivileged_user(
     closed = _closed_devices()
     if closed:
         return None, f"{', '.join(closed)} cannot be opened by other users"
-    key = (bwrap, uid, sys.executable, package_root, tuple(system))
+    key = (bwrap, uid, sys.executable, env.get("PYTHONPATH", ""), tuple(system))
     if key not in _PROBED:  # the same in every evaluator of this process: asked once
         command = [bwrap, "--unshare-pid", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
         command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
         command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
         command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": package_root}
         result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
         why = ""
         if result.returncode != 0:
