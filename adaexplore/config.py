@@ -147,9 +147,11 @@ class ExecutorConfig(BaseModel):
     max_reps: int = Field(default=2000, ge=5)
     # Outputs of this many timed calls, chosen at random as each call returns, are checked again against the
     # reference, in every protocol: 44 catch a kernel wrong in one call in ten with probability 0.99
-    # (1 - 0.9 ** 44). Fewer when they would take more than `recheck_bytes` (a flag says so).
+    # (1 - 0.9 ** 44). Where whole copies of their outputs would take more than `recheck_bytes`, each call
+    # keeps `recheck_sample` elements of each output, at positions drawn after the call (a flag says so).
     recheck_reps: int = Field(default=44, ge=0, le=256)
-    recheck_bytes: int = Field(default=4 << 30, ge=1 << 20)
+    recheck_bytes: int = Field(default=4 << 30, ge=1 << 12)
+    recheck_sample: int = Field(default=1 << 20, ge=16)
     # Time candidates on the CPU too (interpret backend). The numbers say nothing about a GPU; this exists
     # to exercise the timing pipeline where no GPU is present.
     time_on_cpu: bool = False

@@ -272,6 +272,31 @@ async def test_a_task_with_integer_inputs_alone_is_timed_and_rechecked(timed_eva
     assert all(r.passed for r in result.correctness.rechecks)
 
 
+async def test_outputs_too_large_to_copy_are_rechecked_at_sampled_positions(tmp_path: Path) -> None:
+    # 44 whole copies would take more than recheck_bytes: each rechecked call keeps 64 elements of its output,
+    # at positions drawn after it returned, and a kernel wrong in every tenth call is still caught
+    settings = fast_settings(
+        tmp_path,
+        time_on_cpu=True,
+        min_reps=12,
+        max_reps=MAX_REPS,
+        timing_budget_ms=50.0,
+        recheck_bytes=4096,
+        recheck_sample=64,
+    )
+    async with Evaluator(settings) as evaluator:
+        honest = await evaluator.evaluate(SCALE_RELU, HONEST)
+        assert honest.status is Status.ok, honest.message
+        assert honest.timing is not None and honest.correctness is not None
+        assert len(honest.correctness.rechecks) == min(44, honest.timing.candidate.n)
+        assert all(r.passed for r in honest.correctness.rechecks)
+        flags = {f.code: f.message for f in honest.audit.flags}
+        assert "at 64 sampled elements of each output" in flags["sampled_rechecks"], flags
+        wrong = await evaluator.evaluate(SCALE_RELU, (CANDIDATES / "h20_wrong_in_a_tenth.py").read_text())
+        assert wrong.status is Status.mismatch, wrong.message
+        assert "the output of a timed call is wrong" in wrong.message, wrong.message
+
+
 @pytest.mark.parametrize(("name", "task", "status", "reason"), BATTERY, ids=[b[0] for b in BATTERY])
 async def test_each_hack_is_caught(timed_evaluator: Evaluator, name: str, task, status, reason) -> None:
     result = await timed_evaluator.evaluate(task, (CANDIDATES / f"{name}.py").read_text())

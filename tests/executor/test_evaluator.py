@@ -97,6 +97,22 @@ async def test_a_correct_kernel_on_the_gpu_is_checked_timed_and_audited(evaluato
     assert result.provenance.seeds is not None and result.provenance.seeds.generator == "cuda"
 
 
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")
+async def test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu(tmp_path: Path) -> None:
+    # where 44 whole copies do not fit in recheck_bytes, each rechecked call of the strict timing keeps a
+    # sample of its outputs (worker/_kept.py) and the judge compares the reference's values there
+    wrong_in_a_tenth = (DATA.parent.parent / "adversarial" / "candidates" / "h20_wrong_in_a_tenth.py").read_text()
+    async with Evaluator(fast_settings(tmp_path, recheck_bytes=4096, recheck_sample=1000)) as evaluator:
+        honest = await evaluator.evaluate(TASK, KERNEL)
+        assert honest.status is Status.ok, honest.message
+        assert honest.correctness is not None and len(honest.correctness.rechecks) == 44
+        assert all(r.passed for r in honest.correctness.rechecks)
+        assert "sampled_rechecks" in [f.code for f in honest.audit.flags]
+        wrong = await evaluator.evaluate(TASK, wrong_in_a_tenth)
+        assert wrong.status is Status.mismatch, wrong.message
+        assert "the output of a timed call is wrong" in wrong.message, wrong.message
+
+
 async def test_strict_mode_draws_fresh_seeds_and_paper_mode_fixed_ones(evaluator: Evaluator) -> None:
     first, second = [await evaluator.evaluate(TASK, KERNEL) for _ in range(2)]
     assert first.provenance.seeds and second.provenance.seeds

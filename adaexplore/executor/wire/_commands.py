@@ -72,6 +72,8 @@ class TimeCandidate(Msg):
     recheck_calls: int = 0
     # the most bytes those kept outputs may take together
     recheck_bytes: int = 1 << 32
+    # where whole copies would take more: the elements of each output kept per call, at random positions
+    recheck_sample: int = 1 << 20
 
 
 class Stop(Msg):

@@ -24,6 +24,10 @@ class TensorFile(Msg):
     shape: list[int]
     dtype: str
     device: str
+    # a sample of a large output: `sampled` of its elements (the file holds them alone), at the positions that
+    # `worker/_kept.positions(sample_seed, ...)` gives; 0 for the whole tensor
+    sampled: int = Field(default=0, ge=0)
+    sample_seed: int = Field(default=0, ge=0)
 
 
 class TensorSlot(Msg):

@@ -6,7 +6,7 @@ Triton's launch hooks, the launches the tracker refused and the kernels that did
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,6 +22,7 @@ from adaexplore.executor.worker._errors import describe, evaluator_fault, fault_
 from adaexplore.executor.worker._exchange import write_tensor
 from adaexplore.executor.worker._faults import CANDIDATE_MODULE
 from adaexplore.executor.worker._guard import Guard
+from adaexplore.executor.worker._kept import Sampled
 from adaexplore.executor.worker._launches import LaunchTracker
 from adaexplore.executor.worker._shared import OutputSink
 from adaexplore.executor.worker._taskrun import clone_args
@@ -182,12 +183,23 @@ class RunnerBase:
             raise Stop
         return command
 
-    def _hand_over(self, tensors: list[torch.Tensor], index: int, exchange: Path, name: str) -> list[TensorFile]:
-        """Outputs for the judge: into its device buffer where it gave one with room for call `index`, else
-        written as raw files."""
-        if self.sink is not None and index < self.sink.sets:
-            return self.sink.put(index, tensors)
-        return [write_tensor(t, exchange, f"{name}_out{j}.bin") for j, t in enumerate(tensors)]
+    def _hand_over(
+        self, tensors: Sequence[torch.Tensor | Sampled], index: int, exchange: Path, name: str
+    ) -> list[TensorFile]:
+        """Outputs for the judge: into its device buffer where it gave one with room for call `index` (whole
+        outputs only), else written as raw files."""
+        whole = [t for t in tensors if isinstance(t, torch.Tensor)]
+        if self.sink is not None and index < self.sink.sets and len(whole) == len(tensors):
+            return self.sink.put(index, whole)
+        files = []
+        for j, tensor in enumerate(tensors):
+            if isinstance(tensor, Sampled):
+                meta = write_tensor(tensor.values, exchange, f"{name}_out{j}.bin")
+                update = {"shape": tensor.shape, "sampled": tensor.values.numel(), "sample_seed": tensor.seed}
+                files.append(meta.model_copy(update=update))
+            else:
+                files.append(write_tensor(tensor, exchange, f"{name}_out{j}.bin"))
+        return files
 
     def _refuse_launches(self) -> None:
         """A launch the tracker refused (a kernel on a stream of the candidate's own, a kernel whose source

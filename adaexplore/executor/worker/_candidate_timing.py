@@ -17,7 +17,7 @@ from adaexplore.executor.worker._faults import DisguisedOutput, OutputTooLarge
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._perturb import has_integer_inputs
 from adaexplore.executor.worker._taskrun import ShadowedTensor, make_args
-from adaexplore.executor.worker._timing import Timer, caught, summarize
+from adaexplore.executor.worker._timing import Timer, summarize
 
 __all__ = ["Timing"]
 
@@ -29,26 +29,29 @@ class _TimedCallRefused(Exception):
 class Timing(RunnerBase):
     """The timing, and the choice of the timed calls whose outputs are checked again."""
 
-    def _recheck_count(self, timing: TimeCandidate, max_output_elements: int | None) -> int:
-        """The timed calls to keep for the judge: as many as asked, within the sets of the device exchange (which
-        the judge sized to the bytes allowed) or, for outputs written as files, within the bytes allowed (outputs
-        of 4-byte elements); fewer is said in a flag with what it still catches."""
+    def _recheck_count(self, timing: TimeCandidate, max_output_elements: int | None) -> tuple[int, int]:
+        """(the timed calls to keep for the judge, the elements kept of each output, 0 for all of them).
+
+        Whole copies of as many calls as asked where they fit: in the sets of the device exchange (which the
+        judge sized to the bytes allowed) or, for outputs written as files, in the bytes allowed (outputs of
+        4-byte elements). Where they do not, every call asked for is kept as a sample of each output's elements,
+        at positions drawn after the call (worker/_kept.py), and a flag says so."""
         want = timing.recheck_calls
-        if self.sink is not None:
-            want = min(want, self.sink.sets)
-        elif max_output_elements:
-            want = min(want, max(1, timing.recheck_bytes // (4 * max_output_elements)))
-        if want < timing.recheck_calls:
-            self.state.flags.append(
-                AuditFlag(
-                    code="few_rechecks",
-                    severity="info",
-                    message=f"the outputs of {want} timed calls were checked again, not {timing.recheck_calls}: "
-                    f"{timing.recheck_calls} would not fit in {timing.recheck_bytes >> 20} MiB; a kernel wrong in "
-                    f"one call in ten is caught with probability {caught(want):.2f}",
-                )
+        if not want or not max_output_elements:
+            return want, 0
+        room = self.sink.sets if self.sink is not None else timing.recheck_bytes // (4 * max_output_elements)
+        if want <= room:
+            return want, 0
+        self.state.flags.append(
+            AuditFlag(
+                code="sampled_rechecks",
+                severity="info",
+                message=f"the outputs of {want} timed calls were checked again at {timing.recheck_sample} sampled "
+                f"elements of each output, not whole: {want} whole copies of {max_output_elements} elements would "
+                f"not fit in {timing.recheck_bytes >> 20} MiB",
             )
-        return want
+        )
+        return want, timing.recheck_sample
 
     def _time(
         self,
@@ -110,6 +113,7 @@ class Timing(RunnerBase):
 
             with self._numerics():
                 # counting, so that each call can see its own launches (call() checks them)
+                recheck, sample = self._recheck_count(timing, max_output_elements)
                 measured, _ = self.tracker.count(
                     lambda: Timer(self.device).measure(
                         call,
@@ -118,8 +122,9 @@ class Timing(RunnerBase):
                         budget_ms=timing.budget_ms,
                         min_reps=timing.min_reps,
                         max_reps=timing.max_reps,
-                        recheck=self._recheck_count(timing, max_output_elements),
+                        recheck=recheck,
                         keep_limit=max_output_elements,
+                        sample=sample,
                         redraw=redraw,
                     )
                 )

@@ -18,8 +18,8 @@ from adaexplore.executor.worker._candidate_base import RunnerBase, cloned
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._faults import DisguisedOutput
 from adaexplore.executor.worker._guard import Guard
+from adaexplore.executor.worker._kept import oversized
 from adaexplore.executor.worker._taskrun import ShadowedTensor, flatten_output, own_attributes, tensors_in
-from adaexplore.executor.worker._timing import oversized
 
 __all__ = ["Trials"]
 

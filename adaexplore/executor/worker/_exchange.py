@@ -50,16 +50,16 @@ def write_tensor(tensor: torch.Tensor, directory: Path, name: str) -> TensorFile
 
 
 def read_tensor(meta: TensorFile, directory: Path) -> torch.Tensor:
-    """Read a tensor written by `write_tensor`, as a CPU tensor."""
+    """Read a tensor written by `write_tensor`, as a CPU tensor (of a sample: its values, flat)."""
     dtype = getattr(torch, meta.dtype)
     raw_dtype = _VIEW_AS.get(dtype, dtype)
     np_dtype = torch.empty(0, dtype=raw_dtype).numpy().dtype
     path = (directory / meta.path).resolve()
     if directory.resolve() not in path.parents:
         raise ValueError(f"tensor file {meta.path} is outside the exchange directory")
-    count = int(np.prod(meta.shape)) if meta.shape else 1
+    count = meta.sampled or (int(np.prod(meta.shape)) if meta.shape else 1)
     array = np.fromfile(path, dtype=np_dtype, count=count)
     if array.size != count:
         raise ValueError(f"tensor file {meta.path} holds {array.size} elements, expected {count}")
-    tensor = torch.from_numpy(array).reshape(meta.shape)
+    tensor = torch.from_numpy(array).reshape([count] if meta.sampled else meta.shape)
     return tensor.view(dtype) if raw_dtype is not dtype else tensor

@@ -16,6 +16,7 @@ from adaexplore.executor.wire._protocol import Compare, Compared, DeviceExchange
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._device_memory import DeviceBuffer
 from adaexplore.executor.worker._exchange import read_tensor
+from adaexplore.executor.worker._kept import positions
 from adaexplore.executor.worker._perturb import apply_pattern, factor_pool, floating_tensors, pool_size
 from adaexplore.executor.worker._reference_build import ReferenceBuilder
 from adaexplore.executor.worker._references import Reference
@@ -149,6 +150,12 @@ def _judge_one(
             out = _read(job, index, j, meta, directory, device)
         except ValueError as exc:  # a description that names no output the candidate made
             return TrialResult(index=index, seed=seed, passed=False, message=f"output {j}: {exc}")
+        if meta.sampled:
+            if meta.sampled >= ref.numel():
+                message = f"output {j}: a sample of {meta.sampled} of its {ref.numel()} elements is no recheck"
+                return TrialResult(index=index, seed=seed, passed=False, message=message)
+            # the reference's values where the worker drew the candidate's, after the call
+            ref = ref.reshape(-1)[positions(meta.sample_seed, ref.numel(), meta.sampled, ref.device)]
         result = compare(out, ref, job.ref.tolerances[j], allowance=job.ref.allowance[j])
         del out
         if not result.passed or (result.max_scaled_error or 0) >= (worst.max_scaled_error or 0):

@@ -29,35 +29,15 @@ import torch
 from adaexplore.domain import Stats
 from adaexplore.executor.wire._modes import TimingSpec
 from adaexplore.executor.wire._protocol import InputPattern
-from adaexplore.executor.worker._faults import OutputTooLarge
+from adaexplore.executor.worker._kept import Sampled, kept_copy
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
-from adaexplore.executor.worker._taskrun import clone_args, flatten_output
+from adaexplore.executor.worker._taskrun import clone_args
 
-__all__ = ["Measurement", "Sampler", "Timer", "caught", "oversized", "summarize"]
+__all__ = ["Kept", "Measurement", "Sampler", "Timer", "caught", "summarize"]
 
 _RING = 3  # buffers per input, so consecutive calls never see the same address
-
-
-def oversized(tensors: list[Any], limit: int | None, where: str) -> str | None:
-    """Why the outputs of `where` are refused before anything copies them: they hold more elements than the
-    reference's `limit`; None when they do not."""
-    held = [t for t in tensors if isinstance(t, torch.Tensor)]
-    count = sum(t.numel() for t in held)
-    if limit is None or count <= limit:
-        return None
-    shapes = ", ".join(str(tuple(t.shape)) for t in held)
-    return (
-        f"the outputs of {where} hold {count} elements (shapes {shapes}), more than the {limit} of the "
-        "reference's; return outputs of the reference's shapes"
-    )
-
-
-def _kept_copy(out: Any, limit: int | None) -> list[torch.Tensor]:
-    tensors = flatten_output(out)
-    refused = oversized(tensors, limit, "a timed call")
-    if refused:
-        raise OutputTooLarge(refused)
-    return [torch.Tensor.clone(torch.Tensor.detach(t)) for t in tensors]
+# a kept call: the pattern of its inputs (None where calls reuse the base), and its outputs or their samples
+Kept = tuple[InputPattern | None, list[torch.Tensor | Sampled]]
 
 
 _MIN_CHUNK, _MAX_CHUNK = 6, 100
@@ -73,7 +53,7 @@ class _Chunk:
     times_ms: list[float]
     excess_ms: float
     calls: int  # all calls made, the probe and the uncounted one included
-    kept: list[tuple[InputPattern | None, list[torch.Tensor]]]
+    kept: list[Kept]
     # the chunk's first kept call's pattern and its inputs as the call left them (copies)
     kept_inputs: tuple[InputPattern | None, list[torch.Tensor]] | None = None
 
@@ -86,7 +66,7 @@ class Measurement:
     # Median over the chunks' probes of how long the device stayed busy after the current stream was done.
     unseen_ms: float = 0.0
     # (the pattern of the call's inputs, None where calls reuse the base; its outputs)
-    kept: list[tuple[InputPattern | None, list[torch.Tensor]]] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
     # the first input a kept call changed (its index), None where none did
     changed_input: int | None = None
 
@@ -209,10 +189,12 @@ class Timer:
         max_reps: int,
         recheck: int = 0,
         keep_limit: int | None = None,
+        sample: int = 0,
         redraw: Callable[[int], list[Any]] | None = None,
     ) -> Measurement:
         """Warm up, then time `call(inputs)`; the outputs of `recheck` timed calls, chosen by a Sampler, are
-        kept (copies, refused with OutputTooLarge past `keep_limit` elements). With fresh inputs, `redraw` (a
+        kept (copies, refused with OutputTooLarge past `keep_limit` elements; with `sample`, that many elements
+        of each larger output: worker/_kept.py). With fresh inputs, `redraw` (a
         seed -> that seed's inputs) makes every call's inputs a new draw, for tasks with integer inputs
         (worker/_perturb.py)."""
         rings: list[list[Any]] = []
@@ -251,6 +233,7 @@ class Timer:
                     max_reps=max_reps,
                     recheck=recheck,
                     keep_limit=keep_limit,
+                    sample=sample,
                     given=given,
                 )
                 return measured
@@ -279,7 +262,7 @@ class Timer:
                     continue
                 result.times_ms.append(counted)
                 if sampler.take():
-                    result.kept.append((pattern, _kept_copy(out, keep_limit)))
+                    result.kept.append((pattern, kept_copy(out, keep_limit, sample)))
                     if result.changed_input is None:
                         result.changed_input = _first_changed(_tensors_of(args), given(pattern))
                 del out
@@ -297,6 +280,7 @@ class Timer:
         max_reps: int,
         recheck: int,
         keep_limit: int | None,
+        sample: int,
         given: Callable[[InputPattern | None], list[torch.Tensor]],
     ) -> Measurement:
         warmup_n = 0
@@ -305,7 +289,7 @@ class Timer:
         while warmup_n < max(1, spec.warmup_calls) or (
             (time.perf_counter() - started) * 1e3 < spec.warmup_ms and warmup_n < max_reps
         ):
-            last = self._chunk(call, inputs, spec, size, None, keep_limit=keep_limit)
+            last = self._chunk(call, inputs, spec, size, None, keep_limit=keep_limit, sample=sample)
             warmup_n += last.calls
             size = _chunk_size(statistics.median(last.times_ms))
         # the last chunk, run at the clocks the timed calls will see
@@ -318,7 +302,7 @@ class Timer:
         excess: list[float] = []
         while len(device) < reps:
             n = min(size, reps - len(device))
-            chunk = self._chunk(call, inputs, spec, n, sampler, keep_limit=keep_limit)
+            chunk = self._chunk(call, inputs, spec, n, sampler, keep_limit=keep_limit, sample=sample)
             device.extend(chunk.times_ms)
             excess.append(chunk.excess_ms)
             result.warmup_n += chunk.calls - n
@@ -343,6 +327,7 @@ class Timer:
         sampler: Sampler | None,
         *,
         keep_limit: int | None,
+        sample: int,
     ) -> _Chunk:
         """A probe call alone, an uncounted call from an idle queue, then `n` timed calls back to back. The
         outputs of the timed calls `sampler` chooses are copied on the stream right after the call's end
@@ -359,7 +344,7 @@ class Timer:
         excess = (time.perf_counter() - t0) * 1e3 - self.idle_sync_ms
         del out
         events = []
-        kept: list[tuple[InputPattern | None, list[torch.Tensor]]] = []
+        kept: list[Kept] = []
         kept_inputs: tuple[InputPattern | None, list[torch.Tensor]] | None = None
         for index in range(n + 1):
             pattern, args = inputs()
@@ -370,7 +355,7 @@ class Timer:
             end.record()
             events.append((start, end))
             if index > 0 and sampler is not None and sampler.take():
-                kept.append((pattern, _kept_copy(out, keep_limit)))
+                kept.append((pattern, kept_copy(out, keep_limit, sample)))
                 if kept_inputs is None:
                     kept_inputs = (pattern, _tensors_of(args))
             del out

@@ -8,8 +8,8 @@ import torch
 from adaexplore.domain import Status
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._faults import CandidateFault, DisguisedOutput, OutputNotTensors
+from adaexplore.executor.worker._kept import kept_copy
 from adaexplore.executor.worker._taskrun import flatten_output, own_attributes
-from adaexplore.executor.worker._timing import _kept_copy
 
 
 class Lazy(tuple):  # type: ignore[type-arg]
@@ -37,7 +37,7 @@ def test_only_plain_tensors_tuples_and_lists_are_outputs_and_nothing_else_is_ite
         flatten_output(())
     # the kept outputs of timed calls are read the same way
     with pytest.raises(DisguisedOutput):
-        _kept_copy(Lazy((x,)), None)
+        kept_copy(Lazy((x,)), None)
     assert Lazy.iterated == 0
 
 

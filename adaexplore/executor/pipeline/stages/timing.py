@@ -44,6 +44,7 @@ async def run(
             max_reps=cfg.max_reps,
             recheck_calls=cfg.recheck_reps,
             recheck_bytes=cfg.recheck_bytes,
+            recheck_sample=cfg.recheck_sample,
         )
     )
     with ctx.phase("timing"):
