@@ -270,7 +270,7 @@ def test_workers_become_nobody_where_the_packages_are_on_pythonpath(tmp_path: Pa
         pytest.skip("needs a virtual environment to take the packages from")
     site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "ADAEXPLORE_HOME": str(tmp_path / "home")}
-    env["PYTHONPATH"] = os.pathsep.join((str(ROOT), site))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), site, os.environ.get("PYTHONPATH")) if p)
     script = (
         "import anyio\n"
         "from adaexplore.config import Settings\n"
