@@ -403,6 +403,23 @@ async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Ev
     assert len(pool._spares) == pool._warm
 
 
+def test_workers_take_page_locked_memory_as_memory_their_cap_counts(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch's own cudaHostAlloc gives pages that no limit of the process sees (on the H200 a worker capped at
+    # 6 GiB pinned 7); registered ordinary memory counts against its data limit. The user's settings stay, ours
+    # last so that they win.
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True,pinned_use_cuda_host_register:False")
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    env = Evaluator(fast_settings(home))._worker_env
+    assert env["PYTORCH_CUDA_ALLOC_CONF"] == (
+        "expandable_segments:True,pinned_use_cuda_host_register:False,pinned_use_cuda_host_register:True"
+    )
+    assert "PYTORCH_ALLOC_CONF" not in env
+    # the newer name, where the user sets it, is the one torch reads
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True")
+    env = Evaluator(fast_settings(home))._worker_env
+    assert env["PYTORCH_ALLOC_CONF"] == "expandable_segments:True,pinned_use_cuda_host_register:True"
+
+
 def test_workers_get_no_credentials_of_the_evaluators_process(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from adaexplore.config import ModelConfig
 

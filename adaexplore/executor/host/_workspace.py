@@ -48,6 +48,10 @@ _PASSED_PREFIXES = ("LC_", "CUDA_", "CUBLAS_", "CUDNN_", "TRITON_", "TORCH_", "P
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
+# the allocator setting that makes torch's page-locked host memory ordinary memory of the worker's
+PINNED_AS_DATA = "pinned_use_cuda_host_register:True"
+
+
 def _passed(name: str) -> bool:
     return (name in _PASSED or name.startswith(_PASSED_PREFIXES)) and not _SECRET_NAME.search(name)
 
@@ -63,6 +67,11 @@ def worker_env(settings: Settings) -> dict[str, str]:
     package_root = str(Path(adaexplore.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    # Page-locked host memory counts against the worker's memory cap: torch takes it as ordinary memory that it
+    # then registers with the driver, which the data limit sees. By default it asks the driver for it
+    # (cudaHostAlloc), whose pages no limit of the process counts. Last, so that it wins over the user's value.
+    name = "PYTORCH_ALLOC_CONF" if "PYTORCH_ALLOC_CONF" in env else "PYTORCH_CUDA_ALLOC_CONF"  # the one torch reads
+    env[name] = ",".join(p for p in (env.get(name), PINNED_AS_DATA) if p)
     return env
 
 
