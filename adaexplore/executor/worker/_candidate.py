@@ -39,6 +39,7 @@ from adaexplore.executor.worker._faults import CANDIDATE_MODULE, TaskFault
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._importing import candidate_builtins, import_file
 from adaexplore.executor.worker._shared import OutputSink, copy_inputs
+from adaexplore.executor.worker._static_cost import capture_ptxas_logs
 from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, resolve_seeds
 
 __all__ = ["CandidateRunner"]
@@ -89,6 +90,7 @@ class CandidateRunner(CompilePass, Trials, Timing):
             from adaexplore.executor.worker._compile_only import install_mirrors
 
             install_mirrors()  # (its launches are compiled for the GPU too) also before the guard
+        capture_ptxas_logs()  # the compile pass reads ptxas's log: patched before the guard too
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)

@@ -14,10 +14,18 @@ from typing import Any
 import numpy as np
 import torch
 import triton
+from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler.code_generator import CodeGenerator
 from triton.language.semantic import TritonSemantic
 from triton.runtime.autotuner import Autotuner
-from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+from triton.runtime.interpreter import (
+    FunctionRewriter,
+    GridExecutor,
+    InterpretedFunction,
+    InterpreterBuilder,
+    ReduceOps,
+    ScanOps,
+)
 from triton.runtime.jit import DependenciesFinder, JITFunction
 
 from adaexplore.domain import AuditFlag
@@ -116,6 +124,13 @@ _WATCHED_CLASSES: dict[str, Callable[[], type]] = {
     "triton.runtime.interpreter.FunctionRewriter": lambda: FunctionRewriter,
     "triton.compiler.code_generator.CodeGenerator": lambda: CodeGenerator,
     "triton.runtime.jit.DependenciesFinder": lambda: DependenciesFinder,
+    # what else the worker patched (worker/_patches.py lists each patch): the interpreter's operations, whose
+    # patches check bounds and compute bf16 as the GPU does, and the compiler's ptxas step, read for the static cost
+    "triton.runtime.interpreter.InterpreterBuilder": lambda: InterpreterBuilder,
+    "triton.runtime.interpreter.GridExecutor": lambda: GridExecutor,
+    "triton.runtime.interpreter.ReduceOps": lambda: ReduceOps,
+    "triton.runtime.interpreter.ScanOps": lambda: ScanOps,
+    "triton.backends.nvidia.compiler.CUDABackend": lambda: CUDABackend,
 }
 _CONSTANT = (int, float, str, bytes, bool, tuple, frozenset, type(None))
 
