@@ -6,7 +6,8 @@ concerned. Such an evaluator starts its workers without a user namespace instead
 `executor.worker_uid` before anything else (`worker/_user.py`). It can only where that user can run the
 interpreter inside the sandbox's view of the machine (the file system is built from an allow-list, so a
 private home around the interpreter is no obstacle) and open the GPU's device files; both are checked once,
-when the sandbox is chosen, and the reason is named where they fail.
+when the sandbox is chosen, and on a GPU machine the check also starts CUDA as that user, undumpable as the
+judge makes itself; the reason is named where they fail.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from adaexplore.executor.host._view import gpu_devices, inside
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
 
 _DROP = "from adaexplore.executor.worker._user import drop_privileges; drop_privileges({uid})"
+# on a GPU, also what the judge does next: make itself undumpable (its /proc files become root's), then use CUDA
+_CUDA = "; import ctypes; ctypes.CDLL('libc.so.6').prctl(4, 0); import torch; torch.ones(1, device='cuda').sum().item()"
 # what the check in a sandbox found, per bwrap, user, interpreter, module path and view of the machine
 _PROBED: dict[tuple[str, int, str, str, tuple[str, ...]], str] = {}
 
@@ -55,13 +58,19 @@ async def unprivileged_user(
     if key not in _PROBED:  # the same in every evaluator of this process: asked once
         command = [bwrap, "--unshare-pid", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
         command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--dev", "/dev", "--proc", "/proc"]
+        devices = gpu_devices(True)
+        for device in devices:
+            command += ["--dev-bind", device, device]
         command += ["--perms", "1777", "--tmpfs", "/tmp", *system_binds(system, {}), "--remount-ro", "/", "--"]
-        command += [sys.executable, "-P", "-c", _DROP.format(uid=uid)]
+        gpu = any(Path(d).name.removeprefix("nvidia").isdigit() for d in devices)
+        command += [sys.executable, "-P", "-c", _DROP.format(uid=uid) + (_CUDA if gpu else "")]
+        env = {**env, "HOME": "/tmp"}
         result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
         why = ""
         if result.returncode != 0:
             tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-            why = f"uid {uid} cannot run this interpreter in the sandbox ({tail[0]})"
+            what = "run this interpreter and use the GPU" if gpu else "run this interpreter"
+            why = f"uid {uid} cannot {what} in the sandbox ({tail[0]})"
         _PROBED[key] = why
     why = _PROBED[key]
     return (None, why) if why else (uid, "")
