@@ -356,8 +356,8 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
 
 async def test_a_task_that_hangs_while_loading_is_the_tasks_fault_not_the_evaluators(home: Path) -> None:
     hangs = task_from_source("import time\ntime.sleep(600)\n" + TASK.source, name="hangs")
-    async with Evaluator(fast_settings(home, load_timeout_s=15.0)) as ev:
-        with pytest.raises(TaskError, match=r"task 'hangs': importing its module.*took longer than 15 s"):
+    async with Evaluator(fast_settings(home, load_timeout_s=8.0)) as ev:
+        with pytest.raises(TaskError, match=r"task 'hangs': importing its module.*took longer than 8 s"):
             await ev.check_task(hangs)
         await ev.check_task(TASK)  # a new judge serves the next task
 
