@@ -7,7 +7,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from adaexplore.config import Settings
-from adaexplore.executor import Backend, Evaluation, EvaluationOptions, Mode, Provenance, Stats, Status, Task, Timing, code_hash
+from adaexplore.executor import (
+    Backend,
+    Evaluation,
+    EvaluationOptions,
+    Mode,
+    Provenance,
+    Stats,
+    Status,
+    Task,
+    Timing,
+    code_hash,
+)
 from adaexplore.store import Store
 from adaexplore.tools import Services
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.executor import EvaluationOptions, Evaluator, load_task, Status
+from adaexplore.executor import EvaluationOptions, Evaluator, Status, load_task
 from tests.conftest import ON_GPU, fast_settings
 
 HERE = Path(__file__).parent
@@ -338,7 +338,9 @@ async def test_the_interpreter_lets_a_kernel_touch_only_the_tensors_it_is_given(
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: side streams only exist there")
 async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: Evaluator) -> None:
     # A Triton kernel on a side stream is refused where it is launched.
-    triton_aside = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), EvaluationOptions(backend="cuda"))
+    triton_aside = await unguarded_evaluator.evaluate(
+        SCALE_RELU, (CANDIDATES / "h04_side_stream.py").read_text(), EvaluationOptions(backend="cuda")
+    )
     assert triton_aside.status is Status.rejected, triton_aside.message
     assert "You cannot launch kernels on a stream of your own: kernel scale_relu" in triton_aside.message
     # PyTorch work on a side stream is not launched through Triton: the timing's probes see it.
@@ -346,8 +348,12 @@ async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: E
     await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, EvaluationOptions(backend="cuda"))
     # The kernel runs for a few microseconds, so one measurement of it can catch a stall of the host or the
     # device; the better of two stands for the honest speed.
-    honest = [await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, EvaluationOptions(backend="cuda")) for _ in range(2)]
-    hidden = await unguarded_evaluator.evaluate(SCALE_RELU, (CANDIDATES / "h04_side_stream_pytorch.py").read_text(), EvaluationOptions(backend="cuda"))
+    honest = [
+        await unguarded_evaluator.evaluate(SCALE_RELU, HONEST, EvaluationOptions(backend="cuda")) for _ in range(2)
+    ]
+    hidden = await unguarded_evaluator.evaluate(
+        SCALE_RELU, (CANDIDATES / "h04_side_stream_pytorch.py").read_text(), EvaluationOptions(backend="cuda")
+    )
     assert all(r.status is Status.ok for r in [*honest, hidden]), [r.message for r in [*honest, hidden]]
     assert all(r.timing is not None for r in [*honest, hidden])
     best_honest = max(r.timing.speedup for r in honest if r.timing is not None)
@@ -359,7 +365,9 @@ async def test_side_stream_work_is_still_timed_on_the_gpu(unguarded_evaluator: E
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the time share is measured with CUDA events")
 async def test_a_kernel_that_does_nothing_beside_pytorch_is_flagged_on_the_gpu(timed_evaluator: Evaluator) -> None:
     honest = await timed_evaluator.evaluate(SCALE_RELU, HONEST, EvaluationOptions(backend="cuda"))
-    idle = await timed_evaluator.evaluate(MATMUL, (CANDIDATES / "h03_noop_kernel.py").read_text(), EvaluationOptions(backend="cuda"))
+    idle = await timed_evaluator.evaluate(
+        MATMUL, (CANDIDATES / "h03_noop_kernel.py").read_text(), EvaluationOptions(backend="cuda")
+    )
     assert honest.status is Status.ok and idle.status is Status.ok, (honest.message, idle.message)
     assert "little_triton_time" not in [f.code for f in honest.audit.flags]
     assert "little_triton_time" in [f.code for f in idle.audit.flags], idle.audit

@@ -21,9 +21,10 @@ from pathlib import Path
 import anyio
 
 from adaexplore.domain import Stats, Tolerance, TrialResult
-from adaexplore.executor.host._spawn import SpawnRequest, WorkerChannel
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
+from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.host._spawn import SpawnRequest, WorkerChannel
 from adaexplore.executor.wire._protocol import (
     Compared,
     Compiled,
@@ -39,7 +40,6 @@ from adaexplore.executor.wire._protocol import (
     Timed,
     TrialsDone,
 )
-from adaexplore.executor.host._sandbox import SandboxPlan
 from adaexplore.executor.wire._side import SideSocket, side_pair
 
 __all__ = ["Die", "Hang", "Pause", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]

@@ -11,7 +11,16 @@ import anyio
 import pytest
 
 from adaexplore.errors import TaskError
-from adaexplore.executor import Backend, EvaluationOptions, Evaluator, load_task, Mode, ProgressUpdate, Status, task_from_source
+from adaexplore.executor import (
+    Backend,
+    EvaluationOptions,
+    Evaluator,
+    Mode,
+    ProgressUpdate,
+    Status,
+    load_task,
+    task_from_source,
+)
 from tests.conftest import ON_GPU, fast_settings
 
 DATA = Path(__file__).parent / "data"
@@ -403,7 +412,9 @@ async def test_filling_a_pool_twice_starts_each_missing_spare_once(evaluator: Ev
     assert len(pool._spares) == pool._warm
 
 
-def test_workers_take_page_locked_memory_as_memory_their_cap_counts(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_take_page_locked_memory_as_memory_their_cap_counts(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # torch's own cudaHostAlloc gives pages that no limit of the process sees (on the H200 a worker capped at
     # 6 GiB pinned 7); registered ordinary memory counts against its data limit. The user's settings stay, ours
     # last so that they win.

@@ -14,10 +14,10 @@ import pytest
 
 from adaexplore.domain import ErrorDetail, Evaluation
 from adaexplore.errors import TaskError
-from adaexplore.executor import EvaluationOptions, Evaluator, load_task, Status
-from adaexplore.executor.host._spawn import WorkerChannel, pin_process_tree
+from adaexplore.executor import EvaluationOptions, Evaluator, Status, load_task
 from adaexplore.executor.host._pool import CorePlan, default_warm_workers, plan_cores
 from adaexplore.executor.host._process import WorkerProcess
+from adaexplore.executor.host._spawn import WorkerChannel, pin_process_tree
 from adaexplore.executor.host._watch import OutputCapture
 from adaexplore.executor.wire._protocol import Compared, Failed, MemoryReport, TaskFailed
 from tests.conftest import fast_settings

@@ -30,7 +30,11 @@ async def main() -> None:
         for path in sorted((STARTER_DIR / "reproducers").glob("*.py")):
             header = read_header(path)
             code = path.read_text()
-            result = await evaluator.evaluate(load_task(STARTER_DIR / "tasks" / f"{header['task']}.py"), code, EvaluationOptions(backend=header["backend"]))
+            result = await evaluator.evaluate(
+                load_task(STARTER_DIR / "tasks" / f"{header['task']}.py"),
+                code,
+                EvaluationOptions(backend=header["backend"]),
+            )
             if result.status.value != header["status"]:
                 raise SystemExit(
                     f"{path.name}: status {result.status.value}, header says {header['status']}: {result.message[:300]}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adaexplore.executor import EvaluationOptions, Evaluator, load_task, Mode, tolerance_for
+from adaexplore.executor import EvaluationOptions, Evaluator, Mode, load_task, tolerance_for
 from adaexplore.memory import load_starter
 from adaexplore.prompts import (
     KernelContext,

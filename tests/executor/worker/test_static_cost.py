@@ -188,7 +188,9 @@ class ModelNew(nn.Module):
 
 async def test_a_branch_taken_only_at_full_size_is_compiled(evaluator: Evaluator) -> None:
     good = "tl.store(y + offs, tl.load(x + offs, mask=offs < n) * 2.0, mask=offs < n)"
-    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", good), EvaluationOptions(backend="compile"))
+    result = await evaluator.evaluate(
+        BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", good), EvaluationOptions(backend="compile")
+    )
     assert result.status is Status.ok, result.message
     full = [c for c in result.audit.static_cost if c.sizes == "full"]
     small = [c for c in result.audit.static_cost if c.sizes == "small"]
@@ -198,7 +200,9 @@ async def test_a_branch_taken_only_at_full_size_is_compiled(evaluator: Evaluator
 
     # tl.dot needs 2-D operands: this branch fails to compile, and only the full sizes reach it
     broken = "tl.store(y + offs, tl.dot(tl.load(x + offs), tl.load(x + offs)))"
-    result = await evaluator.evaluate(BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", broken), EvaluationOptions(backend="compile"))
+    result = await evaluator.evaluate(
+        BRANCHY_TASK, BRANCHY.replace("WIDE_BODY", broken), EvaluationOptions(backend="compile")
+    )
     assert result.status is Status.compile_error, result.message
     assert "full sizes" in result.message
 
