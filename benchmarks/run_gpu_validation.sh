@@ -7,7 +7,8 @@
 #   benchmarks/run_gpu_validation.sh compile    # a fresh compile's stages, cold and after a warm-up; the cost section
 #   benchmarks/run_gpu_validation.sh sandbox    # the sandbox battery and plan tests on the GPU, then what the sandbox costs
 #   benchmarks/run_gpu_validation.sh trust      # everything on trust: the sandbox battery, the reward-hack suite with the
-#                                               # policy on and off, whose fault a failure is, the examples
+#                                               # policy on and off, whose fault a failure is, the examples (PART=1
+#                                               # or 2 runs half, for machines lent in 10-minute calls)
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 #   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
 #                                               # and the estimate scored and fitted on both corpora
@@ -43,14 +44,22 @@ case "${1:-tests}" in
       2>&1 | tee "$OUT/sandbox-bench.log"
     ;;
   trust)
-    # about 10 minutes with 12 workers on a 16-core H200 host (349 tests; 264 ran in 470 s)
+    # PART=1: the sandbox battery and the reward-hack suite; PART=2: the examples, whose fault a failure is, the
+    # worker's checks and patches, the sampled rechecks. Each about 5 minutes with 12 workers on a 16-core H200
+    # host (all 349 tests of both: 264 ran in 470 s); no PART: both
+    case "${PART:-all}" in
+      1) files="tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial" ;;
+      2) files="tests/test_examples.py tests/executor/test_faults.py tests/executor/worker/test_worker_checks.py
+                tests/executor/worker/test_fast_math.py tests/executor/worker/test_patches.py
+                tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu" ;;
+      *) files="tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial tests/test_examples.py
+                tests/executor/test_faults.py tests/executor/worker/test_worker_checks.py
+                tests/executor/worker/test_fast_math.py tests/executor/worker/test_patches.py
+                tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu" ;;
+    esac
+    # shellcheck disable=SC2086  # the list is split on purpose
     timeout "${TEST_TIMEOUT:-1200}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
-      -n "${WORKERS:-12}" --dist loadscope \
-      tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial tests/executor/test_faults.py \
-      tests/executor/worker/test_worker_checks.py tests/executor/worker/test_fast_math.py tests/test_examples.py \
-      tests/executor/worker/test_patches.py \
-      tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu \
-      2>&1 | tee "$OUT/pytest-trust.log"
+      -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-trust${PART:-}.log"
     ;;
   suite)
     # LEVEL_DIR: a KernelBench level; SUITE_HOME keeps the reference timings between calls that split it
