@@ -44,12 +44,14 @@ case "${1:-tests}" in
       2>&1 | tee "$OUT/sandbox-bench.log"
     ;;
   trust)
-    # PART=1: the sandbox battery and the reward-hack suite; PART=2: the examples, whose fault a failure is, the
-    # worker's checks and patches, the sampled rechecks. Each about 5 minutes with 12 workers on a 16-core H200
+    # PART=1: the sandbox battery and the reward-hack battery; PART=2: the honest corpus and the other adversarial
+    # files, the examples, whose fault a failure is, the worker's checks and patches, the sampled rechecks. Each about 5 minutes with 12 workers on a 16-core H200
     # host (all 349 tests of both: 264 ran in 470 s); no PART: both
     case "${PART:-all}" in
-      1) files="tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial" ;;
-      2) files="tests/test_examples.py tests/executor/test_faults.py tests/executor/worker/test_worker_checks.py
+      1) files="tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial/test_adversarial.py" ;;
+      2) files="tests/adversarial/test_detours.py tests/adversarial/test_honest_corpus.py
+                tests/adversarial/test_hopper_code.py tests/adversarial/test_worker_checks.py
+                tests/test_examples.py tests/executor/test_faults.py tests/executor/worker/test_worker_checks.py
                 tests/executor/worker/test_fast_math.py tests/executor/worker/test_patches.py
                 tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu" ;;
       *) files="tests/sandbox tests/executor/test_sandbox_plan.py tests/adversarial tests/test_examples.py
