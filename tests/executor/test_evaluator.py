@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import anyio
@@ -381,6 +385,55 @@ async def test_exchange_directories_of_dead_evaluators_are_removed_at_start(home
     assert not orphan.exists()
     assert mine.exists()
     mine.rmdir()
+
+
+def test_sandboxes_of_dead_evaluators_are_ended(tmp_path: Path) -> None:
+    # An evaluator killed while bubblewrap was starting a worker can leave the first process of its PID
+    # namespace waiting with no parent of ours; the next evaluator's start ends every bubblewrap process whose
+    # command line names an exchange directory of a process that is gone. A live evaluator's stay.
+    from adaexplore.executor.host._sandbox import _bwrap_path
+    from adaexplore.executor.host._workspace import kill_orphaned_sandboxes
+
+    bwrap = _bwrap_path()[0]
+    if bwrap is None:
+        pytest.skip("no bubblewrap on this machine")
+    dead = 4_194_303  # the largest pid Linux hands out; no process has it here
+    assert not Path(f"/proc/{dead}").exists()
+
+    def sandbox(owner: int) -> subprocess.Popen[bytes]:
+        command = [bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        command += ["--setenv", "EXCHANGE", f"/dev/shm/adaexplore-{owner}-test", "--", "sleep", "600"]
+        return subprocess.Popen(command, start_new_session=True)
+
+    orphan, alive = sandbox(dead), sandbox(os.getpid())
+    try:
+        deadline = time.monotonic() + 10
+        while len(_namespace_inits(orphan.pid)) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        inner = _namespace_inits(orphan.pid)
+        assert inner, "bubblewrap started no PID namespace"
+        killed = kill_orphaned_sandboxes()
+        assert orphan.pid in killed and set(inner) <= set(killed), (killed, orphan.pid, inner)
+        assert orphan.wait(timeout=10) == -9
+        assert alive.poll() is None and alive.pid not in killed
+    finally:
+        for process in (orphan, alive):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # the outer and its namespace's first process
+            process.wait(timeout=10)
+
+
+def _namespace_inits(parent: int) -> list[int]:
+    """The bubblewrap children of `parent` (the first processes of the PID namespaces it made)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "comm").read_text().strip() == "bwrap":
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                    found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 async def test_wait_warm_returns_once_every_spare_worker_is_ready(evaluator: Evaluator) -> None:

@@ -3,11 +3,13 @@ judges read, the jobs it hands out, and the environment its workers start with."
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -15,7 +17,14 @@ import adaexplore
 from adaexplore.config import Settings
 from adaexplore.executor.tasks._task import Task
 
-__all__ = ["exchange_root", "not_dumpable", "remove_orphaned_exchanges", "task_file", "worker_env"]
+__all__ = [
+    "exchange_root",
+    "kill_orphaned_sandboxes",
+    "not_dumpable",
+    "remove_orphaned_exchanges",
+    "task_file",
+    "worker_env",
+]
 
 # What a worker's Python, torch, Triton, the C compiler and the CUDA driver read from the environment: the only
 # variables of this process a worker gets. Anything else (a database's URL, a service's token under a name of
@@ -96,12 +105,40 @@ def not_dumpable() -> None:
 
 
 def remove_orphaned_exchanges() -> None:
-    """Delete exchange directories left by evaluator processes that died without cleaning up."""
+    """Delete exchange directories left by evaluator processes that died without cleaning up, and end the
+    sandboxes that outlived them."""
+    kill_orphaned_sandboxes()
     for root in {exchange_root(), tempfile.gettempdir()} - {None}:
         for directory in Path(root).glob("adaexplore-*-*"):  # type: ignore[arg-type]
             pid = directory.name.split("-")[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 shutil.rmtree(directory, ignore_errors=True)
+
+
+_EXCHANGE_OF = re.compile(r"/adaexplore-(\d+)-")
+
+
+def kill_orphaned_sandboxes() -> list[int]:
+    """SIGKILL the bubblewrap processes of this user whose command line names an exchange directory of an
+    evaluator process that is gone, and return their pids. An evaluator killed while bubblewrap was still starting
+    a worker (before it named the first process of the worker's PID namespace) can leave that process waiting
+    forever; its end takes every process of the namespace with it."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "bwrap" or entry.stat().st_uid != os.getuid():
+                continue
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        owners = {int(m.group(1)) for arg in argv for m in _EXCHANGE_OF.finditer(arg)}
+        if owners and not any(Path(f"/proc/{pid}").exists() for pid in owners):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
 
 
 def exchange_root() -> str | None:
