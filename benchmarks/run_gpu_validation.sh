@@ -9,6 +9,7 @@
 #   benchmarks/run_gpu_validation.sh trust      # everything on trust: the sandbox battery, the reward-hack suite with the
 #                                               # policy on and off, whose fault a failure is, the examples (PART=1
 #                                               # or 2 runs half, for machines lent in 10-minute calls)
+#   benchmarks/run_gpu_validation.sh whole      # the whole test suite (PART=1 or 2: half of it)
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 #   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
 #                                               # and the estimate scored and fitted on both corpora
@@ -62,6 +63,17 @@ case "${1:-tests}" in
     # shellcheck disable=SC2086  # the list is split on purpose
     timeout "${TEST_TIMEOUT:-1200}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-trust${PART:-}.log"
+    ;;
+  whole)
+    # the whole test suite on the GPU; PART=1: the executor, the sandbox and the adversarial files, PART=2: the rest
+    case "${PART:-all}" in
+      1) files="tests/executor tests/sandbox tests/adversarial" ;;
+      2) files="tests --ignore=tests/executor --ignore=tests/sandbox --ignore=tests/adversarial" ;;
+      *) files="tests" ;;
+    esac
+    # shellcheck disable=SC2086  # the list is split on purpose
+    timeout "${TEST_TIMEOUT:-1800}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+      -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-whole${PART:-}.log"
     ;;
   suite)
     # LEVEL_DIR: a KernelBench level; SUITE_HOME keeps the reference timings between calls that split it
