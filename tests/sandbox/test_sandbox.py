@@ -246,6 +246,17 @@ async def test_a_root_evaluator_runs_its_workers_as_nobody(walled: Evaluator, ma
     assert result.provenance.sandbox_detail and "as uid 65534" in result.provenance.sandbox_detail
 
 
+async def test_workers_under_landlock_stay_the_evaluators_user_and_say_so(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only an evaluator that runs as root has the choice")
+    try:
+        plan = await detect_sandbox(fast_settings(tmp_path, sandbox="landlock"))
+    except ConfigError as exc:
+        pytest.skip(f"no Landlock sandbox on this machine: {exc}")
+    assert plan.user is None
+    assert "unprivileged workers unavailable: only under bubblewrap; workers run as root" in plan.describe()
+
+
 async def test_workers_stay_root_when_told_and_say_so(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("only an evaluator that runs as root has the choice")

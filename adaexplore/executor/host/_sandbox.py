@@ -306,6 +306,9 @@ async def detect_sandbox(settings: Settings) -> SandboxPlan:
         elif seccomp_problem:
             unavailable["landlock"] = seccomp_problem
         else:
+            if os.geteuid() == 0:
+                # without bubblewrap nothing rebuilds the folders above the interpreter for another user
+                unavailable["unprivileged workers"] = "only under bubblewrap; workers run as root"
             return _chosen(
                 SandboxPlan(kind="landlock+seccomp", seccomp=True, landlock_abi=abi, unavailable=unavailable, **limits)
             )
