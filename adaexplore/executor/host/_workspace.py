@@ -105,9 +105,7 @@ def not_dumpable() -> None:
 
 
 def remove_orphaned_exchanges() -> None:
-    """Delete exchange directories left by evaluator processes that died without cleaning up, and end the
-    sandboxes that outlived them."""
-    kill_orphaned_sandboxes()
+    """Delete exchange directories left by evaluator processes that died without cleaning up."""
     for root in {exchange_root(), tempfile.gettempdir()} - {None}:
         for directory in Path(root).glob("adaexplore-*-*"):  # type: ignore[arg-type]
             pid = directory.name.split("-")[1]

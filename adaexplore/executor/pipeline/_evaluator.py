@@ -139,6 +139,7 @@ class Evaluator:
         assert self._tg is not None
         if self.config.target_gpu != "auto":
             gpu_spec(self.config.target_gpu)  # a name the table does not hold is refused with the list
+        workspace.kill_orphaned_sandboxes()  # first: their sandboxes hold the directories
         workspace.remove_orphaned_exchanges()
         if self.sandbox is None:
             self.sandbox = await detect_sandbox(self.settings)

@@ -90,7 +90,7 @@ class CandidateRunner(CompilePass, Trials, Timing):
             from adaexplore.executor.worker._compile_only import install_mirrors
 
             install_mirrors()  # (its launches are compiled for the GPU too) also before the guard
-        capture_ptxas_logs()  # the compile pass reads ptxas's log: patched before the guard too
+        capture_ptxas_logs()  # for the compile pass, which reads ptxas's log: patched before the guard notes Triton
         self.channel.send(Phase(phase="loading"))
         task = load_task_module(job.task_path, job.small_sizes if job.sizes == "small" else None)
         init_seed, trial_seeds, timing_seed = resolve_seeds(job)

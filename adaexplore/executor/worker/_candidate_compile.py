@@ -17,7 +17,6 @@ from adaexplore.executor.worker._candidate_base import RunnerBase, cloned
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._full_size import full_size_pass
 from adaexplore.executor.worker._guard import Guard
-from adaexplore.executor.worker._static_cost import capture_ptxas_logs
 from adaexplore.roofline import ForwardWork
 
 __all__ = ["CompilePass"]
@@ -57,7 +56,6 @@ class CompilePass(RunnerBase):
         self.channel.send(Phase(phase="compiling"))
         started = time.perf_counter()
         self.tracker.compile_only = True
-        capture_ptxas_logs()
         self.tracker.shared_memory_limit = command.shared_memory_limit
         self.tracker.sizes = self.job.sizes if self.job.small_sizes else "full"
         full = self.tracker.sizes == "full"

@@ -37,13 +37,12 @@ class Timing(RunnerBase):
         4-byte elements). Where they do not, every call asked for is kept as a sample of each output's elements,
         at positions drawn after the call (worker/_kept.py), and a flag says so."""
         want = timing.recheck_calls
-        if not want or (self.sink is None and not max_output_elements):
-            return want, 0  # outputs of a size no one knows, written as files (the judge sized nothing)
-        room = self.sink.sets if self.sink is not None else timing.recheck_bytes // (4 * (max_output_elements or 1))
+        if not want or not max_output_elements:
+            # outputs of a size the judge did not state: as many as its device exchange holds, or as asked in files
+            return (min(want, self.sink.sets) if self.sink is not None else want), 0
+        room = self.sink.sets if self.sink is not None else timing.recheck_bytes // (4 * max_output_elements)
         if want <= room:
             return want, 0
-        if not max_output_elements:  # a device exchange sized for outputs of a size it did not say
-            return room, 0
         self.state.flags.append(
             AuditFlag(
                 code="sampled_rechecks",

@@ -60,7 +60,7 @@ def kept_copy(out: Any, limit: int | None, sample: int = 0) -> list[torch.Tensor
     kept: list[torch.Tensor | Sampled] = []
     for tensor in tensors:
         plain = torch.Tensor.detach(tensor)
-        if sample and isinstance(tensor, torch.Tensor) and tensor.numel() > sample:
+        if sample and tensor.numel() > sample:
             seed = secrets.randbits(63)
             where = positions(seed, plain.numel(), sample, plain.device)
             values = torch.Tensor.reshape(plain, (-1,))[where].clone()
