@@ -61,7 +61,7 @@ case "${1:-tests}" in
                 tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu" ;;
     esac
     # shellcheck disable=SC2086  # the list is split on purpose
-    timeout "${TEST_TIMEOUT:-1200}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+    timeout -s INT "${TEST_TIMEOUT:-1200}" python3 -m pytest -q -p no:cacheprovider -rfEs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-trust${PART:-}.log"
     ;;
   whole)
@@ -72,7 +72,7 @@ case "${1:-tests}" in
       *) files="tests" ;;
     esac
     # shellcheck disable=SC2086  # the list is split on purpose
-    timeout "${TEST_TIMEOUT:-1800}" python3 -m pytest -q -p no:cacheprovider -rs --durations=15 \
+    timeout -s INT "${TEST_TIMEOUT:-1800}" python3 -m pytest -q -p no:cacheprovider -rfEs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-whole${PART:-}.log"
     ;;
   suite)
