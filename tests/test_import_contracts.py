@@ -1,5 +1,6 @@
 """The package's layers, as pyproject.toml's import-linter contracts state them (DESIGN §2)."""
 
+import ast
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(
 
 def test_the_layers_contracts_hold() -> None:
     """pyproject.toml's import-linter contracts: the layers import one way, and the command line, the server, the
-    bench and the agent reach the search, memory, executor, prompts and store only through the tools; and the
+    bench and the agent reach the search not at all and the other lower packages only by their faces; and the
     executor's rooms (host, worker, wire, tasks, policy) import one way and never up into the pipeline."""
     lint = subprocess.run(
         [sys.executable, "-c", LINT],
@@ -21,3 +22,43 @@ def test_the_layers_contracts_hold() -> None:
     )
     assert lint.returncode == 0, lint.stdout[-4000:] + lint.stderr[-2000:]
     assert "Contracts: 5 kept, 0 broken." in lint.stdout
+
+
+def test_the_tools_export_only_names_they_define() -> None:
+    """The tools' face re-exports nothing of a lower package: an upper package that needs a lower one's type
+    imports it from that package's face, where the contracts see it."""
+    tools_dir = ROOT / "adaexplore" / "tools"
+    face = ast.parse((tools_dir / "__init__.py").read_text(encoding="utf-8"))
+    exported = next(
+        ast.literal_eval(node.value)
+        for node in face.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+    )
+    source = {
+        alias.asname or alias.name: node.module
+        for node in face.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    foreign = []
+    for name in exported:
+        module = source.get(name, "")
+        if not module.startswith("adaexplore.tools."):
+            foreign.append(f"{name} (from {module or 'nowhere'})")
+            continue
+        room = ast.parse((tools_dir / f"{module.rsplit('.', 1)[1]}.py").read_text(encoding="utf-8"))
+        defined = {
+            target.id
+            for node in room.body
+            for target in (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if isinstance(target, ast.Name)
+        } | {node.name for node in room.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        if name not in defined:
+            foreign.append(f"{name} (imported by {module})")
+    assert not foreign, "adaexplore.tools exports names it does not define: " + ", ".join(foreign)

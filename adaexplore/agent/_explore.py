@@ -23,15 +23,11 @@ from adaexplore.agent._messages import Reply
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConflictError, ModelError, RequestError, TaskError
-from adaexplore.tools import (
-    NO_GUIDANCE,
-    DistillContext,
-    KernelContext,
-    ProgressUpdate,
-    Task,
-    UsageTotals,
-    check_rule_text,
-)
+from adaexplore.executor import EvaluationOptions, EvaluatorProtocol, ProgressUpdate, Task
+from adaexplore.memory import NO_GUIDANCE, check_rule_text
+from adaexplore.prompts import DistillContext, KernelContext
+from adaexplore.roofline import TaskWork
+from adaexplore.store import UsageTotals
 
 __all__ = [
     "Budget",
@@ -193,7 +189,7 @@ def _kernel(kernel: tools.ContextKernel) -> KernelContext:
 class _TimedEvaluator:
     """The evaluator, with the seconds spent in it counted (the loop's own overhead excludes them)."""
 
-    def __init__(self, inner: tools.EvaluatorLike) -> None:
+    def __init__(self, inner: EvaluatorProtocol) -> None:
         self.inner = inner
         self.seconds = 0.0
 
@@ -201,7 +197,7 @@ class _TimedEvaluator:
         self,
         task: Task,
         code: str,
-        options: tools.EvaluationOptions | None = None,
+        options: EvaluationOptions | None = None,
         *,
         progress: tools.Progress | None = None,
     ) -> Evaluation:
@@ -211,7 +207,7 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
-    async def check_task(self, task: Task) -> tools.TaskWork | None:
+    async def check_task(self, task: Task) -> TaskWork | None:
         return await self.inner.check_task(task)
 
     async def ready(self, progress: tools.Progress | None = None) -> None:

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from adaexplore import tools
 from adaexplore.agent._messages import Message, Reply, Usage
-from adaexplore.tools import (
+from adaexplore.memory import RuleCandidate
+from adaexplore.prompts import (
     DistillContext,
     JudgeRuleContext,
     KernelContext,
-    ModelCall,
     RetryContext,
     ReviewContext,
-    RuleCandidate,
     render_answer_format,
     render_distill_rule,
     render_judge_rule,
@@ -34,6 +33,7 @@ from adaexplore.tools import (
     render_review,
     render_step_extras,
 )
+from adaexplore.store import ModelCall
 
 if TYPE_CHECKING:  # the client, and the OpenAI SDK under it, load only when a model is used
     from adaexplore.agent._client import ModelClient

@@ -21,7 +21,7 @@ from adaexplore.bench._suite import EXAMPLES, Suite, read_suite, replay_files
 from adaexplore.bench._table import bench_document, dumps, render_bench, render_bench_list, write_csv
 from adaexplore.config import Settings
 from adaexplore.errors import RequestError
-from adaexplore.tools import BenchProblemRecord, BenchRecord
+from adaexplore.store import BenchProblemRecord, BenchRecord
 
 __all__ = ["BenchOptions", "list_benches", "run_bench", "show_bench"]
 

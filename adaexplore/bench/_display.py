@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from adaexplore.bench._table import format_speedup, status_counts
-from adaexplore.tools import BenchProblemRecord, BenchRecord
+from adaexplore.store import BenchProblemRecord, BenchRecord
 
 if TYPE_CHECKING:
     from adaexplore.agent import StepRecord, TaskSummary

@@ -25,7 +25,9 @@ from adaexplore.agent._writers import Feedback, LargeRequest, SmallRequest
 from adaexplore.bench._suite import Problem, Suite
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import TaskError
-from adaexplore.tools import BenchProblemRecord, BenchRecord, DistillContext, ProblemVerdict, RuleCandidate
+from adaexplore.memory import RuleCandidate
+from adaexplore.prompts import DistillContext
+from adaexplore.store import BenchProblemRecord, BenchRecord, ProblemVerdict
 
 __all__ = ["TASK_ERROR", "BenchObserver", "BenchRunner", "FileWriter", "bench_provenance", "verdict_of"]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from adaexplore import tools
 from adaexplore.errors import RequestError
+from adaexplore.flashinfer import definition_files, is_trace_set, solution_definition
 
 __all__ = ["EXAMPLES", "Problem", "Suite", "examples_dir", "parse_ids", "read_suite", "replay_files"]
 
@@ -81,8 +82,8 @@ def _digest(path: Path) -> str:
 
 
 def _problems(folder: Path, examples: bool) -> list[Problem]:
-    if not examples and tools.is_trace_set(folder):  # definitions carry no number: numbered by their names
-        files = tools.definition_files(folder)
+    if not examples and is_trace_set(folder):  # definitions carry no number: numbered by their names
+        files = definition_files(folder)
         return [Problem(i, p.stem, p, _digest(p), kind="flashinfer") for i, p in enumerate(files, start=1)]
     files = sorted(p for p in folder.glob("*.py") if p.is_file() and not p.name.startswith("_"))
     if examples:  # our own tasks carry no number: they are numbered in the order of their names
@@ -154,7 +155,7 @@ def _solutions(folder: Path) -> dict[str, Path]:
     """
     by_definition: dict[str, Path] = {}
     for path in sorted(folder.rglob("*.json")):
-        name = tools.solution_definition(path)
+        name = solution_definition(path)
         if name is None:
             continue
         if name in by_definition:

@@ -11,7 +11,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from adaexplore.bench._metrics import FAST_AT, BenchSummary, ProblemScore, SpeedupSummary, summarize
-from adaexplore.tools import BenchProblemRecord, BenchRecord
+from adaexplore.store import BenchProblemRecord, BenchRecord
 
 __all__ = [
     "bench_document",

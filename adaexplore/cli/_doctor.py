@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adaexplore import __version__, tools
+from adaexplore.cluster import worker_command
 from adaexplore.config import Settings
 from adaexplore.errors import AdaexploreError
 
@@ -142,7 +143,7 @@ async def _cluster(settings: Settings) -> list[_Line]:
             _Line(
                 "cluster",
                 counted,
-                f"start a worker on each GPU host with `{tools.worker_command(address)}` (`adaexplore worker "
+                f"start a worker on each GPU host with `{worker_command(address)}` (`adaexplore worker "
                 f"{address}` prints it)",
             )
         ]

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from adaexplore.config import ModelConfig, Settings, setting_problem
 from adaexplore.errors import ConfigError
-from adaexplore.tools import MAX_INTEGER, check_target_gpu, known_target_gpus
+from adaexplore.store import MAX_INTEGER
+from adaexplore.tools import check_target_gpu, known_target_gpus
 
 __all__ = [
     "EXIT_INFRA",

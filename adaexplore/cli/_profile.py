@@ -17,7 +17,8 @@ from adaexplore.cli._output import STDOUT, output_file, write_file
 from adaexplore.config import Settings
 from adaexplore.domain import Status
 from adaexplore.errors import RequestError
-from adaexplore.tools import ProgressUpdate, profile_kernel, render_evaluation
+from adaexplore.executor import ProgressUpdate, render_evaluation
+from adaexplore.tools import profile_kernel
 
 __all__ = ["add_profile_parser", "run_profile"]
 

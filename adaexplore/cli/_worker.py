@@ -8,9 +8,9 @@ import sys
 from typing import Any
 
 from adaexplore.cli._options import EXIT_OK, POSITIVE_INT
+from adaexplore.cluster import require_distributed, worker_command, worker_launch
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
-from adaexplore.tools import require_distributed, worker_command, worker_launch
 
 __all__ = ["add_worker_parser", "run_worker_command"]
 

@@ -10,14 +10,14 @@ from typing import TypeVar
 import anyio
 from mcp.server.mcpserver import Context
 
-from adaexplore import tools
+from adaexplore.executor import ProgressUpdate
 
 __all__ = ["HEARTBEAT_S", "Report", "with_progress"]
 
 HEARTBEAT_S = 4.0
 
 Result = TypeVar("Result")
-Report = Callable[[tools.ProgressUpdate], Awaitable[None]]
+Report = Callable[[ProgressUpdate], Awaitable[None]]
 
 
 async def with_progress(ctx: Context, work: Callable[[Report], Awaitable[Result]]) -> Result:
@@ -29,7 +29,7 @@ async def with_progress(ctx: Context, work: Callable[[Report], Awaitable[Result]
     def elapsed() -> float:
         return round(time.perf_counter() - started, 1)
 
-    async def report(update: tools.ProgressUpdate) -> None:
+    async def report(update: ProgressUpdate) -> None:
         last["message"] = f"{update.stage}: {update.message}"
         await ctx.report_progress(elapsed(), None, last["message"])
 

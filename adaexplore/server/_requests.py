@@ -18,7 +18,9 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from adaexplore.tools import MAX_INTEGER  # the store's largest id
+from adaexplore.store import MAX_INTEGER
+
+# the store's largest id
 
 __all__ = ["MAX_CODE", "MAX_INTEGER", "an_id", "takes"]
 

@@ -11,6 +11,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from adaexplore import tools
+from adaexplore.executor import ProgressUpdate
 from adaexplore.server._calls import acall, answer, call, evaluation_resources, services
 from adaexplore.server._progress import Report, with_progress
 from adaexplore.server._requests import MAX_CODE, MAX_INTEGER, an_id, takes
@@ -45,7 +46,7 @@ def _register_search(mcp: MCPServer) -> None:
 
         async def check(report: Report) -> tools.CreateTaskResult:
             message = "loading the task in the evaluator's process"
-            await report(tools.ProgressUpdate(stage="loading", message=message, elapsed_s=0.0))
+            await report(ProgressUpdate(stage="loading", message=message, elapsed_s=0.0))
             return await acall(lambda: tools.create_checked_task(svc, request))
 
         # the task's own code runs here (a slow get_inputs, a big Model): progress keeps the client waiting

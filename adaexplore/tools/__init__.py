@@ -1,10 +1,6 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
-from adaexplore.cluster import require_distributed, worker_command, worker_launch
 from adaexplore.tools._benches import (
-    BenchProblemRecord,
-    BenchRecord,
-    ProblemVerdict,
     bench_list,
     bench_record,
     bench_rows,
@@ -16,25 +12,13 @@ from adaexplore.tools._benches import (
 )
 from adaexplore.tools._best import Measured, RunBest, run_best, speedup_text, tie_break_key
 from adaexplore.tools._brief import run_brief_text
-from adaexplore.tools._files import (
-    ProgressUpdate,
-    Task,
-    check_task_file,
-    profile_kernel,
-    read_code_file,
-    render_evaluation,
-    single_use,
-    task_hash,
-)
+from adaexplore.tools._files import check_task_file, profile_kernel, read_code_file, single_use, task_hash
 from adaexplore.tools._flashinfer import (
-    definition_files,
     export_flashinfer_solution,
     flashinfer_task,
-    is_trace_set,
     kernel_file_code,
     load_any_task,
     run_mode,
-    solution_definition,
     task_file_request,
 )
 from adaexplore.tools._machine import (
@@ -91,26 +75,7 @@ from adaexplore.tools._pages import (
     run_page_data,
 )
 from adaexplore.tools._profile import compile_and_profile
-from adaexplore.tools._prompting import (
-    NO_GUIDANCE,
-    DistillContext,
-    JudgeRuleContext,
-    KernelContext,
-    RetryContext,
-    ReviewContext,
-    RuleCandidate,
-    check_rule_text,
-    render_answer_format,
-    render_distill_rule,
-    render_judge_rule,
-    render_retry,
-    render_review,
-    render_step_extras,
-)
 from adaexplore.tools._reading import (
-    MAX_INTEGER,
-    ModelCall,
-    UsageTotals,
     check_database,
     database_exists,
     database_label,
@@ -140,17 +105,13 @@ from adaexplore.tools._rules import (
 )
 from adaexplore.tools._run_text import render_run_tree, render_runs
 from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
-from adaexplore.tools._service import EvaluationOptions, EvaluatorLike, Progress, Services, open_services
-from adaexplore.tools._speed import TaskWork, check_target_gpu, known_target_gpus
+from adaexplore.tools._service import Progress, Services, open_services
+from adaexplore.tools._speed import check_target_gpu, known_target_gpus
 from adaexplore.tools._steps import expand_node, select_uct, step_answer, step_instructions
 from adaexplore.tools._synthesis import synthesize_tasks
 from adaexplore.tools._task_tools import create_checked_task, create_task
 
 __all__ = [
-    "MAX_INTEGER",
-    "NO_GUIDANCE",
-    "BenchProblemRecord",
-    "BenchRecord",
     "BestKernelRequest",
     "BestKernelResult",
     "CompileAndProfileRequest",
@@ -160,9 +121,6 @@ __all__ = [
     "ContextKernel",
     "CreateTaskRequest",
     "CreateTaskResult",
-    "DistillContext",
-    "EvaluationOptions",
-    "EvaluatorLike",
     "ExpandNodeRequest",
     "ExpandNodeResult",
     "FinishRunRequest",
@@ -172,20 +130,12 @@ __all__ = [
     "GetSkillMemoryRequest",
     "GetSkillMemoryResult",
     "ImportResult",
-    "JudgeRuleContext",
-    "KernelContext",
     "Measured",
-    "ModelCall",
     "NodeResult",
-    "ProblemVerdict",
     "Progress",
-    "ProgressUpdate",
     "RecordFailureRequest",
     "RecordFailureResult",
     "ReevaluatedCandidate",
-    "RetryContext",
-    "ReviewContext",
-    "RuleCandidate",
     "RuleDetail",
     "RuleStatus",
     "RunBest",
@@ -198,16 +148,12 @@ __all__ = [
     "StartRunResult",
     "StepAnswer",
     "StepKernel",
-    "Task",
-    "TaskWork",
     "TrailStep",
-    "UsageTotals",
     "bench_list",
     "bench_record",
     "bench_rows",
     "best_kernel",
     "check_database",
-    "check_rule_text",
     "check_target_gpu",
     "check_task_file",
     "compile_and_profile",
@@ -217,7 +163,6 @@ __all__ = [
     "create_task",
     "database_exists",
     "database_label",
-    "definition_files",
     "describe_scope",
     "distill_prompt",
     "edit_rule",
@@ -233,7 +178,6 @@ __all__ = [
     "has_gpu",
     "import_memory",
     "injected",
-    "is_trace_set",
     "kernel_file_code",
     "known_target_gpus",
     "list_rules",
@@ -252,16 +196,8 @@ __all__ = [
     "read_code_file",
     "record_failure",
     "record_model_call",
-    "render_answer_format",
-    "render_distill_rule",
-    "render_evaluation",
-    "render_judge_rule",
-    "render_retry",
-    "render_review",
     "render_run_tree",
     "render_runs",
-    "render_step_extras",
-    "require_distributed",
     "rule_detail",
     "run_best",
     "run_brief_text",
@@ -277,7 +213,6 @@ __all__ = [
     "set_node_note",
     "set_rule_status",
     "single_use",
-    "solution_definition",
     "speedup_text",
     "start_bench_problem",
     "start_run",
@@ -291,6 +226,4 @@ __all__ = [
     "task_view",
     "tie_break_key",
     "usage",
-    "worker_command",
-    "worker_launch",
 ]

@@ -34,7 +34,6 @@ from adaexplore.tools._models import (
 
 __all__ = [
     "EvaluationOptions",
-    "EvaluatorLike",
     "Progress",
     "Services",
     "UnderWay",
@@ -49,10 +48,6 @@ __all__ = [
 ]
 
 Progress = Callable[[ProgressUpdate], Awaitable[None]]
-
-
-# every evaluator the tools drive (the local one, the cluster's, a test's fake): one protocol, the executor's
-EvaluatorLike = EvaluatorProtocol
 
 
 @dataclass(frozen=True)
@@ -83,7 +78,7 @@ class UnderWay:
 class Services:
     settings: Settings
     store: Store
-    evaluator: EvaluatorLike
+    evaluator: EvaluatorProtocol
     # The third tier of rule merging; None: merge by signature and text similarity only.
     judge: RuleJudge | None = None
 
