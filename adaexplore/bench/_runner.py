@@ -175,6 +175,7 @@ class BenchRunner:
                     self.svc,
                     problem.task_request(),
                     origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
+                    backend=self.bench.backend,
                 )
             except TaskError as exc:
                 verdict = ProblemVerdict(status=TASK_ERROR, message=str(exc), seconds=time.perf_counter() - started)

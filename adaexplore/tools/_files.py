@@ -20,7 +20,7 @@ from adaexplore.executor import (
 )
 from adaexplore.tools._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools._service import Progress
-from adaexplore.tools._task_sizes import sized_task
+from adaexplore.tools._task_sizes import checks_on_cpu, sized_task
 
 __all__ = [
     "ProgressUpdate",
@@ -98,7 +98,7 @@ async def profile_kernel(
     began = time.monotonic()
     async with open_evaluator(single_use(settings)) as evaluator:  # here, or on the cluster the settings name
         note = None
-        if _on_cpu(evaluator, settings, backend):
+        if checks_on_cpu(evaluator, settings, backend):
             if progress is not None and task.small_sizes is None and not full_size:
                 message = "deriving small sizes for the CPU checks (--full-size checks at the task's full sizes)"
                 await progress(ProgressUpdate(stage="sizes", message=message, elapsed_s=time.monotonic() - began))
@@ -117,12 +117,3 @@ async def profile_kernel(
         )
         evaluation = await evaluator.evaluate(task, code, options, progress=progress)
     return evaluation, note
-
-
-def _on_cpu(evaluator: object, settings: Settings, backend: str | None) -> bool:
-    """Whether the evaluation runs on the CPU backends (compile, interpret), where the task's sizes matter."""
-    choice = backend if backend not in (None, "auto") else settings.executor.backend
-    if choice != "auto":
-        return choice != "cuda"
-    environment = getattr(evaluator, "environment", None)
-    return environment is None or not environment.has_gpu

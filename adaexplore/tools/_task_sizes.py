@@ -5,7 +5,7 @@ from __future__ import annotations
 from adaexplore.config import Settings
 from adaexplore.executor import Task, derive_small_sizes, task_from_source, with_small_sizes
 
-__all__ = ["given_sizes", "sized_task"]
+__all__ = ["checks_on_cpu", "given_sizes", "sized_task"]
 
 
 def given_sizes(task: Task, given: dict[str, int | float] | None) -> tuple[Task, str]:
@@ -22,6 +22,17 @@ def given_sizes(task: Task, given: dict[str, int | float] | None) -> tuple[Task,
     sized = task_from_source(with_small_sizes(task.source, given, how), name=task.name)
     listed = ", ".join(f"{name}={value}" for name, value in given.items())
     return sized, f"SMALL_SIZES given with the request: {listed}" if given else f"SMALL_SIZES {how}"
+
+
+def checks_on_cpu(evaluator: object, settings: Settings, backend: str | None) -> bool:
+    """Whether a candidate is judged on the CPU backends (compile, interpret), where small sizes matter: the
+    backend asked for, else the settings', else (auto) the started evaluator's machine; an evaluator that does not
+    say (the cluster's) counts as one without a GPU."""
+    choice = backend if backend not in (None, "auto") else settings.executor.backend
+    if choice != "auto":
+        return choice != "cuda"
+    environment = getattr(evaluator, "environment", None)
+    return environment is None or not environment.has_gpu
 
 
 async def sized_task(task: Task, given: dict[str, int | float] | None, settings: Settings) -> tuple[Task, str]:

@@ -17,7 +17,7 @@ from adaexplore.tools._models import (
 )
 from adaexplore.tools._service import Services
 from adaexplore.tools._speed import TaskWork, describe_sol, stored_work, task_speed_of_light
-from adaexplore.tools._task_sizes import given_sizes, sized_task
+from adaexplore.tools._task_sizes import checks_on_cpu, given_sizes, sized_task
 
 __all__ = ["create_checked_task", "create_task"]
 
@@ -38,18 +38,28 @@ def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
     return _stored_task(svc, task, origin, note)
 
 
-async def create_checked_task(svc: Services, req: CreateTaskRequest, *, origin: str | None = None) -> CreateTaskResult:
+async def create_checked_task(
+    svc: Services, req: CreateTaskRequest, *, origin: str | None = None, backend: str | None = None
+) -> CreateTaskResult:
     """`create_task`, once the evaluator has loaded the task as an evaluation would (in its own process:
     import the module, build Model, draw the inputs). A task that fails there is not stored. `origin` says
     where the task came from, for the record (a bench's suite, problem id and file hash), where the request's
-    own (text or file name) is not enough.
+    own (text or file name) is not enough. Small sizes are derived where the module has none only when its
+    candidates are judged on the CPU backends (`backend`, as the evaluation's option): a GPU judges at the task's
+    full sizes, and a size probe there would cost each new task a worker's start for nothing.
 
     Raises:
         RequestError: as create_task.
         TaskError: the text is not a usable task module, or its code fails, with the reason.
     """
     task, requested = _requested_task(req)
-    task, note = await sized_task(task, req.small_sizes, svc.settings)  # derived where the module has none
+    await svc.evaluator.ready()
+    if checks_on_cpu(svc.evaluator, svc.settings, backend):
+        task, note = await sized_task(task, req.small_sizes, svc.settings)  # derived where the module has none
+    else:
+        task, note = given_sizes(task, req.small_sizes)
+        if req.small_sizes is None and task.small_sizes is None:
+            note += ": not derived, since candidates are judged on the GPU at the task's full sizes"
     work = await svc.evaluator.check_task(task)
     return _stored_task(svc, task, origin or requested, note, work)
 

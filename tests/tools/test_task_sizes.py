@@ -63,6 +63,19 @@ async def test_a_task_without_small_sizes_gets_derived_ones_that_the_judge_accep
     assert again.task_id == result.task_id  # the same module derives the same sizes, so keeps its id
 
 
+async def test_no_sizes_are_derived_for_candidates_judged_on_the_gpu(evaluator: Evaluator, tmp_path: Path) -> None:
+    # the GPU judges at the task's full sizes: the task is checked as it is, and no size probe starts
+    svc = services(evaluator, tmp_path)
+    small = UNSIZED.replace("length = 4000", "length = 40").replace("batch_size = 256", "batch_size = 2")
+    result = await create_checked_task(svc, CreateTaskRequest(source=small, name="norm"), backend="cuda")
+    assert not result.small_sizes
+    assert result.small_sizes_note == (
+        "no SMALL_SIZES: not derived, since candidates are judged on the GPU at the task's full sizes"
+    )
+    assert task_from_source(svc.store.task(result.task_id).source).small_sizes is None
+    assert svc.store.task(result.task_id).work is not None  # the task was still loaded and its reference followed
+
+
 async def test_a_given_dict_or_none_overrides_the_derivation(evaluator: Evaluator, tmp_path: Path) -> None:
     svc = services(evaluator, tmp_path)
     given = {"batch_size": 3, "features": 12, "length": 50}
