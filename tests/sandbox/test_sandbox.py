@@ -203,8 +203,12 @@ EXPECTED.update(
         # 100 MB of output: the kernel is fine, and only the head and tail of what it wrote are kept
         "flood_the_output": ((Status.ok,), ()),
         "allocate_past_the_cap": ((Status.runtime_error,), ("MemoryError",)),
-        # on a GPU the pinning fails at the cap; elsewhere there is nothing to pin with
-        "pin_host_memory_past_the_cap": ((Status.runtime_error,), ("memory", "CUDA", "accelerator")),
+        # on a GPU the pinning fails at the cap: with torch 2.11 on the H200 the worker died by SIGSEGV there, inside
+        # torch's allocation of registered memory, rather than raising; elsewhere there is nothing to pin with
+        "pin_host_memory_past_the_cap": (
+            (Status.runtime_error, Status.crashed),
+            ("memory", "CUDA", "accelerator", "SIGSEGV"),
+        ),
         "fill_the_triton_cache": ((Status.runtime_error,), ("No space left", "MiB to its directory")),
         # its environment holds no credential of the evaluator's; reading it is no escape
         "environ_credential": ((Status.ok,), ()),

@@ -14,9 +14,12 @@ from adaexplore.errors import TaskError
 from adaexplore.executor import Evaluator, task_from_source
 from adaexplore.store import open_store
 from adaexplore.tools import CreateTaskRequest, Services, create_checked_task, create_task
+from tests.conftest import ON_GPU
 from tests.executor.test_small_sizes import _escaping
 
 pytestmark = pytest.mark.anyio
+# sizes are derived, and checked by the judge, where candidates are judged on the CPU backends
+ON_CPU_ONLY = pytest.mark.skipif(ON_GPU, reason="a GPU judges at full size: nothing is derived there")
 
 UNSIZED = textwrap.dedent("""
     import torch
@@ -48,6 +51,7 @@ def services(evaluator: Evaluator, home: Path) -> Services:
     return Services(settings=settings, store=open_store(settings.database_url), evaluator=evaluator)
 
 
+@ON_CPU_ONLY
 async def test_a_task_without_small_sizes_gets_derived_ones_that_the_judge_accepts(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
@@ -76,6 +80,7 @@ async def test_no_sizes_are_derived_for_candidates_judged_on_the_gpu(evaluator: 
     assert svc.store.task(result.task_id).work is not None  # the task was still loaded and its reference followed
 
 
+@ON_CPU_ONLY
 async def test_a_given_dict_or_none_overrides_the_derivation(evaluator: Evaluator, tmp_path: Path) -> None:
     svc = services(evaluator, tmp_path)
     given = {"batch_size": 3, "features": 12, "length": 50}
@@ -89,6 +94,7 @@ async def test_a_given_dict_or_none_overrides_the_derivation(evaluator: Evaluato
     assert unsized.task_id != chosen.task_id
 
 
+@ON_CPU_ONLY
 async def test_given_sizes_the_task_does_not_define_are_refused_by_the_judge(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
@@ -97,6 +103,7 @@ async def test_given_sizes_the_task_does_not_define_are_refused_by_the_judge(
         await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes={"channels": 4}))
 
 
+@ON_CPU_ONLY
 async def test_a_task_whose_code_tries_to_escape_gets_sizes_and_leaves_nothing_behind(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:

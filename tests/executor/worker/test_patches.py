@@ -81,7 +81,9 @@ print(json.dumps(found))
 
 
 def _installed() -> dict[str, list[str]]:
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    # the checkout first, then wherever this interpreter finds its packages (`pip install --target` and PYTHONPATH)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": path}
     done = subprocess.run(
         [sys.executable, "-c", _SNAPSHOT], capture_output=True, text=True, env=env, cwd=ROOT, timeout=240, check=False
     )
