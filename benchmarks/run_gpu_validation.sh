@@ -45,6 +45,8 @@ case "${1:-tests}" in
       2>&1 | tee "$OUT/sandbox-bench.log"
     ;;
   trust)
+    # -v: each test's result is in the log as it ends, so a run cut by its time limit still names its failures
+    # (xdist's summary is lost when the interrupt reaches it mid-run)
     # PART=1: the sandbox battery and the reward-hack battery; PART=2: the honest corpus and the other adversarial
     # files, the examples, whose fault a failure is, the worker's checks and patches, the sampled rechecks. Each about 5 minutes with 12 workers on a 16-core H200
     # host (all 349 tests of both: 264 ran in 470 s); no PART: both
@@ -61,7 +63,7 @@ case "${1:-tests}" in
                 tests/executor/test_evaluator.py::test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu" ;;
     esac
     # shellcheck disable=SC2086  # the list is split on purpose
-    timeout -s INT "${TEST_TIMEOUT:-1200}" python3 -m pytest -q -p no:cacheprovider -rfEs --durations=15 \
+    timeout -s INT "${TEST_TIMEOUT:-1200}" python3 -m pytest -v -p no:cacheprovider -rfEs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-trust${PART:-}.log"
     ;;
   whole)
@@ -72,7 +74,7 @@ case "${1:-tests}" in
       *) files="tests" ;;
     esac
     # shellcheck disable=SC2086  # the list is split on purpose
-    timeout -s INT "${TEST_TIMEOUT:-1800}" python3 -m pytest -q -p no:cacheprovider -rfEs --durations=15 \
+    timeout -s INT "${TEST_TIMEOUT:-1800}" python3 -m pytest -v -p no:cacheprovider -rfEs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-whole${PART:-}.log"
     ;;
   suite)
