@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -504,3 +505,58 @@ def test_workers_get_no_credentials_of_the_evaluators_process(home: Path, monkey
     # what Python, the compilers, Triton and the CUDA driver read stays
     assert env["PATH"] == os.environ["PATH"]
     assert env["TRITON_PRINT_AUTOTUNING"] == "1" and env["CUDA_MODULE_LOADING"] == "LAZY" and env["LC_ALL"] == "C.UTF-8"
+
+
+async def test_a_worker_start_cancelled_at_any_moment_leaves_nothing_running(home: Path) -> None:
+    # A worker taken from its pool and cancelled before it is ready (an evaluation cancelled while its worker
+    # starts; a size probe's start cancelled) is ended with its sandbox; before, only a garbage collector killed
+    # its launcher, which left the PID namespace's first process running, reparented to init.
+    from adaexplore.executor import detect_sandbox, worker_env
+    from adaexplore.executor.host._pool import WorkerPool
+    from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
+
+    settings = fast_settings(home)
+    plan = await detect_sandbox(settings)
+    root = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-"))
+    (root / "tasks").mkdir()
+    count = iter(range(100))
+    try:
+        async with anyio.create_task_group() as group:
+            spawner = ProcessSpawner(group, sandbox=plan, exchange_root=root, settings=settings)
+
+            async def spawn() -> WorkerChannel:
+                exchange = root / f"w{next(count)}"
+                request = SpawnRequest(
+                    role="sizes", backend="compile", device=0, env=worker_env(settings), exchange=exchange
+                )
+                return await spawner.spawn(request)
+
+            pool = WorkerPool(group, spawn, warm=0, ready_timeout=60)
+            # from the making of the process to the last moments of the worker's imports
+            for delay in [0.0, 0.002, 0.01, 0.05, 0.2, 0.6, 1.2]:
+                with anyio.move_on_after(delay):
+                    worker, _ = await pool.acquire()
+                    await worker.aclose()
+            await pool.aclose()
+            group.cancel_scope.cancel()
+        deadline = time.monotonic() + 5
+        while (left := _processes_naming(root)) and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        assert not left, f"processes of cancelled starts still run: {left}"
+    finally:
+        for pid in _processes_naming(root):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _processes_naming(path: Path) -> list[int]:
+    """Processes whose command line names `path` (a worker's, its launcher's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(path).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

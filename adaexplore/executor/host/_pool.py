@@ -140,6 +140,9 @@ class WorkerPool:
         except (WorkerDied, WorkerTimeout) as exc:
             await worker.aclose()
             raise EvaluatorError(f"a {worker.backend} worker failed to start: {worker.output.text()[-3000:]}") from exc
+        except BaseException:  # cancelled while it started: no one else knows of this worker
+            await worker.aclose()
+            raise
 
     async def wait_warm(self) -> None:
         """Return once no spare of the pool is starting or warming up (a spare that failed to start is

@@ -157,16 +157,18 @@ class WorkerProcess:
             command[1:1] = ["--info-fd", str(info[1])]
             passed.append(info[1])
         try:
-            process = await anyio.open_process(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=worker_env,
-                cwd=exchange,
-                start_new_session=True,
-                pass_fds=tuple(passed),
-            )
+            # shielded: a start cancelled while the process is being made must still see it made, to kill it
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=worker_env,
+                    cwd=exchange,
+                    start_new_session=True,
+                    pass_fds=tuple(passed),
+                )
         except BaseException:
             ours.close()
             if info is not None:
@@ -187,11 +189,19 @@ class WorkerProcess:
             wrapped=sandbox.kind == "bwrap",
             side=SideSocket(ours),
         )
-        if info is not None:
-            worker._namespace = await anyio.to_thread.run_sync(namespace_init, info[0])
-        task_group.start_soon(worker._drain)
-        if sandbox.kind != "none":
-            task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
+        try:
+            if info is not None:
+                # bubblewrap reports at once (or exits); shielded so that a start cancelled meanwhile still holds
+                # the namespace to kill: without it, killing the launcher alone could leave the namespace's first
+                # process behind, reparented to init, until its worker ends
+                with anyio.CancelScope(shield=True):
+                    worker._namespace = await anyio.to_thread.run_sync(namespace_init, info[0])
+            task_group.start_soon(worker._drain)
+            if sandbox.kind != "none":
+                task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
+        except BaseException:
+            await worker.aclose()  # shields itself
+            raise
         return worker
 
     def over_quota(self) -> bool:

@@ -148,7 +148,11 @@ class ProcessSpawner:
             memory_share=self._settings.executor.judge_memory_share if request.role == "judge" else None,
         )
         if request.cpus is not None:
-            self.pin(worker, request.cpus)
+            try:
+                self.pin(worker, request.cpus)
+            except BaseException:
+                await worker.aclose()
+                raise
         return worker
 
     def pin(self, worker: WorkerChannel, cpus: frozenset[int]) -> None:

@@ -124,6 +124,9 @@ class SizeProber:
             await worker.aclose()
             detail = str(exc) or f"no answer within {self.settings.executor.load_timeout_s:g} s"
             raise EvaluatorError(f"the size probe did not start ({detail}){': ' + tail if tail else ''}") from exc
+        except BaseException:  # cancelled while it started
+            await worker.aclose()
+            raise
         self._worker = worker
         return worker
 
