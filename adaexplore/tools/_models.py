@@ -63,7 +63,8 @@ class CreateTaskRequest(_In):
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
     small_sizes: dict[str, int | float] | None = Field(
         default=None,
-        description="names to numbers for CPU checks, in place of SMALL_SIZES; {}: full sizes; default: derived",
+        description="names to numbers for CPU checks, in place of SMALL_SIZES; {}: full sizes; default: derived "
+        "on the CPU",
     )
 
 
