@@ -509,8 +509,9 @@ def test_workers_get_no_credentials_of_the_evaluators_process(home: Path, monkey
 
 async def test_a_worker_start_cancelled_at_any_moment_leaves_nothing_running(home: Path) -> None:
     # A worker taken from its pool and cancelled before it is ready (an evaluation cancelled while its worker
-    # starts; a size probe's start cancelled) is ended with its sandbox; before, only a garbage collector killed
-    # its launcher, which left the PID namespace's first process running, reparented to init.
+    # starts; a size probe's start cancelled), or a spare still starting when its pool closes, is ended with its
+    # sandbox; before, only a garbage collector killed its launcher, which left the PID namespace's first process
+    # running, reparented to init.
     from adaexplore.executor import detect_sandbox, worker_env
     from adaexplore.executor.host._pool import WorkerPool
     from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
@@ -539,6 +540,15 @@ async def test_a_worker_start_cancelled_at_any_moment_leaves_nothing_running(hom
                     await worker.aclose()
             await pool.aclose()
             group.cancel_scope.cancel()
+        # a pool closed, and its task group cancelled, while a spare starts (an evaluator closing as it refills)
+        for delay in [0.0, 0.005, 0.05, 0.3, 1.0]:
+            async with anyio.create_task_group() as group:
+                spawner = ProcessSpawner(group, sandbox=plan, exchange_root=root, settings=settings)
+                pool = WorkerPool(group, spawn, warm=1, ready_timeout=60)
+                pool.fill()
+                await anyio.sleep(delay)
+                await pool.aclose()
+                group.cancel_scope.cancel()
         deadline = time.monotonic() + 5
         while (left := _processes_naming(root)) and time.monotonic() < deadline:
             await anyio.sleep(0.1)

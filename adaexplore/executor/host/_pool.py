@@ -111,6 +111,9 @@ class WorkerPool:
                 worker = await self._spawn()
             finally:
                 self._spawning -= 1
+            if self._closed:  # closed while the process was made: `aclose` did not see it
+                await worker.aclose()
+                return
             self._spares.append(worker)
             try:
                 await worker.ready(self._ready_timeout)
@@ -118,6 +121,11 @@ class WorkerPool:
                 if worker in self._spares:
                     self._spares.remove(worker)
                 await worker.aclose()
+            except BaseException:  # cancelled (its evaluator closing): ended here, unless a caller took it
+                if worker in self._spares:
+                    self._spares.remove(worker)
+                    await worker.aclose()
+                raise
         finally:
             self._starting -= 1
 
