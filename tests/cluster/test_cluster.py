@@ -25,6 +25,7 @@ from distributed import Client, LocalCluster
 
 from adaexplore.config import ExecutorConfig, Settings
 from adaexplore.errors import ConfigError
+from adaexplore.executor.host._workspace import kill_orphaned_sandboxes
 from adaexplore.store import open_store
 from adaexplore.tools import (
     CompileAndProfileRequest,
@@ -401,6 +402,10 @@ async def test_the_only_plugin_worker_lost_for_good_is_an_infra_error_that_adds_
         finally:
             worker.kill()
             worker.wait()
+            # The worker's evaluator died by SIGKILL with the hanging kernel's sandbox running: its PID namespace
+            # outlives it, the kernel spinning, until an evaluator's start ends the sandboxes of dead evaluators
+            # (as a restarted worker's would); this test's run stands for that start.
+            kill_orphaned_sandboxes()
 
 
 def steps_taken(database: Path) -> int:

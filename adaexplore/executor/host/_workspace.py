@@ -118,9 +118,9 @@ _EXCHANGE_OF = re.compile(r"/adaexplore-(\d+)-")
 
 def kill_orphaned_sandboxes() -> list[int]:
     """SIGKILL the bubblewrap processes of this user whose command line names an exchange directory of an
-    evaluator process that is gone, and return their pids. An evaluator killed while bubblewrap was still starting
-    a worker (before it named the first process of the worker's PID namespace) can leave that process waiting
-    forever; its end takes every process of the namespace with it."""
+    evaluator process that is gone, and return their pids. An evaluator killed outright (SIGKILL, the OOM killer)
+    can leave the first process of a worker's PID namespace behind, reparented to init, with its worker running on
+    (a kernel that never ends keeps spinning); its end takes every process of the namespace with it."""
     killed = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
