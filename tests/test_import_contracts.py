@@ -47,18 +47,20 @@ def test_the_tools_export_only_names_they_define() -> None:
             foreign.append(f"{name} (from {module or 'nowhere'})")
             continue
         room = ast.parse((tools_dir / f"{module.rsplit('.', 1)[1]}.py").read_text(encoding="utf-8"))
-        defined = {
-            target.id
-            for node in room.body
-            for target in (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AnnAssign)
-                else []
-            )
-            if isinstance(target, ast.Name)
-        } | {node.name for node in room.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        defined = _top_level_names(room)
         if name not in defined:
             foreign.append(f"{name} (imported by {module})")
     assert not foreign, "adaexplore.tools exports names it does not define: " + ", ".join(foreign)
+
+
+def _top_level_names(module: ast.Module) -> set[str]:
+    """The names a module defines at its top level: its functions, classes and assigned names (not its imports)."""
+    names = set()
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names

@@ -18,9 +18,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from adaexplore.store import MAX_INTEGER
-
-# the store's largest id
+from adaexplore.store import MAX_INTEGER  # the store's largest id
 
 __all__ = ["MAX_CODE", "MAX_INTEGER", "an_id", "takes"]
 

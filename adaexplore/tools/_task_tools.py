@@ -7,6 +7,7 @@ from pathlib import Path
 from adaexplore.errors import RequestError
 from adaexplore.executor import (
     Task,
+    gpu_device_present,
     read_task_file,
     task_from_source,
 )
@@ -53,7 +54,8 @@ async def create_checked_task(
         TaskError: the text is not a usable task module, or its code fails, with the reason.
     """
     task, requested = _requested_task(req)
-    await svc.evaluator.ready()
+    if gpu_device_present():  # whether the GPU judges, the started evaluator says; without one, the CPU does
+        await svc.evaluator.ready()
     if checks_on_cpu(svc.evaluator, svc.settings, backend):
         task, note = await sized_task(task, req.small_sizes, svc.settings)  # derived where the module has none
     else:

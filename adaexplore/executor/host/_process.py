@@ -191,11 +191,9 @@ class WorkerProcess:
         )
         try:
             if info is not None:
-                # bubblewrap reports at once (or exits); shielded so that a start cancelled meanwhile still holds
-                # the namespace to kill: without it, killing the launcher alone could leave the namespace's first
-                # process behind, reparented to init, until its worker ends
-                with anyio.CancelScope(shield=True):
-                    worker._namespace = await anyio.to_thread.run_sync(namespace_init, info[0])
+                # bubblewrap reports at once (or exits); anyio waits for the thread even when the start is cancelled
+                # meanwhile, so the namespace to kill is known to the `aclose` below
+                worker._namespace = await anyio.to_thread.run_sync(namespace_init, info[0])
             task_group.start_soon(worker._drain)
             if sandbox.kind != "none":
                 task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
