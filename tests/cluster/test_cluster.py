@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import dask
 import pytest
 from distributed import Client, LocalCluster
 
@@ -52,14 +53,20 @@ DASHBOARD = ":0"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     home = tmp_path_factory.mktemp("worker-home")
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        preload=["adaexplore.cluster"],
-        env={"ADAEXPLORE_HOME": str(home)},
-        dashboard_address=DASHBOARD,
-    ) as local:
+    # A LocalCluster closes the nanny of a worker that has not come back `lost-worker-timeout` (15 s) after it
+    # was lost, for good: a killed worker's restart (its preload starts an evaluator) takes longer than that on a
+    # loaded 2-core machine, and the tests that kill one wait for both to be back.
+    with (
+        dask.config.set({"distributed.deploy.lost-worker-timeout": "300s"}),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            preload=["adaexplore.cluster"],
+            env={"ADAEXPLORE_HOME": str(home)},
+            dashboard_address=DASHBOARD,
+        ) as local,
+    ):
         yield local
 
 
