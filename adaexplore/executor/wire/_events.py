@@ -144,6 +144,10 @@ class Loaded(Msg):
     # for a precision check at the task's full reduction lengths; None: no such size was made small
     reduction_sizes: dict[str, int | float] | None = None
     reduction_names: list[str] = Field(default_factory=list)
+    # a reference built for this job: the seconds the judge spent drawing its inputs (or waiting for processes
+    # drawing them side by side), and how many seeds such processes drew
+    draw_s: float = 0.0
+    drawn_in_processes: int = 0
 
 
 class MemoryReport(Msg):

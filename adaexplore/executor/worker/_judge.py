@@ -161,6 +161,9 @@ class Judge:
         ref.users += 1
         job = self.jobs[spec.job_id] = Job(spec=spec, key=key, ref=ref, cached=cached)
         facts = self._task_facts(spec)
+        if not cached:
+            drew = self.builder.last_draw
+            facts = {**facts, "draw_s": round(drew.seconds, 4), "drawn_in_processes": drew.in_processes}
         if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
             return Loaded(cached=cached, **facts)
         if not ref.inputs:  # kept by a job that did not share them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from types import ModuleType
 from typing import Any
 
@@ -11,14 +12,17 @@ from adaexplore.domain import AuditFlag, Mode, Tolerance
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare
+from adaexplore.executor.worker._draws import DrawReport, draw_side_by_side
 from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._references import Reference
 from adaexplore.executor.worker._taskrun import (
     build_model,
     clone_args,
+    draw_args,
     flatten_output,
     load_task_module,
     make_args,
+    place_args,
     resolve_seeds,
     tensors_in,
     upcast,
@@ -36,8 +40,14 @@ class ReferenceBuilder:
         self.device = device
         self._modules: dict[tuple[str, str], ModuleType] = {}
         self._task_flags: dict[tuple[str, str, Mode], tuple[list[AuditFlag], bool, bool]] = {}
+        # how the last reference built drew its inputs
+        self.last_draw = DrawReport()
 
     def inputs(self, ref: Reference, spec: JobSpec, seed: int) -> list[Any]:
+        """`seed`'s inputs on the device: drawn now, or the copy drawn ahead with the reference's own."""
+        ahead = ref.drawn.get(seed)
+        if ahead:
+            return ahead.pop()
         return make_args(ref.module, "get_inputs", seed, self.device, ref.cast, on_device=spec.generate_on_device)
 
     def module(self, spec: JobSpec) -> ModuleType:
@@ -57,18 +67,46 @@ class ReferenceBuilder:
             raise TaskFault(f"the reference Model's forward raised {type(exc).__name__}: {exc}") from exc
 
     def build(self, spec: JobSpec) -> Reference:
+        """The task's models and the inputs of every trial (on a GPU, of timing too), drawn side by side where
+        drawing them takes long (`_draws`); `last_draw` says how."""
         mode = mode_spec(spec.mode)
         module = self.module(spec)
         cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
         init_seed, trial_seeds, timing_seed = resolve_seeds(spec)
         on_device = spec.generate_on_device
-        init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
+        # drawn ahead with the trials': timing's inputs (a GPU times the reference), and the first trial's again
+        # for the task's facts, which run the reference on fresh inputs once per task
+        ahead = [timing_seed] if self.device.type == "cuda" else []
+        if (spec.task_path, spec.sizes, spec.mode) not in self._task_flags:
+            ahead.append(trial_seeds[0])
+        seeds = [*trial_seeds, *ahead]
+        self.last_draw = report = DrawReport(seeds=len(seeds))
+        start = time.perf_counter()
+        first = draw_args(module, "get_inputs", seeds[0], self.device, on_device=on_device)
+        drawn_s = time.perf_counter() - start
+        drawing = None if on_device else draw_side_by_side(module, first, drawn_s, seeds[1:], report)
         try:
-            native = build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
-        except torch.OutOfMemoryError:
-            raise
-        except Exception as exc:
-            raise TaskFault(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
+            init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
+            try:
+                native = build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
+            except torch.OutOfMemoryError:
+                raise
+            except Exception as exc:
+                raise TaskFault(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
+            start = time.perf_counter()
+            placed = [place_args(first, self.device, cast)]
+            del first
+            if drawing is None:
+                for seed in seeds[1:]:
+                    placed.append(make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device))
+            else:
+                placed += [[]] * (len(seeds) - 1)
+                for index, values in drawing.collect():
+                    placed[index + 1] = place_args(values, self.device, cast)
+            report.seconds = drawn_s + time.perf_counter() - start
+        finally:
+            if drawing is not None:
+                drawing.close()
         float64 = mode.reference_precision == "float64"
         ref = Reference(
             module=module,
@@ -80,9 +118,11 @@ class ReferenceBuilder:
             trial_seeds=trial_seeds,
             timing_seed=timing_seed,
         )
-        ref.inputs = [
-            make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in trial_seeds
-        ]
+        ref.inputs = placed[: len(trial_seeds)]
+        for seed, values in zip(ahead, placed[len(trial_seeds) :], strict=True):
+            ref.drawn.setdefault(seed, []).append(values)
+        if self.device.type == "cuda":
+            ref.timing_base = self.inputs(ref, spec, timing_seed)
         return ref
 
     def compute(self, ref: Reference, spec: JobSpec) -> None:
@@ -118,6 +158,7 @@ class ReferenceBuilder:
         facts = self._task_facts(ref, spec, natives)
         ref.flags = flags + facts[0]
         ref.mutates_inputs, ref.aliases_inputs = facts[1], facts[2]
+        ref.drawn.clear()  # a copy drawn for facts another reference of the task found first
         del natives
 
     @staticmethod

@@ -44,6 +44,8 @@ class Reference:
     mutates_inputs: bool = False
     aliases_inputs: bool = False
     timing_base: list[Any] | None = None
+    # inputs drawn ahead with the trials' (per seed, each copy taken once; `ReferenceBuilder.inputs`)
+    drawn: dict[int, list[list[Any]]] = field(default_factory=dict)
     # the pool of the timed calls' factors, with its key (worker/_perturb.py)
     pattern_pool: tuple[int, torch.Tensor] | None = None
     # kept after its evaluation ends (fixed seeds: the next evaluation of the task uses it again)
@@ -64,6 +66,9 @@ class Reference:
             held += outs
         if self.timing_base is not None:
             held += tensors_in(self.timing_base)
+        for copies in self.drawn.values():
+            for args in copies:
+                held += tensors_in(args)
         if self.pattern_pool is not None:
             held.append(self.pattern_pool[1])
         return held

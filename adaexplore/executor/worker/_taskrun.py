@@ -26,10 +26,12 @@ __all__ = [
     "build_model",
     "clone_args",
     "derive_seeds",
+    "draw_args",
     "flatten_output",
     "load_task_module",
     "make_args",
     "own_attributes",
+    "place_args",
     "rebuilt",
     "resolve_seeds",
     "tensors_in",
@@ -121,6 +123,31 @@ def _drawing_on(device: torch.device, on_device: bool) -> contextlib.AbstractCon
     return device if on_device and device.type == "cuda" else contextlib.nullcontext()
 
 
+def draw_args(
+    module: ModuleType, fn_name: str, seed: int, device: torch.device | None = None, *, on_device: bool = False
+) -> list[Any]:
+    """Call `get_inputs` or `get_init_inputs` under `seed`; the values where it made them (with `on_device`, a
+    CUDA `device` only, the function runs with `device` as default device, so values are drawn there).
+
+    Raises:
+        TaskFault: the function raised or did not return a list or tuple.
+    """
+    torch.manual_seed(seed)
+    try:
+        with _drawing_on(device, on_device) if device is not None else contextlib.nullcontext():
+            values = getattr(module, fn_name)()
+    except Exception as exc:
+        raise TaskFault(f"{fn_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(values, list | tuple):
+        raise TaskFault(f"{fn_name}() must return a list or tuple, not {type(values).__name__}")
+    return list(values)
+
+
+def place_args(values: list[Any], device: torch.device, cast: torch.dtype | None) -> list[Any]:
+    """Drawn values moved to `device` (floating tensors cast to `cast`)."""
+    return [_place(v, device, cast) for v in values]
+
+
 def make_args(
     module: ModuleType,
     fn_name: str,
@@ -130,21 +157,12 @@ def make_args(
     *,
     on_device: bool = False,
 ) -> list[Any]:
-    """Call `get_inputs` or `get_init_inputs` under `seed` and move tensors to `device`; with `on_device`
-    (a CUDA device only) the function runs with `device` as default device, so values are drawn there.
+    """`draw_args`, moved to `device` and cast (`place_args`).
 
     Raises:
         TaskFault: the function raised or did not return a list or tuple.
     """
-    torch.manual_seed(seed)
-    try:
-        with _drawing_on(device, on_device):
-            values = getattr(module, fn_name)()
-    except Exception as exc:
-        raise TaskFault(f"{fn_name}() raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(values, list | tuple):
-        raise TaskFault(f"{fn_name}() must return a list or tuple, not {type(values).__name__}")
-    return [_place(v, device, cast) for v in values]
+    return place_args(draw_args(module, fn_name, seed, device, on_device=on_device), device, cast)
 
 
 def build_model(

@@ -129,6 +129,8 @@ def _keep_work(ctx: Run, loaded: object) -> None:
     if isinstance(loaded, Loaded):
         ctx.task_work, ctx.task_work_note = loaded.work, loaded.work_note
         ctx.reduction_sizes, ctx.reduction_names = loaded.reduction_sizes, loaded.reduction_names
+        if loaded.draw_s:  # a part of reference_load: the inputs' draw of a reference built for this evaluation
+            ctx.add_phase("reference_draw", loaded.draw_s)
 
 
 async def _relay(lane: Lane, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
