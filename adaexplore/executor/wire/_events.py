@@ -148,6 +148,8 @@ class Loaded(Msg):
     # drawing them side by side), and how many seeds such processes drew
     draw_s: float = 0.0
     drawn_in_processes: int = 0
+    # why the judge drew seeds itself that processes were to draw, where the task's values were not the cause
+    draw_note: str = ""
 
 
 class MemoryReport(Msg):

@@ -50,6 +50,8 @@ class DrawReport:
     seeds: int = 0
     in_processes: int = 0
     processes: int = 0
+    # why processes drew fewer seeds than they were given, where it was not the task's values
+    note: str = ""
 
 
 @dataclass
@@ -66,9 +68,14 @@ class SideBySide:
 
     def start(self) -> None:
         while self._next < len(self.seeds) and len(self._children) < self._limit:
-            index = self._next
+            try:
+                pid, files = _fork_draw(self.module, self.seeds[self._next], self._cpus)
+            except OSError as exc:  # no process or in-memory file: the judge draws the rest itself
+                self.report.note = f"the judge drew the rest itself: {exc}"
+                self._limit = 0
+                return
+            self._children.append((self._next, pid, files))
             self._next += 1
-            self._children.append((index, *_fork_draw(self.module, self.seeds[index], self._cpus)))
 
     def collect(self) -> Iterator[tuple[int, list[Any]]]:
         """(index into `seeds`, values) for each seed, drawn by a child or, where one did not, by the judge."""
@@ -78,6 +85,9 @@ class SideBySide:
                 _, status = os.waitpid(pid, 0)
                 try:
                     values = _read_back(files) if os.waitstatus_to_exitcode(status) == 0 else None
+                except OSError as exc:
+                    self.report.note = f"a seed's values did not read back: {exc}"
+                    values = None
                 finally:
                     _close(files)
                 self.start()
@@ -86,6 +96,10 @@ class SideBySide:
                 else:
                     self.report.in_processes += 1
                 yield index, values
+            # seeds no process took (none could be started): drawn here, in order
+            while self._next < len(self.seeds):
+                self._next += 1
+                yield self._next - 1, draw_args(self.module, "get_inputs", self.seeds[self._next - 1])
         finally:
             self.close()
 
@@ -128,8 +142,16 @@ def draw_side_by_side(
 def _fork_draw(module: ModuleType, seed: int, cpus: frozenset[int] | None) -> tuple[int, tuple[int, int]]:
     """A child that draws `seed`'s inputs into two new in-memory files; (its pid, (the bytes, the layout))."""
     data = os.memfd_create(f"inputs-{seed}", os.MFD_CLOEXEC)
-    layout = os.memfd_create(f"inputs-{seed}-layout", os.MFD_CLOEXEC)
-    pid = os.fork()
+    try:
+        layout = os.memfd_create(f"inputs-{seed}-layout", os.MFD_CLOEXEC)
+    except OSError:
+        os.close(data)
+        raise
+    try:
+        pid = os.fork()
+    except OSError:
+        _close((data, layout))
+        raise
     if pid == 0:  # the child: draw, write, leave without running the judge's exit handlers
         code = 1
         try:

@@ -163,7 +163,12 @@ class Judge:
         facts = self._task_facts(spec)
         if not cached:
             drew = self.builder.last_draw
-            facts = {**facts, "draw_s": round(drew.seconds, 4), "drawn_in_processes": drew.in_processes}
+            facts = {
+                **facts,
+                "draw_s": round(drew.seconds, 4),
+                "drawn_in_processes": drew.in_processes,
+                "draw_note": drew.note,
+            }
         if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
             return Loaded(cached=cached, **facts)
         if not ref.inputs:  # kept by a job that did not share them

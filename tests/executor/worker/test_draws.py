@@ -184,3 +184,17 @@ def test_kernelbench_inputs_drawn_side_by_side_are_the_serial_draws(problem: str
     got, report = _side_by_side(module, seeds)
     assert report.in_processes == 2
     assert _same(got, [draw_args(module, "get_inputs", seed) for seed in seeds])
+
+
+def test_where_no_process_can_be_started_the_judge_draws_every_seed_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = load_task_module(_task(tmp_path), None)
+
+    def refused(name: str, flags: int = 0) -> int:
+        raise PermissionError(1, "Operation not permitted", name)
+
+    monkeypatch.setattr(os, "memfd_create", refused)
+    got, report = _side_by_side(module, [4, 5, 6])
+    assert report.in_processes == 0 and "the judge drew the rest itself" in report.note
+    assert _same(got, [draw_args(module, "get_inputs", seed) for seed in (4, 5, 6)])

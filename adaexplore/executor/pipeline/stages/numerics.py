@@ -4,6 +4,7 @@ reference. On a GPU the device is held from the reference's outputs to the end o
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import anyio
@@ -34,6 +35,8 @@ from adaexplore.executor.wire._protocol import (
 )
 
 __all__ = ["run"]
+
+log = logging.getLogger(__name__)
 
 
 async def run(
@@ -131,6 +134,8 @@ def _keep_work(ctx: Run, loaded: object) -> None:
         ctx.reduction_sizes, ctx.reduction_names = loaded.reduction_sizes, loaded.reduction_names
         if loaded.draw_s:  # a part of reference_load: the inputs' draw of a reference built for this evaluation
             ctx.add_phase("reference_draw", loaded.draw_s)
+        if loaded.draw_note:  # slower, not wrong: for whoever runs the evaluator, not for the candidate's author
+            log.warning("the judge drew inputs one seed after another: %s", loaded.draw_note)
 
 
 async def _relay(lane: Lane, worker: WorkerChannel, judge: JudgeClient, job: JobSpec, what: str) -> None:
