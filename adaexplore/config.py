@@ -133,6 +133,10 @@ class ExecutorConfig(BaseModel):
     warm_workers: int | None = Field(default=None, ge=0, le=16)
     # Evaluations that may hold a candidate worker at once, per backend (per GPU for `cuda`).
     max_concurrent: int = Field(default=4, ge=1, le=64)
+    # After an evaluation on fresh seeds (strict mode), the judge builds the reference of the task's next one on
+    # new secret seeds while it is idle, so that evaluation finds it ready; each set of seeds still serves one
+    # evaluation. None: on the `cuda` backend only (on the CPU backends the reference is cheap beside the rest).
+    reference_ahead: bool | None = None
     # The GPUs to evaluate on, by their index among the visible ones (after CUDA_VISIBLE_DEVICES); each gets its
     # own judge and worker pool, and an evaluation goes to the one with the fewest under way. None: every
     # visible GPU. `--gpus 0,2` on the command line.

@@ -316,8 +316,11 @@ def list_benches(settings: Settings, *, out: TextIO = sys.stdout) -> int:
 
 def replay_settings(settings: Settings) -> Settings:
     """A replay bench's settings: the one step of a replayed kernel is its result, so there is no final
-    re-evaluation, and a step the evaluator gave up on (after its own retry) is not tried again with the same
-    file."""
+    re-evaluation, a step the evaluator gave up on (after its own retry) is not tried again with the same
+    file, and no reference is built ahead for a next evaluation of a problem that has none (unless asked)."""
     search = settings.search.model_copy(update={"final_reevaluation": 0})
     agent = settings.agent.model_copy(update={"max_failed_steps": 1})
-    return settings.model_copy(update={"search": search, "agent": agent})
+    executor = settings.executor
+    if executor.reference_ahead is None:
+        executor = executor.model_copy(update={"reference_ahead": False})
+    return settings.model_copy(update={"search": search, "agent": agent, "executor": executor})

@@ -9,6 +9,7 @@ from typing import Any
 
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend
+from adaexplore.executor.pipeline.stages.ahead import fresh_seeds
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.wire._protocol import JobSpec
 
@@ -22,12 +23,7 @@ def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: Exe
     spec = run.spec
     seeds: dict[str, Any] = {}
     if spec.fresh_seeds:
-        draw = secrets.SystemRandom()
-        seeds = {
-            "init_seed": draw.randrange(2**31),
-            "trial_seeds": [draw.randrange(2**31) for _ in range(spec.trials)],
-            "timing_seed": draw.randrange(2**31),
-        }
+        seeds = fresh_seeds(spec.trials)
     return JobSpec(
         job_id=secrets.token_hex(8),
         task_path=str(task_path),

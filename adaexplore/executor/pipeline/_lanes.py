@@ -25,6 +25,7 @@ from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.host._pool import CorePlan, JudgeClient, WorkerPool
 from adaexplore.executor.host._spawn import Spawner, SpawnRequest, WorkerChannel
 from adaexplore.executor.pipeline import _jobs as jobs
+from adaexplore.executor.pipeline.stages.ahead import SeedsAhead
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.pipeline.stages.lane import Lane
 from adaexplore.executor.tasks._task import Task
@@ -57,6 +58,7 @@ class LaneBook:
         self.judges: dict[str, JudgeClient] = {}
         self.slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
         self.locks: dict[int, DeviceLock] = {}
+        self.ahead = SeedsAhead()
         self.under_way: Counter[tuple[Backend, int]] = Counter()
         self._next_device = 0
         self._spawned = 0
@@ -190,6 +192,7 @@ class LaneBook:
             fingerprint=self.environment.fingerprint(device),
             physical_gpu=physical_gpu(device, self.worker_env) if self.environment.has_gpu else None,
             cache_dir=self.settings.cache_dir,
+            ahead=self.ahead,
         )
 
     @contextlib.contextmanager

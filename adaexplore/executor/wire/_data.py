@@ -108,3 +108,6 @@ class JobSpec(Msg):
     # the interpreter runs only the first config of an autotuned kernel (a check at larger sizes, where running
     # every config once would multiply its cost)
     one_config: bool = False
+    # the judge keeps this job's reference, fresh seeds and all, for the one evaluation that will take them
+    # (a reference built ahead), and keeps its inputs on a GPU
+    keep_reference: bool = False

@@ -155,9 +155,10 @@ class Judge:
         if ref is None:
             self.cache.make_room(self._last_size.get((spec.task_path, spec.sizes), 0))
             ref = self.builder.build(spec)
-            # fresh seeds are drawn for one evaluation: that reference is not asked for again
-            ref.keep = spec.init_seed is None
             self.cache.add(key, ref)
+        # fresh seeds are drawn for one evaluation: that reference is not asked for again once it is done (one
+        # built ahead is kept for the evaluation that will take its seeds)
+        ref.keep = spec.init_seed is None or spec.keep_reference
         ref.users += 1
         job = self.jobs[spec.job_id] = Job(spec=spec, key=key, ref=ref, cached=cached)
         facts = self._task_facts(spec)
@@ -218,7 +219,7 @@ class Judge:
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
         if not ref.prepared:
             self.builder.compute(ref, spec)
-            if not (spec.device_exchange and self.device.type == "cuda"):
+            if not ((spec.device_exchange or spec.keep_reference) and self.device.type == "cuda"):
                 ref.inputs = []  # raw-file jobs: the candidate draws its own, and the judge needs none after this
             size = self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
             self._last_size[(spec.task_path, spec.sizes)] = size

@@ -20,6 +20,7 @@ from adaexplore.domain import Backend
 from adaexplore.executor.host._device_lock import DeviceLock
 from adaexplore.executor.host._pool import JudgeClient, WorkerPool
 from adaexplore.executor.host._spawn import WorkerChannel
+from adaexplore.executor.pipeline.stages.ahead import SeedsAhead
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._protocol import JobSpec
@@ -53,6 +54,8 @@ class Lane:
     fingerprint: str
     physical_gpu: str | None
     cache_dir: Path
+    # the references its judge built ahead on fresh seeds (stages/ahead.py), shared by every lane of that judge
+    ahead: SeedsAhead
 
     def make_job(self, run: Run, exchange: Path, task_path: Path | None = None) -> JobSpec:
         """The job of a worker whose directory is `exchange`: the candidate is written there (a task's check,

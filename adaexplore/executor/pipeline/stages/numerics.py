@@ -15,6 +15,7 @@ from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.pipeline.stages import reference_cache, timing
+from adaexplore.executor.pipeline.stages.ahead import wanted
 from adaexplore.executor.pipeline.stages.context import Pending, Run, Verdict
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
 from adaexplore.executor.pipeline.stages.worker import ask_judge, await_event, candidate
@@ -64,6 +65,11 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
         if backend is Backend.cuda and worker.side is not None and judge.worker is not None and judge.worker.side:
             # inputs and outputs stay on the GPU: they never cross host memory
             job = job.model_copy(update={"device_exchange": True})
+        where = f"{backend.value}:{lane.device}"
+        ahead = lane.ahead.take(where, job) if wanted(config, backend, job) else None
+        if ahead is not None:  # the judge built this evaluation's reference on fresh seeds while it was idle
+            job = job.model_copy(update=ahead.seeds)
+            ctx.add_phase("reference_ahead", ahead.seconds)
         ctx.exchange = "device" if job.device_exchange else "files"
         await worker.send(
             RunCandidate(
@@ -125,6 +131,8 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
                 await judge.release(job.job_id)
             if judge.worker is not None and judge.worker.side is not None:
                 judge.worker.side.discard(job.job_id)
+            if ctx.seeds is not None and wanted(config, backend, job):  # the task's reference works: build the next
+                lane.ahead.build_next(where, job, judge=judge, lock=lock, group=lane.group, config=config)
 
 
 def _keep_work(ctx: Run, loaded: object) -> None:
