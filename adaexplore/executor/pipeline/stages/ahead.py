@@ -65,11 +65,17 @@ class SeedsAhead:
     """The references built ahead, one per task, protocol and judge."""
 
     _ready: dict[str, Ahead] = field(default_factory=dict)
-    _building: set[str] = field(default_factory=set)
+    _building: dict[str, anyio.Event] = field(default_factory=dict)
 
-    def take(self, where: str, job: JobSpec) -> Ahead | None:
-        """The seeds built ahead for a job like `job` on the judge of `where` (each handed out once), or None."""
-        return self._ready.pop(_key(where, job), None)
+    async def take(self, where: str, job: JobSpec) -> Ahead | None:
+        """The seeds built ahead for a job like `job` on the judge of `where` (each handed out once), or None.
+        One still being built is waited for: the judge serves one request at a time, so this evaluation's own
+        reference would wait behind it anyway."""
+        key = _key(where, job)
+        building = self._building.get(key)
+        if building is not None:
+            await building.wait()
+        return self._ready.pop(key, None)
 
     def build_next(
         self,
@@ -86,7 +92,7 @@ class SeedsAhead:
         key = _key(where, job)
         if key in self._ready or key in self._building:
             return
-        self._building.add(key)
+        self._building[key] = anyio.Event()
         group.start_soon(self._build, judge, lock, config, job, key)
 
     async def _build(
@@ -109,10 +115,10 @@ class SeedsAhead:
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
                 await judge.release(job.job_id)
-            self._building.discard(key)
-        if isinstance(answer, Prepared):
-            self._ready[key] = Ahead(seeds=seeds, seconds=round(time.perf_counter() - start, 4))
-        else:
+            if isinstance(answer, Prepared):
+                self._ready[key] = Ahead(seeds=seeds, seconds=round(time.perf_counter() - start, 4))
+            self._building.pop(key).set()
+        if not isinstance(answer, Prepared):
             log.warning("the judge could not build a reference ahead for %s: %s", template.task_path, answer)
 
 

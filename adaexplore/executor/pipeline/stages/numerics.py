@@ -66,7 +66,7 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             # inputs and outputs stay on the GPU: they never cross host memory
             job = job.model_copy(update={"device_exchange": True})
         where = f"{backend.value}:{lane.device}"
-        ahead = lane.ahead.take(where, job) if wanted(config, backend, job) else None
+        ahead = await lane.ahead.take(where, job) if wanted(config, backend, job) else None
         if ahead is not None:  # the judge built this evaluation's reference on fresh seeds while it was idle
             job = job.model_copy(update=ahead.seeds)
             ctx.add_phase("reference_ahead", ahead.seconds)
