@@ -13,6 +13,8 @@
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 #   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
 #                                               # and the estimate scored and fitted on both corpora
+#   benchmarks/run_gpu_validation.sh draws      # the judge's input draws, one seed after another and side by side, on the
+#                                               # Level 2 problems whose draws were slowest (benchmarks/input_draws.py)
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -92,6 +94,11 @@ case "${1:-tests}" in
     timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/gpu_truth/measure.py ${ONLY:+--only "$ONLY"} 2>&1 | tail -5
     cp benchmarks/gpu_truth/truth.jsonl benchmarks/gpu_truth/provenance.json "$OUT/" 2>/dev/null
     python3 benchmarks/sol_check.py | tee "$OUT/sol_check.txt"
+    ;;
+  draws)
+    level=${LEVEL_DIR:-../shared/data/kernelbench/level2}
+    timeout "${BENCH_TIMEOUT:-400}" python3 benchmarks/input_draws.py "$level"/10_*.py "$level"/19_*.py \
+      "$level"/4_*.py "$level"/26_*.py 2>&1 | tee "$OUT/input_draws.txt"
     ;;
   compile)
     for round in 1 2 3; do
