@@ -18,6 +18,8 @@ from adaexplore.config import SearchConfig
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, load_task
+from adaexplore.executor.host._pool import JudgeClient
+from adaexplore.executor.host._spawn import SpawnRequest
 from adaexplore.executor.wire._protocol import ReferenceTimed, Timed
 from adaexplore.store import open_store
 from adaexplore.tools import (
@@ -228,3 +230,16 @@ async def test_evaluations_one_after_another_take_the_gpus_in_turn_with_task_che
                 await ev.check_task(TASK)  # a task's check, as create_task makes before each run, takes no turn
                 devices.append((await ev.evaluate(TASK, KERNEL)).provenance.device)
     assert devices in ([0, 1, 0, 1], [1, 0, 1, 0]), devices
+
+
+async def test_releasing_a_job_of_a_judge_that_has_ended_starts_no_judge(tmp_path: Path) -> None:
+    spawner = ScriptedSpawner()
+    request = SpawnRequest(role="judge", backend="cuda", device=0, env={}, exchange=tmp_path / "judge")
+    judge = JudgeClient(lambda: spawner.spawn(request), ready_timeout=5)
+    await judge.start()
+    await judge.release("a job")  # a judge that runs is asked
+    (started,) = spawner.of("judge")
+    assert [getattr(m, "kind", "") for m in started.received] == ["release"]
+    await judge.aclose()
+    await judge.release("another job")  # its judge ended (an evaluator closing, say): nothing to drop
+    assert len(spawner.of("judge")) == 1

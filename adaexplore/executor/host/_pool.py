@@ -208,7 +208,15 @@ class JudgeClient:
         Raises:
             EvaluatorError: the judge died or did not answer in time (it is restarted on the next request).
         """
+        answer = await self._request(command, timeout, start=True)
+        assert answer is not None
+        return answer
+
+    async def _request(self, command: object, timeout: float, *, start: bool) -> Event | None:
+        """`request`; without `start`, None (nothing sent) where no judge runs when its turn comes."""
         async with self._lock:
+            if not start and self._worker is None:
+                return None
             await self._ensure()
             assert self._worker is not None
             worker = self._worker
@@ -272,9 +280,9 @@ class JudgeClient:
         return event if isinstance(event, MemoryReport) else None
 
     async def release(self, job_id: str) -> None:
-        """Drop a job the judge holds; nothing to do when the judge it was loaded in is gone."""
-        if self._worker is not None:
-            await self.request(Release(job_id=job_id), timeout=30)
+        """Drop a job the judge holds; nothing to do when the judge it was loaded in is gone (no judge is started
+        for it: one that ended while this waited for its turn held nothing)."""
+        await self._request(Release(job_id=job_id), timeout=30, start=False)
 
     async def aclose(self) -> None:
         if self._worker is not None:

@@ -16,7 +16,6 @@ import contextlib
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -26,17 +25,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
-from adaexplore.domain import Backend, Evaluation, Mode, Status
+from adaexplore.domain import Backend, Evaluation, Mode
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
 from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._environment import Environment, check_gpus, probe_environment
 from adaexplore.executor.host._pool import CorePlan, JudgeClient, default_warm_workers, plan_cores
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, Spawner
+from adaexplore.executor.pipeline import _attempts as attempts
 from adaexplore.executor.pipeline import _input_sets as input_sets
 from adaexplore.executor.pipeline._lanes import LaneBook
 from adaexplore.executor.pipeline._request import EvaluationOptions
-from adaexplore.executor.pipeline.stages import faults, result, sequence, task_check
+from adaexplore.executor.pipeline.stages import task_check
 from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate, Run, Verdict
 from adaexplore.executor.tasks._task import Task
 from adaexplore.roofline import TaskWork, gpu_spec
@@ -45,8 +45,6 @@ __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
 
 _Run = Run  # the name tests and older callers use
 _Verdict = Verdict
-# an evaluation that fails through no fault of the candidate is run this many times in all
-_ATTEMPTS = 2
 
 
 @dataclass
@@ -353,47 +351,20 @@ class Evaluator:
         budget: float | None,
     ) -> tuple[Evaluation, float]:
         """One task's evaluation (see `evaluate`), and the time the candidate spent of its budget."""
-        candidate_budget_s = budget
-        first: Verdict | None = None
-        started = time.perf_counter()
-        for attempt in range(1, _ATTEMPTS + 1):
-            run = Run(task, code, mode, progress)
-            run.started = started  # a retry's phases and progress count from the evaluation's start
-            run.candidate_budget_s = candidate_budget_s
-            if fresh_seeds and not run.spec.fresh_seeds:
-                run.spec = run.spec.model_copy(update={"fresh_seeds": True})
-            status, message, error = await self._attempt(run, backend, with_compile, fresh_reference)
-            if run.fault is None or attempt == _ATTEMPTS:
-                break
-            first = run.fault
-            await run.report("retrying", f"retrying on a fresh worker after a failure of adaexplore's own: {message}")
-            if first.judge is not None and run.judge is not None:
-                await run.judge.restart(first.judge)  # type: ignore[arg-type]
-        if first is not None:
-            if run.fault is not None:
-                message = faults.infra_twice(first, run.fault)
-            else:
-                message += faults.retried_note(first)
-        await run.report("done", status.value)
-        evaluation = result.build(
-            run,
-            status,
-            message,
-            error,
-            config=self.config,
-            environment=self.environment,
-            sandbox=self.sandbox,
-            attempts=attempt,
-        )
-        return evaluation, run.candidate_spent_s
-
-    async def _attempt(
-        self, run: Run, backend: str | None, with_compile: bool, fresh_reference: bool
-    ) -> tuple[Status, str, Any]:
-        """Run the stages once: the verdict's status, message and error detail (`run.fault` set for infra)."""
         assert self.lanes is not None and self.environment is not None
-        return await sequence.run(
-            self.lanes, run, backend, self.environment, with_compile=with_compile, fresh_reference=fresh_reference
+        return await attempts.evaluate(
+            self.lanes,
+            self.environment,
+            self.sandbox,
+            task,
+            code,
+            mode=mode,
+            backend=backend,
+            with_compile=with_compile,
+            fresh_reference=fresh_reference,
+            fresh_seeds=fresh_seeds,
+            progress=progress,
+            budget=budget,
         )
 
     async def check_task(self, task: Task) -> TaskWork | None:

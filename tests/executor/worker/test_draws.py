@@ -50,19 +50,25 @@ def _task(tmp_path: Path, extra: str = "pass", init: str = "pass") -> str:
     return str(path)
 
 
-def _children() -> list[int]:
-    """This process's child processes, from /proc."""
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me:
-                found.append(int(entry))
-    return found
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The processes this test forks (through os.fork, as the judge's draws do)."""
+    pids: list[int] = []
+    fork = os.fork
+
+    def recording() -> int:
+        pid = fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recording)
+    return pids
+
+
+def _running(pids: list[int]) -> list[int]:
+    """Those of `pids` that still exist (a zombie not yet waited for among them)."""
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -87,16 +93,16 @@ def _side_by_side(module: Any, seeds: list[int]) -> tuple[list[list[Any]], DrawR
     return got, report
 
 
-def test_inputs_drawn_side_by_side_are_the_serial_draws_bit_for_bit(tmp_path: Path) -> None:
+def test_inputs_drawn_side_by_side_are_the_serial_draws_bit_for_bit(tmp_path: Path, forked: list[int]) -> None:
     module = load_task_module(_task(tmp_path), None)
     seeds = [3, 1_000_003, 42, 2**31 + 5, 77]
     got, report = _side_by_side(module, seeds)
     assert report.in_processes == len(seeds) - 1 and report.processes >= 2
     assert _same(got, [draw_args(module, "get_inputs", seed) for seed in seeds])
-    assert _children() == []
+    assert forked and _running(forked) == []
 
 
-def test_a_seed_whose_draw_fails_raises_the_tasks_own_error(tmp_path: Path) -> None:
+def test_a_seed_whose_draw_fails_raises_the_tasks_own_error(tmp_path: Path, forked: list[int]) -> None:
     # the task fails on one seed's values: a child cannot tell the judge why, so the judge draws it again
     module = load_task_module(_task(tmp_path, extra="assert torch.rand(1).item() > 0.05, 'unlucky seed'"), None)
     unlucky = next(s for s in range(100) if (torch.manual_seed(s), torch.rand(1).item())[1] <= 0.05)
@@ -107,7 +113,7 @@ def test_a_seed_whose_draw_fails_raises_the_tasks_own_error(tmp_path: Path) -> N
     with pytest.raises(Exception, match="get_inputs\\(\\) raised AssertionError: unlucky seed"):
         list(drawing.collect())
     assert report.in_processes == 2
-    assert _children() == []
+    assert forked and _running(forked) == []
 
 
 def test_values_a_child_cannot_pass_back_are_drawn_by_the_judge(tmp_path: Path) -> None:
@@ -140,7 +146,9 @@ def _spec(task: str, job_id: str) -> JobSpec:
     )
 
 
-def test_the_judge_draws_a_slow_tasks_trials_side_by_side_with_the_same_reference(tmp_path: Path) -> None:
+def test_the_judge_draws_a_slow_tasks_trials_side_by_side_with_the_same_reference(
+    tmp_path: Path, forked: list[int]
+) -> None:
     task = _task(tmp_path)
     judge = Judge(torch.device("cpu"), budget=1 << 30)
     loaded = judge.handle(Load(job=_spec(task, "1")))
@@ -156,15 +164,15 @@ def test_the_judge_draws_a_slow_tasks_trials_side_by_side_with_the_same_referenc
     assert isinstance(prepared, Prepared), prepared
     assert ref.drawn == {}  # the facts took their copy
     judge.handle(Release(job_id="1"))
-    assert _children() == []
+    assert forked and _running(forked) == []
 
 
-def test_a_model_that_fails_while_its_inputs_are_drawn_leaves_no_process(tmp_path: Path) -> None:
+def test_a_model_that_fails_while_its_inputs_are_drawn_leaves_no_process(tmp_path: Path, forked: list[int]) -> None:
     task = _task(tmp_path, init="raise ValueError('no model today')")
     judge = Judge(torch.device("cpu"), budget=1 << 30)
     failed = judge.handle(Load(job=_spec(task, "1")))
     assert isinstance(failed, TaskFailed) and "no model today" in failed.message, failed
-    assert _children() == []
+    assert forked and _running(forked) == []
 
 
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="the KernelBench problems (shared/data/kernelbench) are absent")
