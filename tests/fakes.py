@@ -75,6 +75,7 @@ class FakeEvaluator:
         self.fresh_seeds: list[bool] = []  # what each call asked for
         self.budgets: list[float | None] = []  # the candidate budget each call gave
         self.checked: list[str] = []  # the tasks check_task was asked about
+        self.checked_modes: list[str | None] = []  # and the mode each check was asked for (None: the settings')
 
     async def evaluate(
         self, task: Task, code: str, options: EvaluationOptions | None = None, *, progress: object = None
@@ -89,8 +90,9 @@ class FakeEvaluator:
         backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
         return make_evaluation(task, code, status, speedup, options.mode or "strict", backends)
 
-    async def check_task(self, task: Task) -> None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> None:
         self.checked.append(task.name)  # records nothing of the reference: its tasks get no speed of light
+        self.checked_modes.append(options.mode.value if options is not None and options.mode is not None else None)
 
     async def ready(self, progress: object = None) -> None:
         return None

@@ -207,8 +207,8 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
-    async def check_task(self, task: Task) -> TaskWork | None:
-        return await self.inner.check_task(task)
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+        return await self.inner.check_task(task, options)
 
     async def ready(self, progress: tools.Progress | None = None) -> None:
         await self.inner.ready(progress)

@@ -288,7 +288,9 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
     # place of derived or the module's own
     sizes: dict[str, int | float] | None = None if options.small_sizes else {}
     tasks = [
-        await tools.create_checked_task(svc, tools.task_file_request(path, small_sizes=sizes), backend=options.backend)
+        await tools.create_checked_task(
+            svc, tools.task_file_request(path, small_sizes=sizes), backend=options.backend, mode=options.mode
+        )
         for path in options.tasks
     ]
     if isinstance(writer, ReplayWriter):

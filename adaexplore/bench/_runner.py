@@ -176,6 +176,7 @@ class BenchRunner:
                     problem.task_request(),
                     origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
                     backend=self.bench.backend,
+                    mode=self.bench.mode,
                 )
             except TaskError as exc:
                 verdict = ProblemVerdict(status=TASK_ERROR, message=str(exc), seconds=time.perf_counter() - started)

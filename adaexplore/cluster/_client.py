@@ -231,16 +231,16 @@ class ClusterEvaluator:
         assert isinstance(result, Evaluation)
         return result
 
-    async def check_task(self, task: Task) -> TaskWork | None:
-        """Load `task` on a worker as an evaluation would (`Evaluator.check_task`); what its reference does at full
-        size, where the worker could follow it.
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+        """Load `task` on a worker as an evaluation under `options` would (`Evaluator.check_task`); what its
+        reference does at full size, where the worker could follow it.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
             EvaluatorError: no worker could check it.
         """
         await self.ready()
-        request = self._request(task, "", EvaluationOptions(), False).model_copy(update={"check": True})
+        request = self._request(task, "", options or EvaluationOptions(), False).model_copy(update={"check": True})
         result = await self._run(request, None)
         if isinstance(result, Evaluation):  # the check itself was lost with its workers
             raise EvaluatorError(f"could not check task {task.name} on the Dask cluster: {result.message}")

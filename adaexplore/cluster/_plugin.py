@@ -142,7 +142,7 @@ class _Host:
             evaluator = held.evaluator
             assert evaluator is not None
             if request.check:
-                return await evaluator.check_task(request.task)
+                return await evaluator.check_task(request.task, request.options)
             return await evaluator.evaluate(request.task, request.code, request.options, progress=progress)
         finally:
             held.in_flight -= 1

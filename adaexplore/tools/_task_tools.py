@@ -6,6 +6,8 @@ from pathlib import Path
 
 from adaexplore.errors import RequestError
 from adaexplore.executor import (
+    EvaluationOptions,
+    Mode,
     Task,
     gpu_device_present,
     read_task_file,
@@ -40,14 +42,21 @@ def create_task(svc: Services, req: CreateTaskRequest) -> CreateTaskResult:
 
 
 async def create_checked_task(
-    svc: Services, req: CreateTaskRequest, *, origin: str | None = None, backend: str | None = None
+    svc: Services,
+    req: CreateTaskRequest,
+    *,
+    origin: str | None = None,
+    backend: str | None = None,
+    mode: str | None = None,
 ) -> CreateTaskResult:
     """`create_task`, once the evaluator has loaded the task as an evaluation would (in its own process:
     import the module, build Model, draw the inputs). A task that fails there is not stored. `origin` says
     where the task came from, for the record (a bench's suite, problem id and file hash), where the request's
     own (text or file name) is not enough. Small sizes are derived where the module has none only when its
     candidates are judged on the CPU backends (`backend`, as the evaluation's option): a GPU judges at the task's
-    full sizes, and a size probe there would cost each new task a worker's start for nothing.
+    full sizes, and a size probe there would cost each new task a worker's start for nothing. `mode`: the
+    protocol its evaluations will use (default: the settings'), whose reference the check builds, so that the
+    task's first evaluation finds it ready.
 
     Raises:
         RequestError: as create_task.
@@ -62,7 +71,7 @@ async def create_checked_task(
         task, note = given_sizes(task, req.small_sizes)
         if req.small_sizes is None and task.small_sizes is None:
             note += ": not derived, since candidates are judged on the GPU at the task's full sizes"
-    work = await svc.evaluator.check_task(task)
+    work = await svc.evaluator.check_task(task, EvaluationOptions(mode=Mode(mode)) if mode is not None else None)
     return _stored_task(svc, task, origin or requested, note, work)
 
 

@@ -87,3 +87,30 @@ async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_num
     assert "vs torch.compile: mean speedup 1.000x" in text and "Fast@2 0%" in text
     assert "[3/3] 3 3_softmax: ok 2.00x (1.50x vs torch.compile)" in stream.getvalue()
     store.close()
+
+
+async def test_each_problem_is_checked_in_the_benchs_mode_so_its_first_evaluation_reuses_the_reference(
+    tmp_path: Path,
+) -> None:
+    settings = replay_settings(Settings(home=tmp_path / "home"))  # the settings' mode: strict
+    suite = read_suite(str(_suite(tmp_path)))
+    evaluator = FakeEvaluator(lambda code, _: (Status.ok, 2.0))
+    store = open_store(settings.database_url)
+    svc = tools.Services(settings, store, evaluator)  # type: ignore[arg-type]
+    bench = store.create_bench(
+        suite=suite.name,
+        suite_hash=suite.hash,
+        mode="kernelbench",
+        backend="auto",
+        source="replay",
+        options={"steps": None, "with_compile": False, "model": "file", "seed": 1},
+        provenance={"gpu": "scripted"},
+        problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
+    )
+    display = BenchDisplay(io.StringIO(), live=False)
+    explorer = Explorer(svc, FileWriter(kernels={}, label="file:k"), observer=display, memory_updates=False)
+    await BenchRunner(
+        svc, explorer, bench, suite, kernels={1: "x = 1\n", 2: "x = 2\n", 3: "x = 3\n"}, observer=display
+    ).run()
+    assert evaluator.checked_modes == ["kernelbench"] * 3
+    store.close()

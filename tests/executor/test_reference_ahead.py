@@ -115,3 +115,23 @@ def test_the_judge_keeps_a_reference_built_ahead_until_the_evaluation_that_takes
     judge.handle(Prepare(job_id="taken"))
     judge.handle(Release(job_id="taken"))
     assert entries() == 0  # its seeds served their one evaluation
+
+
+@pytest.mark.anyio
+async def test_a_tasks_strict_check_is_its_first_evaluations_reference(tmp_path: Path) -> None:
+    # the CPU's default: nothing is built after an evaluation, but the check's reference is not thrown away
+    async with Evaluator(fast_settings(tmp_path, backend="interpret")) as evaluator:
+        await evaluator.check_task(TASK)
+        (memory,) = await evaluator.judge_memory()
+        assert memory["entries"] == 1, memory  # the check's reference, on seeds no evaluation has used
+        first = await evaluator.evaluate(TASK, KERNEL)
+        assert first.status is Status.ok, first.message
+        assert first.phases["reference_ahead"] > 0
+        (memory,) = await evaluator.judge_memory()
+        assert memory["entries"] == 0, memory  # its seeds served their one evaluation
+        second = await evaluator.evaluate(TASK, KERNEL)
+        assert second.status is Status.ok and "reference_ahead" not in second.phases
+        # a check in another mode than its evaluation's keeps nothing that evaluation could take
+        await evaluator.check_task(TASK, EvaluationOptions(mode=Mode.paper))
+        third = await evaluator.evaluate(TASK, KERNEL)
+        assert "reference_ahead" not in third.phases

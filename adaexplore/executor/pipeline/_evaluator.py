@@ -367,12 +367,14 @@ class Evaluator:
             budget=budget,
         )
 
-    async def check_task(self, task: Task) -> TaskWork | None:
-        """Load `task` in the judge as an evaluation would: import its module, build `Model` from
-        `get_init_inputs()`, draw `get_inputs()` and compute the reference outputs. A task that fails here
-        would fail every evaluation, so a search checks it before it spends anything on candidates. The
-        judge keeps the imported module. Returns what the reference does at its full sizes (its speed of light
-        comes from it), or None where the judge could not follow it on shape-only tensors.
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+        """Load `task` in the judge as an evaluation under `options` (its mode; by default the settings') would:
+        import its module, build `Model` from `get_init_inputs()`, draw `get_inputs()` and compute the reference
+        outputs. A task that fails here would fail every evaluation, so a search checks it before it spends
+        anything on candidates. The judge keeps the imported module, and the reference for the task's first
+        evaluation in that mode (on fresh seeds, their reference built ahead). Returns what the reference does at
+        its full sizes (its speed of light comes from it), or None where the judge could not follow it on
+        shape-only tensors.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -381,10 +383,11 @@ class Evaluator:
         await self.ready()
         lanes = self.lanes
         assert lanes is not None
+        mode = Mode((options.mode if options is not None else None) or self.config.mode)
         if task.input_sets is not None and Backend.cuda in lanes.backends():
             works = [
-                await task_check.run(lanes, input_sets.set_task(task, label))  # each set at full size, as its
-                for label in task.input_sets  # evaluations will run it
+                await task_check.run(lanes, input_sets.set_task(task, label), mode)  # each set at full size, as
+                for label in task.input_sets  # its evaluations will run it
             ]
             return works[0] if works else None
-        return await task_check.run(lanes, task)
+        return await task_check.run(lanes, task, mode)

@@ -43,9 +43,9 @@ class EvaluatorProtocol(Protocol):
         """The verdict of `code` (a module defining ModelNew) on `task`; a failing candidate is a verdict."""
         ...
 
-    async def check_task(self, task: Task) -> TaskWork | None:
-        """Load the task as an evaluation would; what its reference does at full size, where it could be
-        followed."""
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+        """Load the task as an evaluation under `options` (its mode) would; what its reference does at full size,
+        where it could be followed."""
         ...
 
     async def ready(self, progress: Progress | None = None) -> None:

@@ -39,7 +39,15 @@ __all__ = ["Ahead", "SeedsAhead", "fresh_seeds", "wanted"]
 log = logging.getLogger(__name__)
 
 # what a job says besides its seeds and its worker: the reference two such jobs share
-_NOT_THE_REFERENCE = {"job_id", "exchange_dir", "init_seed", "trial_seeds", "timing_seed", "device_exchange"}
+_NOT_THE_REFERENCE = {
+    "job_id",
+    "exchange_dir",
+    "init_seed",
+    "trial_seeds",
+    "timing_seed",
+    "device_exchange",
+    "keep_reference",
+}
 
 
 def fresh_seeds(trials: int) -> dict[str, Any]:
@@ -76,6 +84,12 @@ class SeedsAhead:
         if building is not None:
             await building.wait()
         return self._ready.pop(key, None)
+
+    def keep(self, where: str, job: JobSpec, seconds: float) -> None:
+        """`job`'s reference, which the judge of `where` built on fresh seeds and keeps (a task's check), for the
+        next evaluation like it."""
+        seeds = {"init_seed": job.init_seed, "trial_seeds": job.trial_seeds, "timing_seed": job.timing_seed}
+        self._ready[_key(where, job)] = Ahead(seeds=seeds, seconds=round(seconds, 4))
 
     def build_next(
         self,

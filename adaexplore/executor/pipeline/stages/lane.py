@@ -57,6 +57,11 @@ class Lane:
     # the references its judge built ahead on fresh seeds (stages/ahead.py), shared by every lane of that judge
     ahead: SeedsAhead
 
+    @property
+    def where(self) -> str:
+        """Its judge's name among the evaluator's: the backend and the device."""
+        return f"{self.backend.value}:{self.device}"
+
     def make_job(self, run: Run, exchange: Path, task_path: Path | None = None) -> JobSpec:
         """The job of a worker whose directory is `exchange`: the candidate is written there (a task's check,
         with `task_path`, has none)."""

@@ -65,9 +65,10 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
         if backend is Backend.cuda and worker.side is not None and judge.worker is not None and judge.worker.side:
             # inputs and outputs stay on the GPU: they never cross host memory
             job = job.model_copy(update={"device_exchange": True})
-        where = f"{backend.value}:{lane.device}"
-        ahead = await lane.ahead.take(where, job) if wanted(config, backend, job) else None
-        if ahead is not None:  # the judge built this evaluation's reference on fresh seeds while it was idle
+        # on fresh seeds: those whose reference the judge built ahead (at the task's check, or after the last
+        # evaluation), if any
+        ahead = await lane.ahead.take(lane.where, job) if job.init_seed is not None else None
+        if ahead is not None:
             job = job.model_copy(update=ahead.seeds)
             ctx.add_phase("reference_ahead", ahead.seconds)
         ctx.exchange = "device" if job.device_exchange else "files"
@@ -132,7 +133,7 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             if judge.worker is not None and judge.worker.side is not None:
                 judge.worker.side.discard(job.job_id)
             if ctx.seeds is not None and wanted(config, backend, job):  # the task's reference works: build the next
-                lane.ahead.build_next(where, job, judge=judge, lock=lock, group=lane.group, config=config)
+                lane.ahead.build_next(lane.where, job, judge=judge, lock=lock, group=lane.group, config=config)
 
 
 def _keep_work(ctx: Run, loaded: object) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import anyio
 
@@ -19,8 +20,10 @@ from adaexplore.roofline import TaskWork
 __all__ = ["run"]
 
 
-async def run(lanes: Lanes, task: Task) -> TaskWork | None:
+async def run(lanes: Lanes, task: Task, mode: Mode) -> TaskWork | None:
     """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not).
+    The reference is built as an evaluation in `mode` builds it; on fresh seeds, the judge keeps it, and the
+    task's first evaluation in that mode takes those seeds (`stages/ahead.py`).
 
     Raises:
         TaskError: the task's own code failed, with the reason.
@@ -28,7 +31,7 @@ async def run(lanes: Lanes, task: Task) -> TaskWork | None:
     """
     # the judge this machine's evaluations use: the GPU's, or the CPU's
     numeric = Backend.cuda if Backend.cuda in lanes.backends() else Backend.interpret
-    ctx = Run(task, "", Mode(lanes.config.mode), None)
+    ctx = Run(task, "", mode, None)
     task_path = lanes.task_file(task)
     with lanes.lane_for(numeric, turn=False) as lane:
         return await _check_on(lane, task, ctx, lane.make_job(ctx, task_path.parent, task_path))
@@ -61,6 +64,10 @@ async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork 
             raise TaskError(f"task {task.name!r}: {event.message}")
         return event
 
+    fresh = job.init_seed is not None
+    if fresh:  # kept for the task's first evaluation, which takes its seeds: the check is that evaluation's load
+        job = job.model_copy(update={"keep_reference": True})
+    started = time.perf_counter()
     try:
         loaded = await ask(
             Load(job=job),
@@ -74,6 +81,8 @@ async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork 
         finally:
             if lock is not None:
                 lock.release()
+        if fresh:
+            lane.ahead.keep(lane.where, job, time.perf_counter() - started)
         return loaded.work if isinstance(loaded, Loaded) else None
     finally:
         with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
