@@ -162,18 +162,20 @@ class Judge:
         ref.users += 1
         job = self.jobs[spec.job_id] = Job(spec=spec, key=key, ref=ref, cached=cached)
         facts = self._task_facts(spec)
-        if not cached:
+        drew = None if cached else self.builder.last_draw
+        shares = spec.device_exchange and self.device.type == "cuda" and self.side is not None
+        if shares and not ref.inputs:  # kept by a job that did not share them
+            self.builder.redraw(ref, spec)
             drew = self.builder.last_draw
+        if drew is not None:
             facts = {
                 **facts,
                 "draw_s": round(drew.seconds, 4),
                 "drawn_in_processes": drew.in_processes,
                 "draw_note": drew.note,
             }
-        if not (spec.device_exchange and self.device.type == "cuda" and self.side is not None):
+        if not shares:
             return Loaded(cached=cached, **facts)
-        if not ref.inputs:  # kept by a job that did not share them
-            ref.inputs = [self.builder.inputs(ref, spec, seed) for seed in ref.trial_seeds]
         if ref.timing_base is None:
             ref.timing_base = self.builder.inputs(ref, spec, ref.timing_seed)
         shared = share_inputs(ref.inputs, ref.timing_base, self.device)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -30,6 +31,8 @@ from adaexplore.executor.worker._taskrun import (
 )
 
 __all__ = ["ReferenceBuilder"]
+
+T = TypeVar("T")
 
 
 class ReferenceBuilder:
@@ -68,7 +71,7 @@ class ReferenceBuilder:
 
     def build(self, spec: JobSpec) -> Reference:
         """The task's models and the inputs of every trial (on a GPU, of timing too), drawn side by side where
-        drawing them takes long (`_draws`); `last_draw` says how."""
+        drawing them takes long (`_draws`) while the model is built; `last_draw` says how."""
         mode = mode_spec(spec.mode)
         module = self.module(spec)
         cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
@@ -79,34 +82,17 @@ class ReferenceBuilder:
         ahead = [timing_seed] if self.device.type == "cuda" else []
         if (spec.task_path, spec.sizes, spec.mode) not in self._task_flags:
             ahead.append(trial_seeds[0])
-        seeds = [*trial_seeds, *ahead]
-        self.last_draw = report = DrawReport(seeds=len(seeds))
-        start = time.perf_counter()
-        first = draw_args(module, "get_inputs", seeds[0], self.device, on_device=on_device)
-        drawn_s = time.perf_counter() - start
-        drawing = None if on_device else draw_side_by_side(module, first, drawn_s, seeds[1:], report)
-        try:
+
+        def model() -> torch.nn.Module:
             init_args = make_args(module, "get_init_inputs", init_seed, self.device, cast, on_device=on_device)
             try:
-                native = build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
+                return build_model(module.Model, init_args, init_seed, self.device, cast, on_device=on_device)
             except torch.OutOfMemoryError:
                 raise
             except Exception as exc:
                 raise TaskFault(f"Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
-            start = time.perf_counter()
-            placed = [place_args(first, self.device, cast)]
-            del first
-            if drawing is None:
-                for seed in seeds[1:]:
-                    placed.append(make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device))
-            else:
-                placed += [[]] * (len(seeds) - 1)
-                for index, values in drawing.collect():
-                    placed[index + 1] = place_args(values, self.device, cast)
-            report.seconds = drawn_s + time.perf_counter() - start
-        finally:
-            if drawing is not None:
-                drawing.close()
+
+        placed, native = self.draw(module, [*trial_seeds, *ahead], cast, on_device=on_device, meanwhile=model)
         float64 = mode.reference_precision == "float64"
         ref = Reference(
             module=module,
@@ -124,6 +110,48 @@ class ReferenceBuilder:
         if self.device.type == "cuda":
             ref.timing_base = self.inputs(ref, spec, timing_seed)
         return ref
+
+    def draw(
+        self,
+        module: ModuleType,
+        seeds: list[int],
+        cast: torch.dtype | None,
+        *,
+        on_device: bool,
+        meanwhile: Callable[[], T],
+    ) -> tuple[list[list[Any]], T]:
+        """Each seed's inputs on the device, drawn side by side where the first took long (`_draws`), and what
+        `meanwhile` returns, called while they are drawn; `last_draw` says how long the inputs took."""
+        self.last_draw = report = DrawReport(seeds=len(seeds))
+        start = time.perf_counter()
+        first = draw_args(module, "get_inputs", seeds[0], self.device, on_device=on_device)
+        drawn_s = time.perf_counter() - start
+        drawing = None if on_device else draw_side_by_side(module, first, drawn_s, seeds[1:], report)
+        try:
+            made = meanwhile()
+            start = time.perf_counter()
+            placed = [place_args(first, self.device, cast)]
+            del first
+            if drawing is None:
+                for seed in seeds[1:]:
+                    placed.append(make_args(module, "get_inputs", seed, self.device, cast, on_device=on_device))
+            else:
+                placed += [[]] * (len(seeds) - 1)
+                for index, values in drawing.collect():
+                    placed[index + 1] = place_args(values, self.device, cast)
+            report.seconds = drawn_s + time.perf_counter() - start
+        finally:
+            if drawing is not None:
+                drawing.close()
+        return placed, made
+
+    def redraw(self, ref: Reference, spec: JobSpec) -> None:
+        """The trials' inputs (and timing's) again, for a kept reference whose inputs a job dropped."""
+        seeds = list(ref.trial_seeds) + ([ref.timing_seed] if ref.timing_base is None else [])
+        placed, _ = self.draw(ref.module, seeds, ref.cast, on_device=spec.generate_on_device, meanwhile=lambda: None)
+        ref.inputs = placed[: len(ref.trial_seeds)]
+        if ref.timing_base is None:
+            ref.timing_base = placed[-1]
 
     def compute(self, ref: Reference, spec: JobSpec) -> None:
         """The reference outputs of every trial, the tolerances, and the task's facts."""

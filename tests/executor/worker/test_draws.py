@@ -205,3 +205,21 @@ def test_where_no_process_can_be_started_the_judge_draws_every_seed_and_says_why
     got, report = _side_by_side(module, [4, 5, 6])
     assert report.in_processes == 0 and "the judge drew the rest itself" in report.note
     assert _same(got, [draw_args(module, "get_inputs", seed) for seed in (4, 5, 6)])
+
+
+def test_a_kept_reference_whose_inputs_were_dropped_draws_them_again_side_by_side(
+    tmp_path: Path, forked: list[int]
+) -> None:
+    # on a GPU, a job that shares its inputs finds them dropped by an earlier job that did not (a task's check
+    # before its evaluation, say): the judge draws them again, the same values
+    task = _task(tmp_path)
+    judge = Judge(torch.device("cpu"), budget=1 << 30)
+    assert isinstance(judge.handle(Load(job=_spec(task, "1"))), Loaded)
+    ref = judge.jobs["1"].ref
+    before = ref.inputs
+    ref.inputs = []
+    judge.builder.redraw(ref, judge.jobs["1"].spec)
+    assert _same(ref.inputs, before) and ref.timing_base is not None
+    assert judge.builder.last_draw.in_processes >= 1
+    assert _same(ref.timing_base, draw_args(ref.module, "get_inputs", ref.timing_seed))
+    assert _running(forked) == []

@@ -64,9 +64,10 @@ async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork 
             raise TaskError(f"task {task.name!r}: {event.message}")
         return event
 
+    # the check is the task's first evaluation's load: the judge keeps its reference, inputs and all (on fresh
+    # seeds, for that evaluation to take them)
     fresh = job.init_seed is not None
-    if fresh:  # kept for the task's first evaluation, which takes its seeds: the check is that evaluation's load
-        job = job.model_copy(update={"keep_reference": True})
+    job = job.model_copy(update={"keep_reference": True})
     started = time.perf_counter()
     try:
         loaded = await ask(
