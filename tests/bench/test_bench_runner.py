@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from adaexplore.agent import Explorer
 from adaexplore.bench._command import replay_settings
 from adaexplore.bench._display import BenchDisplay
 from adaexplore.bench._runner import BenchRunner, FileWriter
-from adaexplore.bench._suite import read_suite
+from adaexplore.bench._suite import Suite, read_suite
 from adaexplore.bench._table import bench_summary, render_bench
 from adaexplore.config import Settings
 from adaexplore.executor import Evaluation, EvaluationOptions, Status, Task, Timing
@@ -52,6 +53,20 @@ def _suite(tmp_path: Path) -> Path:
     return folder
 
 
+def _bench(store: Any, suite: Suite, mode: str, *, with_compile: bool) -> Any:
+    """A replay bench's record over `suite`, as `bench` makes one."""
+    return store.create_bench(
+        suite=suite.name,
+        suite_hash=suite.hash,
+        mode=mode,
+        backend="auto",
+        source="replay",
+        options={"steps": None, "with_compile": with_compile, "model": "file", "seed": 1},
+        provenance={"gpu": "scripted"},
+        problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
+    )
+
+
 async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_numbers_add_up(tmp_path: Path) -> None:
     settings = replay_settings(Settings(home=tmp_path / "home"))
     suite = read_suite(str(_suite(tmp_path)))
@@ -59,16 +74,7 @@ async def test_a_problem_the_evaluator_fails_on_is_its_own_row_and_the_timed_num
     evaluator = CompileTimingEvaluator()
     store = open_store(settings.database_url)
     svc = tools.Services(settings, store, evaluator)  # type: ignore[arg-type]
-    bench = store.create_bench(
-        suite=suite.name,
-        suite_hash=suite.hash,
-        mode="strict",
-        backend="auto",
-        source="replay",
-        options={"steps": None, "with_compile": True, "model": "file", "seed": 1},
-        provenance={"gpu": "scripted"},
-        problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
-    )
+    bench = _bench(store, suite, "strict", with_compile=True)
     stream = io.StringIO()
     display = BenchDisplay(stream, live=False)
     explorer = Explorer(svc, FileWriter(kernels={}, label="file:k"), observer=display, memory_updates=False)
@@ -97,16 +103,7 @@ async def test_each_problem_is_checked_in_the_benchs_mode_so_its_first_evaluatio
     evaluator = FakeEvaluator(lambda code, _: (Status.ok, 2.0))
     store = open_store(settings.database_url)
     svc = tools.Services(settings, store, evaluator)  # type: ignore[arg-type]
-    bench = store.create_bench(
-        suite=suite.name,
-        suite_hash=suite.hash,
-        mode="kernelbench",
-        backend="auto",
-        source="replay",
-        options={"steps": None, "with_compile": False, "model": "file", "seed": 1},
-        provenance={"gpu": "scripted"},
-        problems=[(p.id, p.name, p.file_hash) for p in suite.problems],
-    )
+    bench = _bench(store, suite, "kernelbench", with_compile=False)
     display = BenchDisplay(io.StringIO(), live=False)
     explorer = Explorer(svc, FileWriter(kernels={}, label="file:k"), observer=display, memory_updates=False)
     await BenchRunner(

@@ -314,7 +314,11 @@ class Evaluator:
             )
 
         async def one(part: Task, budget: float | None, part_progress: Progress | None) -> tuple[Evaluation, float]:
-            return await self._evaluate_one(
+            assert self.lanes is not None and self.environment is not None
+            return await attempts.evaluate(
+                self.lanes,
+                self.environment,
+                self.sandbox,
                 part,
                 code,
                 mode=chosen_mode,
@@ -336,36 +340,6 @@ class Evaluator:
         evaluation = (await one(task, candidate_budget_s, progress))[0]
         note = f"; on a GPU each of the task's {len(task.input_sets)} input sets is judged at full size"
         return evaluation.model_copy(update={"message": evaluation.message + note})
-
-    async def _evaluate_one(
-        self,
-        task: Task,
-        code: str,
-        *,
-        mode: Mode,
-        backend: str | None,
-        with_compile: bool,
-        fresh_reference: bool,
-        fresh_seeds: bool,
-        progress: Progress | None,
-        budget: float | None,
-    ) -> tuple[Evaluation, float]:
-        """One task's evaluation (see `evaluate`), and the time the candidate spent of its budget."""
-        assert self.lanes is not None and self.environment is not None
-        return await attempts.evaluate(
-            self.lanes,
-            self.environment,
-            self.sandbox,
-            task,
-            code,
-            mode=mode,
-            backend=backend,
-            with_compile=with_compile,
-            fresh_reference=fresh_reference,
-            fresh_seeds=fresh_seeds,
-            progress=progress,
-            budget=budget,
-        )
 
     async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
         """Load `task` in the judge as an evaluation under `options` (its mode; by default the settings') would:
