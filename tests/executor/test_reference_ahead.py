@@ -135,3 +135,9 @@ async def test_a_tasks_strict_check_is_its_first_evaluations_reference(tmp_path:
         await evaluator.check_task(TASK, EvaluationOptions(mode=Mode.paper))
         third = await evaluator.evaluate(TASK, KERNEL)
         assert "reference_ahead" not in third.phases
+        # a judge started again since holds nothing: the evaluation takes the seeds and builds their reference
+        await evaluator.check_task(TASK)
+        assert evaluator.lanes is not None
+        await evaluator.lanes.judges["cpu"].restart()
+        fourth = await evaluator.evaluate(TASK, KERNEL)
+        assert fourth.status is Status.ok and "reference_ahead" not in fourth.phases

@@ -104,6 +104,8 @@ class Run:
         self.candidate_spent_s = 0.0
         # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
         self.trial_timeout_s: float | None = None
+        # the seconds the judge spent on this evaluation's reference before it began (built ahead on its seeds)
+        self.ahead_s: float | None = None
         # the interpreter runs one config of each autotuned kernel (JobSpec.one_config)
         self.one_config = False
         # what the reference and the candidate do at the task's full sizes (see stages/speed.py), and the

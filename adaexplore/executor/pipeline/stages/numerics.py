@@ -70,7 +70,7 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
         ahead = await lane.ahead.take(lane.where, job) if job.init_seed is not None else None
         if ahead is not None:
             job = job.model_copy(update=ahead.seeds)
-            ctx.add_phase("reference_ahead", ahead.seconds)
+            ctx.ahead_s = ahead.seconds  # a phase once the judge says it still held that reference
         ctx.exchange = "device" if job.device_exchange else "files"
         await worker.send(
             RunCandidate(
@@ -143,6 +143,8 @@ def _keep_work(ctx: Run, loaded: object) -> None:
         ctx.reduction_sizes, ctx.reduction_names = loaded.reduction_sizes, loaded.reduction_names
         if loaded.draw_s:  # a part of reference_load: the inputs' draw of a reference built for this evaluation
             ctx.add_phase("reference_draw", loaded.draw_s)
+        if ctx.ahead_s is not None and loaded.cached:
+            ctx.add_phase("reference_ahead", ctx.ahead_s)
         if loaded.draw_note:  # slower, not wrong: for whoever runs the evaluator, not for the candidate's author
             log.warning("the judge drew inputs one seed after another: %s", loaded.draw_note)
 
