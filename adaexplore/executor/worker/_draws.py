@@ -47,7 +47,6 @@ class DrawReport:
     """How one reference's inputs were drawn: wall time, and how many seeds were drawn by forked processes."""
 
     seconds: float = 0.0
-    seeds: int = 0
     in_processes: int = 0
     processes: int = 0
     # why processes drew fewer seeds than they were given, where it was not the task's values
@@ -204,7 +203,7 @@ def _write(values: list[Any], data: int, layout: int) -> None:
         start, _ = places[storage.data_ptr()]
         return _Slot(start, storage.nbytes(), t.dtype, tuple(t.size()), tuple(t.stride()), int(t.storage_offset()))
 
-    structure = _mapped(values, slot)
+    structure = _mapped(values, torch.Tensor, slot)
     if end:
         os.ftruncate(data, end)
         mapped = torch.UntypedStorage.from_file(f"/proc/self/fd/{data}", shared=True, nbytes=end)
@@ -215,11 +214,12 @@ def _write(values: list[Any], data: int, layout: int) -> None:
         pickle.dump((end, structure), out)
 
 
-def _mapped(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
-    if isinstance(value, torch.Tensor):
+def _mapped(value: Any, leaf: type, fn: Callable[[Any], Any]) -> Any:
+    """`value` with every `leaf` in it (within plain lists and tuples) replaced by `fn` of it."""
+    if isinstance(value, leaf):
         return fn(value)
     if isinstance(value, list | tuple) and type(value) in (list, tuple):
-        return type(value)(_mapped(v, fn) for v in value)
+        return type(value)(_mapped(v, leaf, fn) for v in value)
     return value
 
 
@@ -236,15 +236,7 @@ def _read_back(files: tuple[int, int]) -> list[Any] | None:
         storage = mapped[slot.start : slot.start + slot.nbytes] if mapped is not None else torch.UntypedStorage(0)
         return torch.empty(0, dtype=slot.dtype).set_(storage, slot.offset, slot.size, slot.stride)
 
-    return list(_mapped_slots(structure, tensor))
-
-
-def _mapped_slots(value: Any, fn: Callable[[_Slot], torch.Tensor]) -> Any:
-    if isinstance(value, _Slot):
-        return fn(value)
-    if isinstance(value, list | tuple) and type(value) in (list, tuple):
-        return type(value)(_mapped_slots(v, fn) for v in value)
-    return value
+    return list(_mapped(structure, _Slot, tensor))
 
 
 def _close(files: tuple[int, int]) -> None:

@@ -122,7 +122,7 @@ class ReferenceBuilder:
     ) -> tuple[list[list[Any]], T]:
         """Each seed's inputs on the device, drawn side by side where the first took long (`_draws`), and what
         `meanwhile` returns, called while they are drawn; `last_draw` says how long the inputs took."""
-        self.last_draw = report = DrawReport(seeds=len(seeds))
+        self.last_draw = report = DrawReport()
         start = time.perf_counter()
         first = draw_args(module, "get_inputs", seeds[0], self.device, on_device=on_device)
         drawn_s = time.perf_counter() - start
