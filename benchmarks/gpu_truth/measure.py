@@ -4,6 +4,7 @@ share of the speed of light beside it.
 
     python benchmarks/gpu_truth/measure.py                  # on a GPU machine; resumes where it stopped
     python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels
+    python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench elsewhere than ../shared/data/kernelbench
 
 Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status`, `strict_speedup`
 (None unless ok), `kernel_ms` and `eager_ms` (medians of strict timing), `sol_fraction`, the `message` of a kernel
@@ -16,56 +17,72 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import anyio
 
 from adaexplore.config import Settings
+from adaexplore.errors import TaskError
 from adaexplore.executor import EvaluationOptions, Evaluator, code_hash, load_task
 
 HERE = Path(__file__).resolve().parent
 KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"
 
 
-def kernels(only: str | None) -> list[tuple[int, Path, Path]]:
+def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None = None) -> list[tuple[int, Path, Path]]:
     """(level, task file, kernel file) for each kernel of the corpus."""
     found = []
     for level in (1, 2):
         for folder in sorted((HERE / f"level{level}").iterdir(), key=lambda p: int(p.name)):
-            task = next(KERNELBENCH.glob(f"level{level}/{folder.name}_*.py"), None)
+            task = next(kernelbench.glob(f"level{level}/{folder.name}_*.py"), None)
             if task is None:
-                sys.exit(f"no KernelBench problem {folder.name} in {KERNELBENCH / f'level{level}'}")
+                sys.exit(f"no KernelBench problem {folder.name} in {kernelbench / f'level{level}'}")
             for kernel in sorted(folder.glob("*.py")):
-                if only is None or only in str(kernel.relative_to(HERE)):
+                name = str(kernel.relative_to(HERE))
+                if (only is None or only in name) and (skip is None or skip not in name):
                     found.append((level, task, kernel))
     return found
 
 
-async def main(only: str | None, out: Path) -> None:
+async def main(only: str | None, out: Path, kernelbench: Path, parallel: int, skip: str | None) -> None:
     done = {}
     if out.is_file():
         for line in out.read_text().splitlines():
             row = json.loads(line)
             done[(row["kernel"], row["code_hash"])] = row
-    todo = kernels(only)
+    todo = [
+        (level, task, kernel, (str(kernel.relative_to(HERE)), code_hash(kernel.read_text())))
+        for level, task, kernel in kernels(only, kernelbench, skip)
+    ]
+    todo = [item for item in todo if item[3] not in done]
+    rows = dict(done)
+    provenance: dict[str, object] = {}
+    finished = 0
+    began = time.monotonic()
     async with Evaluator(Settings()) as evaluator:
         environment = evaluator.environment
         assert environment is not None
         if not environment.has_gpu:
             sys.exit("the corpus is measured on a GPU; this machine has none")
-        rows = dict(done)
-        for i, (level, task_path, kernel_path) in enumerate(todo, 1):
-            code = kernel_path.read_text()
-            name = str(kernel_path.relative_to(HERE))
-            key = (name, code_hash(code))
-            if key in done:
-                continue
-            evaluation = await evaluator.evaluate(load_task(task_path), code, EvaluationOptions(mode="strict"))
+        # several at a time: compiles overlap, while the device is taken by one evaluation at a time (its lock)
+        limit = anyio.Semaphore(parallel)
+
+        async def measure(level: int, task_path: Path, kernel_path: Path, key: tuple[str, str]) -> None:
+            nonlocal finished
+            async with limit:
+                started = time.monotonic()
+                options = EvaluationOptions(mode="strict")
+                try:
+                    evaluation = await evaluator.evaluate(load_task(task_path), kernel_path.read_text(), options)
+                except TaskError as exc:  # the task's reference did not fit beside the others: not a verdict
+                    print(f"{key[0]}: not measured: {str(exc)[:300]}", flush=True)
+                    return
             timing = evaluation.timing if evaluation.status.value == "ok" else None
             rows[key] = {
                 "level": level,
                 "problem": task_path.name,
-                "kernel": name,
+                "kernel": key[0],
                 "h200_status": evaluation.status.value,
                 "strict_speedup": round(timing.speedup, 4) if timing else None,
                 "kernel_ms": round(timing.candidate.median_ms, 4) if timing else None,
@@ -73,18 +90,42 @@ async def main(only: str | None, out: Path) -> None:
                 "sol_fraction": round(evaluation.sol_fraction, 4) if evaluation.sol_fraction is not None else None,
                 "message": None if timing else evaluation.message[:400],
                 "code_hash": key[1],
+                "seconds": round(time.monotonic() - started, 2),
             }
-            print(f"[{i}/{len(todo)}] {name}: {evaluation.status.value} {rows[key]['strict_speedup']}", flush=True)
+            provenance.update(evaluation.provenance.model_dump())
+            if evaluation.status.value == "infra_error":  # adaexplore's own failure says nothing of the kernel
+                del rows[key]
+                print(f"{key[0]}: infra_error, not recorded: {evaluation.message[:600]}", flush=True)
+                return
+            finished += 1
+            print(
+                f"[{finished}/{len(todo)} {time.monotonic() - began:.0f}s] {key[0]}: {evaluation.status.value} "
+                f"{rows[key]['strict_speedup']}",
+                flush=True,
+            )
             out.write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
-        provenance = evaluation.provenance.model_dump() if todo else {}
+
+        async with anyio.create_task_group() as tg:
+            for item in todo:
+                tg.start_soon(measure, *item)
+    if provenance:
+        fields = ("gpu", "driver", "cuda", "torch", "triton", "python")
         (out.parent / "provenance.json").write_text(
-            json.dumps({k: provenance.get(k) for k in ("gpu", "driver", "cuda", "torch", "triton", "python")}, indent=2)
+            json.dumps({k: provenance.get(k) for k in fields} | {"date": time.strftime("%Y-%m-%d")}, indent=2)
         )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="measure the kernels whose path holds this text")
+    parser.add_argument("--skip", help="leave out the kernels whose path holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "truth.jsonl")
+    parser.add_argument(
+        "--kernelbench",
+        type=Path,
+        default=KERNELBENCH,
+        help="the KernelBench folder (default: ../shared/data/kernelbench)",
+    )
+    parser.add_argument("--parallel", type=int, default=4, help="evaluations under way at once (default 4)")
     args = parser.parse_args()
-    anyio.run(main, args.only, args.out)
+    anyio.run(main, args.only, args.out, args.kernelbench, args.parallel, args.skip)
