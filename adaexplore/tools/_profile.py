@@ -175,9 +175,11 @@ async def _evaluate_step(
             candidate_budget_s=executor.call_budget_s if budget == "call" else executor.protocol_budget_s,
         )
         evaluation = await svc.evaluator.evaluate(task, req.code, options, progress=progress)
-    speedup = evaluation.speedup
-    # where nothing timed a correct kernel, the search ranks and rewards it by its estimate (labelled as one)
-    estimated = evaluation.estimated_speedup if speedup is None else None
+    # the speedups a run ranks and rewards by, never above what the task's speed of light allows (a kernel
+    # measured or estimated under it carries a faster_than_light warning); where nothing timed a correct kernel,
+    # the search ranks and rewards it by its estimate (labelled as one)
+    speedup = evaluation.credited_speedup
+    estimated = evaluation.credited_estimated_speedup if speedup is None else None
     node: NodeRecord | None = None
     score = None
     best_id = None

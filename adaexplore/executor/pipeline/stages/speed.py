@@ -10,25 +10,36 @@ why.
 from __future__ import annotations
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import Estimate, EstimatePart, Mode, SpeedOfLight, Status
+from adaexplore.domain import AuditFlag, Estimate, EstimatePart, Mode, SpeedOfLight, Status
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.roofline import (
     DEFAULT_TARGET,
     GPUS,
+    PATHS,
     ForwardWork,
     GpuSpec,
     LaunchWork,
+    OpWork,
     TaskWork,
     estimate_forward,
-    fp32_matmul_path,
     gpu_for_device,
     gpu_spec,
+    matmul_path,
+    normwise_budget,
     speed_of_light,
 )
 
-__all__ = ["describe_estimate", "describe_sol", "estimate_for", "fp32_path", "sol_for", "target_gpu"]
+__all__ = [
+    "describe_estimate",
+    "describe_sol",
+    "estimate_for",
+    "faster_than_light",
+    "fp32_path",
+    "sol_for",
+    "target_gpu",
+]
 
 
 def target_gpu(config: ExecutorConfig, environment: Environment | None, device: int | None) -> GpuSpec | None:
@@ -45,28 +56,51 @@ def target_gpu(config: ExecutorConfig, environment: Environment | None, device: 
     return GPUS[DEFAULT_TARGET]
 
 
-def fp32_path(task: Task, mode: Mode) -> str:
-    """How fp32 matrix multiplies can go at best under the task's tolerance in `mode` ("tf32" or "tf32x3")."""
+def _budget(task: Task, mode: Mode, dtype: str) -> float:
+    """The normwise error the task's tolerance in `mode` admits on outputs of `dtype` (strict's where the mode
+    has none for this task: mode flashinfer without a TOLERANCE)."""
     try:
-        rtol = tolerance_for(mode, "float32", task.allowed_precision, task.tolerance).rtol
+        tolerance = tolerance_for(mode, dtype, task.allowed_precision, task.tolerance)
     except ValueError:
-        rtol = 0.0
-    return fp32_matmul_path(rtol)
+        tolerance = tolerance_for(Mode.strict, dtype, task.allowed_precision)
+    return normwise_budget(tolerance)
+
+
+def fp32_path(task: Task, mode: Mode) -> str:
+    """Whether fp32 products need a split of their operands to pass the task's tolerance in `mode`, in the words
+    of Triton's input precisions: "tf32x3" where they do (fp32 accuracy), "tf32" where one product passes."""
+    path = matmul_path("float32", _budget(task, mode, "float32"), GPUS[DEFAULT_TARGET])
+    return "tf32x3" if path.products > 1 or path.name in ("ieee", "fp64") else "tf32"
 
 
 def sol_for(task: Task, mode: Mode, work: TaskWork | None, gpu: GpuSpec | None) -> SpeedOfLight | None:
+    """The task's speed of light on `gpu`, each dtype of its products by the fastest path its tolerance in `mode`
+    admits (None without a record of the reference or a GPU of the table)."""
     if work is None or gpu is None:
         return None
-    return speed_of_light(work, gpu, fp32_path(task, mode))
+    dtypes = {s.dtype for s in work.forward.steps if isinstance(s, OpWork) and s.flops} | {"float32"}
+    return speed_of_light(work, gpu, {dtype: _budget(task, mode, dtype) for dtype in dtypes})
+
+
+def _paths_said(sol: SpeedOfLight) -> str:
+    paths = sol.matmul_paths or {"float32": sol.fp32_matmuls}
+    said = []
+    for dtype, name in sorted(paths.items()):
+        path = PATHS.get(name)
+        said.append(f"{dtype} products as {path.words if path else name}")
+    return "; ".join(said)
 
 
 def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
-    """One sentence: "On an H200 this task cannot run faster than 0.41 ms: it must move 1.9 GB (memory-bound)"."""
+    """One sentence: "On an H200 this task cannot run faster than 0.41 ms: it must move 1.9 GB (memory-bound)"; a
+    compute-bound task's says the path its products were assumed to take."""
     if sol.bound == "memory":
         why = f"it must move {_size(sol.bytes)} (memory-bound)"
     elif sol.bound == "compute":
-        unit = "tf32x3 tensor cores, fp32 accuracy" if sol.fp32_matmuls == "tf32x3" else "tf32 tensor cores"
-        why = f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, {unit})"
+        why = (
+            f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, at best "
+            f"{_paths_said(sol)}, the fastest way its tolerance admits)"
+        )
     else:
         why = "one kernel launch costs that much (launch-bound)"
     text = f"On an {sol.gpu} this task cannot run faster than {sol.ms:.3g} ms: {why}"
@@ -77,6 +111,44 @@ def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
     if not sol.complete:
         text += " (the reference's forward could not be followed to its end: a lower bound)"
     return text
+
+
+def faster_than_light(sol: SpeedOfLight, ms: float, eager_ms: float, *, measured: bool) -> AuditFlag | None:
+    """What to say of a kernel whose measured (or estimated) time is under its task's speed of light, which no
+    kernel can be: a warning that says what is probably blind and what its speedup counts for (eager's time over
+    the floor, `Evaluation.speedup_ceiling`); under one launch's cost alone, a note on timing noise. None where
+    it is not under it."""
+    if ms <= 0 or ms >= sol.ms:
+        return None
+    what = f"{'measured' if measured else 'estimated'} {ms:.3g} ms"
+    if ms >= sol.floor_ms:  # a launch-bound task: the launch cost is a measured figure, not a physical bound
+        return AuditFlag(
+            code="under_one_launch",
+            severity="info",
+            message=(
+                f"{what}, under one launch's cost on an {sol.gpu} ({sol.ms:.3g} ms, a figure measured back to back): "
+                "timing noise at this scale, not a kernel faster than the hardware"
+            ),
+        )
+    if measured:
+        blind = (
+            "the correctness check was probably blind to work this kernel skips (or the speed of light misses a "
+            "path faster than the one it assumes)"
+        )
+    else:
+        blind = (
+            "the estimate is probably blind to part of this kernel's work, or the correctness check to work it skips"
+        )
+    bound = _paths_said(sol) if sol.bound == "compute" else f"{sol.bound}-bound"
+    return AuditFlag(
+        code="faster_than_light",
+        severity="warn",
+        message=(
+            f"{what}, {sol.ms / ms:.2f}x faster than this task's speed of light ({sol.ms:.3g} ms on an {sol.gpu}, "
+            f"{bound}), which no kernel can be: {blind}; its speedup counts as at most "
+            f"{eager_ms / sol.floor_ms:.3g}x (eager / speed of light) in rewards and rankings"
+        ),
+    )
 
 
 def _size(nbytes: float) -> str:
