@@ -70,22 +70,23 @@ class MatmulPath:
 PATHS: dict[str, MatmulPath] = {
     path.name: path
     for path in (
-        MatmulPath("fp8", "fp8", 1, 3.7e-2, "one fp8 product"),
-        MatmulPath("fp16", "fp16", 1, 3.0e-4, "one fp16 product, TF32's precision at twice its rate"),
-        MatmulPath("bf16", "bf16", 1, 2.4e-3, "one bf16 product"),
-        MatmulPath("tf32", "tf32", 1, 3.0e-4, "one tf32 product"),
+        MatmulPath("fp8", "fp8", 1, 3.7e-2, "one fp8 product (fp8)"),
+        MatmulPath("fp16", "fp16", 1, 3.0e-4, "one fp16 product (fp16): TF32's precision at twice its rate"),
+        MatmulPath("bf16", "bf16", 1, 2.4e-3, "one bf16 product (bf16)"),
+        MatmulPath("tf32", "tf32", 1, 3.0e-4, "one tf32 product (tf32)"),
         MatmulPath(
             "bf16x3",
             "bf16",
             3,
             4.6e-6,
-            "three bf16 (or fp16) products of operands split into high and low parts, fp32 accuracy",
+            "three bf16 (or fp16) products of operands split into high and low parts (bf16x3): fp32 accuracy at "
+            "twice the rate of tf32x3",
         ),
-        MatmulPath("fp16x3", "fp16", 3, 2.8e-6, "three fp16 products of split operands, fp32 accuracy"),
-        MatmulPath("tf32x3", "tf32", 3, 5.0e-7, "three tf32 products of split operands, fp32 accuracy"),
-        MatmulPath("ieee", "fp32", 1, 2.9e-7, "fp32 on the CUDA cores"),
-        MatmulPath("fp64", "fp64", 1, 0.0, "fp64 tensor cores"),
-        MatmulPath("int8", "int8", 1, float("inf"), "int8 tensor cores"),
+        MatmulPath("fp16x3", "fp16", 3, 2.8e-6, "three fp16 products of split operands (fp16x3): fp32 accuracy"),
+        MatmulPath("tf32x3", "tf32", 3, 5.0e-7, "three tf32 products of split operands (tf32x3): fp32 accuracy"),
+        MatmulPath("ieee", "fp32", 1, 2.9e-7, "fp32 on the CUDA cores (ieee)"),
+        MatmulPath("fp64", "fp64", 1, 0.0, "fp64 on the tensor cores (fp64)"),
+        MatmulPath("int8", "int8", 1, float("inf"), "int8 on the tensor cores (int8)"),
     )
 }
 # each operand dtype's own path: always admitted, whatever the tolerance

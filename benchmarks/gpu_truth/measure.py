@@ -3,11 +3,14 @@ one row per kernel in truth.jsonl (the schema of the shared corpus, `../shared/d
 share of the speed of light beside it.
 
     python benchmarks/gpu_truth/measure.py                  # on a GPU machine; resumes where it stopped
-    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels
+    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels (several: level2/12/,level2/76/)
+    python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench's levels elsewhere (default: the shared
+                                                             # data beside the checkout)
 
 Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status`, `strict_speedup`
 (None unless ok), `kernel_ms` and `eager_ms` (medians of strict timing), `sol_fraction`, the `message` of a kernel
-that was not ok, and `code_hash`, so that a kernel edited since is measured again. `provenance.json` records the
+that was not ok, `code_hash`, so that a kernel edited since is measured again, and the codes of the verdict's
+`warnings`. The kernels asked for are printed last, one line each. `provenance.json` records the
 machine and versions of the last run.
 """
 
@@ -27,33 +30,42 @@ HERE = Path(__file__).resolve().parent
 KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"
 
 
-def kernels(only: str | None) -> list[tuple[int, Path, Path]]:
-    """(level, task file, kernel file) for each kernel of the corpus."""
+def kernels(only: str | None, kernelbench: Path = KERNELBENCH) -> list[tuple[int, Path, Path]]:
+    """(level, task file, kernel file) for each kernel of the corpus (of those whose path holds one of the
+    comma-separated parts of `only`)."""
+    parts = [part for part in (only or "").split(",") if part]
     found = []
     for level in (1, 2):
         for folder in sorted((HERE / f"level{level}").iterdir(), key=lambda p: int(p.name)):
-            task = next(KERNELBENCH.glob(f"level{level}/{folder.name}_*.py"), None)
+            chosen = [
+                k for k in sorted(folder.glob("*.py")) if not parts or any(p in str(k.relative_to(HERE)) for p in parts)
+            ]
+            if not chosen:
+                continue
+            task = next(kernelbench.glob(f"level{level}/{folder.name}_*.py"), None)
             if task is None:
-                sys.exit(f"no KernelBench problem {folder.name} in {KERNELBENCH / f'level{level}'}")
-            for kernel in sorted(folder.glob("*.py")):
-                if only is None or only in str(kernel.relative_to(HERE)):
-                    found.append((level, task, kernel))
+                sys.exit(
+                    f"no KernelBench problem {folder.name} in {kernelbench / f'level{level}'}: give the folder of "
+                    "KernelBench's levels with --kernelbench"
+                )
+            found.extend((level, task, kernel) for kernel in chosen)
     return found
 
 
-async def main(only: str | None, out: Path) -> None:
+async def main(only: str | None, out: Path, kernelbench: Path) -> None:
     done = {}
     if out.is_file():
         for line in out.read_text().splitlines():
             row = json.loads(line)
             done[(row["kernel"], row["code_hash"])] = row
-    todo = kernels(only)
+    todo = kernels(only, kernelbench)
     async with Evaluator(Settings()) as evaluator:
         environment = evaluator.environment
         assert environment is not None
         if not environment.has_gpu:
             sys.exit("the corpus is measured on a GPU; this machine has none")
         rows = dict(done)
+        provenance: dict = {}
         for i, (level, task_path, kernel_path) in enumerate(todo, 1):
             code = kernel_path.read_text()
             name = str(kernel_path.relative_to(HERE))
@@ -61,6 +73,7 @@ async def main(only: str | None, out: Path) -> None:
             if key in done:
                 continue
             evaluation = await evaluator.evaluate(load_task(task_path), code, EvaluationOptions(mode="strict"))
+            provenance = evaluation.provenance.model_dump()
             timing = evaluation.timing if evaluation.status.value == "ok" else None
             rows[key] = {
                 "level": level,
@@ -73,18 +86,37 @@ async def main(only: str | None, out: Path) -> None:
                 "sol_fraction": round(evaluation.sol_fraction, 4) if evaluation.sol_fraction is not None else None,
                 "message": None if timing else evaluation.message[:400],
                 "code_hash": key[1],
+                # the verdict's warnings (faster_than_light: measured under the task's speed of light)
+                "warnings": [f.code for f in evaluation.audit.flags if f.severity == "warn"],
             }
             print(f"[{i}/{len(todo)}] {name}: {evaluation.status.value} {rows[key]['strict_speedup']}", flush=True)
             out.write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
-        provenance = evaluation.provenance.model_dump() if todo else {}
-        (out.parent / "provenance.json").write_text(
-            json.dumps({k: provenance.get(k) for k in ("gpu", "driver", "cuda", "torch", "triton", "python")}, indent=2)
-        )
+        if provenance:
+            (out.parent / "provenance.json").write_text(
+                json.dumps(
+                    {k: provenance.get(k) for k in ("gpu", "driver", "cuda", "torch", "triton", "python")}, indent=2
+                )
+            )
+    show([rows[key] for key in rows if any(key[0] == str(k.relative_to(HERE)) for _, _, k in todo)])
+
+
+def show(rows: list[dict]) -> None:
+    """The kernels asked for, one line each: status, times, speedup, share of the speed of light, warnings."""
+    print(f"{'kernel':34s} {'status':9s} {'ms':>8} {'eager':>8} {'speedup':>8} {'sol_frac':>8}  warnings / message")
+
+    def cell(value: float | None) -> str:
+        return f"{value:8.4g}" if value is not None else f"{'-':>8}"
+
+    for r in rows:
+        note = ", ".join(r.get("warnings") or []) or (r.get("message") or "")[:90]
+        times = " ".join(cell(r.get(key)) for key in ("kernel_ms", "eager_ms", "strict_speedup", "sol_fraction"))
+        print(f"{r['kernel']:34s} {r['h200_status']:9s} {times}  {note}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="measure the kernels whose path holds this text")
+    parser.add_argument("--only", help="measure the kernels whose path holds this text (or one of several, a,b)")
     parser.add_argument("--out", type=Path, default=HERE / "truth.jsonl")
+    parser.add_argument("--kernelbench", type=Path, default=KERNELBENCH, help="the folder of KernelBench's levels")
     args = parser.parse_args()
-    anyio.run(main, args.only, args.out)
+    anyio.run(main, args.only, args.out, args.kernelbench)

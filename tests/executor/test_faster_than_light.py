@@ -143,10 +143,10 @@ def test_create_tasks_sentence_names_the_path_it_assumed() -> None:
     assert strict is not None
     said = speed.describe_sol(strict)
     assert said.startswith(f"On an H200 this task cannot run faster than {SOL_MS:.3g} ms")
-    assert "three bf16 (or fp16) products of operands split into high and low parts, fp32 accuracy" in said
+    assert "taken at best as three bf16 (or fp16) products of operands split into high and low parts (bf16x3)" in said
     paper = speed.sol_for(TASK, Mode.paper, work(), speed.target_gpu(ExecutorConfig(), environment(), None))
     assert paper is not None and paper.fp32_matmuls == "fp16" and paper.ms == pytest.approx(SOL_MS / 3)
-    assert "one fp16 product, TF32's precision at twice its rate" in speed.describe_sol(paper)
+    assert "one fp16 product (fp16): TF32's precision at twice its rate" in speed.describe_sol(paper)
     # the precision stage's question, in Triton's words: strict needs a split, paper does not
     assert speed.fp32_path(TASK, Mode.strict) == "tf32x3" and speed.fp32_path(TASK, Mode.paper) == "tf32"
 

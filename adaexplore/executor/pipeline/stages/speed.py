@@ -83,12 +83,15 @@ def sol_for(task: Task, mode: Mode, work: TaskWork | None, gpu: GpuSpec | None) 
 
 
 def _paths_said(sol: SpeedOfLight) -> str:
+    """How its products were taken: "three bf16 (or fp16) products of ..." (per dtype where there are several)."""
     paths = sol.matmul_paths or {"float32": sol.fp32_matmuls}
-    said = []
-    for dtype, name in sorted(paths.items()):
-        path = PATHS.get(name)
-        said.append(f"{dtype} products as {path.words if path else name}")
-    return "; ".join(said)
+
+    def words(name: str) -> str:
+        return PATHS[name].words if name in PATHS else name
+
+    if len(paths) == 1:
+        return words(next(iter(paths.values())))
+    return "; ".join(f"{dtype} ones as {words(name)}" for dtype, name in sorted(paths.items()))
 
 
 def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
@@ -98,8 +101,8 @@ def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
         why = f"it must move {_size(sol.bytes)} (memory-bound)"
     elif sol.bound == "compute":
         why = (
-            f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, at best "
-            f"{_paths_said(sol)}, the fastest way its tolerance admits)"
+            f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, taken at best as "
+            f"{_paths_said(sol)}, the fastest path its tolerance admits)"
         )
     else:
         why = "one kernel launch costs that much (launch-bound)"
@@ -139,7 +142,7 @@ def faster_than_light(sol: SpeedOfLight, ms: float, eager_ms: float, *, measured
         blind = (
             "the estimate is probably blind to part of this kernel's work, or the correctness check to work it skips"
         )
-    bound = _paths_said(sol) if sol.bound == "compute" else f"{sol.bound}-bound"
+    bound = f"its products taken as {_paths_said(sol)}" if sol.bound == "compute" else f"{sol.bound}-bound"
     return AuditFlag(
         code="faster_than_light",
         severity="warn",
