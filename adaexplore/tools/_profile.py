@@ -105,7 +105,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
         gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
         note = untimed_note(
             evaluation.status.value,
-            evaluation.speedup,
+            node.speedup,
             run_config(svc.store.run(expansion.run_id)).reward_cap,
             node.estimated_speedup,
             gpu,
@@ -115,7 +115,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
             f"of node {node.id}, no new step)" + (f" (reward {note}{ties})" if note else ""),
-            speedup=evaluation.speedup,
+            speedup=node.speedup,  # as the run credits it (never above what the speed of light allows)
             timed=evaluation.timed,
             estimated_speedup=node.estimated_speedup,
             sol_fraction=evaluation.sol_fraction,
