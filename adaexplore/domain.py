@@ -267,12 +267,14 @@ class SpeedOfLight(_Model):
     complete: bool = True
     fraction: float | None = None
     reference_fraction: float | None = None
+    # what no kernel beats however it is timed (roofline/_sol.py): the compute bound, and the traffic that cannot stay
+    # in the GPU's L2 cache at the HBM's peak; one launch's cost is a figure measured back to back, and traffic that
+    # fits in the cache may never reach the HBM while a kernel is timed (None in verdicts stored before: `ms`)
+    hard_ms: float | None = None
 
     @property
     def floor_ms(self) -> float:
-        """What no kernel beats however it is timed: the time, or where one launch's cost bounds the task (a figure
-        measured back to back, which a tiny kernel's events can come in under) the compute and memory bounds."""
-        return self.ms if self.bound != "launch" else max(self.compute_ms, self.memory_ms)
+        return self.hard_ms if self.hard_ms is not None else self.ms
 
 
 class EstimatePart(_Model):

@@ -37,7 +37,10 @@ A path is admitted where its error is within the tolerance's normwise bound (`no
 the operands' own dtype. The table is for fp32 operands: for fp16 or bf16 operands the own path is already the
 16-bit rate, and only fp8 could be faster. Products of fp64 operands take the fp64 rate; an emulation of fp64 on
 the int8 tensor cores (Ozaki's schemes) could be faster on a Hopper GPU, and no KernelBench task is fp64. A kernel
-measured or estimated under its task's speed of light is flagged (`faster_than_light`) where a verdict is made.
+measured or estimated under its task's speed of light is flagged (`faster_than_light`) where a verdict is made, if
+it is under the part no timing can beat (`hard_ms`: the compute bound, and the traffic beyond what the L2 cache
+holds at the HBM's peak); under the rest (one launch's cost, a figure measured back to back; traffic a cache can
+keep from the HBM) it gets a note.
 """
 
 from __future__ import annotations
@@ -155,6 +158,8 @@ def speed_of_light(
         if op.flops:
             compute_s += op.flops / ((paths[op.dtype].tflops(gpu) or gpu.fp16_tflops) * 1e12)
     memory_s = work.min_bytes / (gpu.hbm_gbps * 1e9)
+    # what no kernel beats however it is timed: up to the L2 cache's bytes may never reach the HBM
+    beyond_cache_s = max(0.0, work.min_bytes - gpu.l2_bytes) / (gpu.hbm_gbps * 1e9)
     launch_s = gpu.launch_us * 1e-6
     ms = max(compute_s, memory_s, launch_s) * 1e3
     bound: Literal["memory", "compute", "launch"]
@@ -168,6 +173,7 @@ def speed_of_light(
         bound=bound,
         memory_ms=memory_s * 1e3,
         compute_ms=compute_s * 1e3,
+        hard_ms=max(compute_s, beyond_cache_s) * 1e3,
         bytes=work.min_bytes,
         flops=sum(op.flops for op in ops),
         fp32_matmuls=matmul_path("float32", budget("float32"), gpu).name,
