@@ -105,7 +105,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
         gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
         note = untimed_note(
             evaluation.status.value,
-            evaluation.speedup,
+            node.speedup,
             run_config(svc.store.run(expansion.run_id)).reward_cap,
             node.estimated_speedup,
             gpu,
@@ -115,7 +115,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
             f"of node {node.id}, no new step)" + (f" (reward {note}{ties})" if note else ""),
-            speedup=evaluation.speedup,
+            speedup=node.speedup,  # as the run credits it (never above what the speed of light allows)
             timed=evaluation.timed,
             estimated_speedup=node.estimated_speedup,
             sol_fraction=evaluation.sol_fraction,
@@ -175,9 +175,11 @@ async def _evaluate_step(
             candidate_budget_s=executor.call_budget_s if budget == "call" else executor.protocol_budget_s,
         )
         evaluation = await svc.evaluator.evaluate(task, req.code, options, progress=progress)
-    speedup = evaluation.speedup
-    # where nothing timed a correct kernel, the search ranks and rewards it by its estimate (labelled as one)
-    estimated = evaluation.estimated_speedup if speedup is None else None
+    # the speedups a run ranks and rewards by, never above what the task's speed of light allows (a kernel
+    # measured or estimated under it carries a faster_than_light warning); where nothing timed a correct kernel,
+    # the search ranks and rewards it by its estimate (labelled as one)
+    speedup = evaluation.credited_speedup
+    estimated = evaluation.credited_estimated_speedup if speedup is None else None
     node: NodeRecord | None = None
     score = None
     best_id = None

@@ -3,8 +3,10 @@ one row per kernel in truth.jsonl (the schema of the shared corpus, `../shared/d
 share of the speed of light beside it.
 
     python benchmarks/gpu_truth/measure.py                  # on a GPU machine; resumes where it stopped
-    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels
-    python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench elsewhere than ../shared/data/kernelbench
+    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels (several: level2/12/,level2/76/)
+    python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench's levels elsewhere (default: the shared
+                                                             # data beside the checkout)
+    python benchmarks/gpu_truth/measure.py --parallel 4      # evaluations under way at once
 
 Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status`, `strict_speedup`
 (None unless ok), `kernel_ms` and `eager_ms` (medians of strict timing), `sol_fraction`, the `message` of a kernel
@@ -31,17 +33,27 @@ KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"
 
 
 def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None = None) -> list[tuple[int, Path, Path]]:
-    """(level, task file, kernel file) for each kernel of the corpus."""
+    """(level, task file, kernel file) for each kernel of the corpus (of those whose path holds one of the
+    comma-separated parts of `only`, and not `skip`)."""
+    parts = [part for part in (only or "").split(",") if part]
     found = []
     for level in (1, 2):
         for folder in sorted((HERE / f"level{level}").iterdir(), key=lambda p: int(p.name)):
+            chosen = [
+                k
+                for k in sorted(folder.glob("*.py"))
+                if (not parts or any(p in str(k.relative_to(HERE)) for p in parts))
+                and (skip is None or skip not in str(k.relative_to(HERE)))
+            ]
+            if not chosen:
+                continue
             task = next(kernelbench.glob(f"level{level}/{folder.name}_*.py"), None)
             if task is None:
-                sys.exit(f"no KernelBench problem {folder.name} in {kernelbench / f'level{level}'}")
-            for kernel in sorted(folder.glob("*.py")):
-                name = str(kernel.relative_to(HERE))
-                if (only is None or only in name) and (skip is None or skip not in name):
-                    found.append((level, task, kernel))
+                sys.exit(
+                    f"no KernelBench problem {folder.name} in {kernelbench / f'level{level}'}: give the folder of "
+                    "KernelBench's levels with --kernelbench"
+                )
+            found.extend((level, task, kernel) for kernel in chosen)
     return found
 
 
@@ -91,6 +103,8 @@ async def main(only: str | None, out: Path, kernelbench: Path, parallel: int, sk
                 "message": None if timing else evaluation.message[:400],
                 "code_hash": key[1],
                 "seconds": round(time.monotonic() - started, 2),
+                # the verdict's warnings (faster_than_light: measured under the task's speed of light)
+                "warnings": [f.code for f in evaluation.audit.flags if f.severity == "warn"],
             }
             provenance.update(evaluation.provenance.model_dump())
             if evaluation.status.value == "infra_error":  # adaexplore's own failure says nothing of the kernel
@@ -113,11 +127,27 @@ async def main(only: str | None, out: Path, kernelbench: Path, parallel: int, sk
         (out.parent / "provenance.json").write_text(
             json.dumps({k: provenance.get(k) for k in fields} | {"date": time.strftime("%Y-%m-%d")}, indent=2)
         )
+    asked = {item[3][0] for item in todo}
+    show([row for key, row in rows.items() if key[0] in asked])
+
+
+def show(rows: list[dict[str, object]]) -> None:
+    """The kernels measured now, one line each: status, times, speedup, share of the speed of light, warnings."""
+    print(f"{'kernel':34s} {'status':9s} {'ms':>8} {'eager':>8} {'speedup':>8} {'sol_frac':>8}  warnings / message")
+
+    def cell(value: object) -> str:
+        return f"{value:8.4g}" if isinstance(value, float | int) else f"{'-':>8}"
+
+    for r in rows:
+        warnings = r.get("warnings")
+        note = ", ".join(warnings) if isinstance(warnings, list) and warnings else str(r.get("message") or "")[:90]
+        times = " ".join(cell(r.get(key)) for key in ("kernel_ms", "eager_ms", "strict_speedup", "sol_fraction"))
+        print(f"{r['kernel']!s:34s} {r['h200_status']!s:9s} {times}  {note}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="measure the kernels whose path holds this text")
+    parser.add_argument("--only", help="measure the kernels whose path holds this text (or one of several, a,b)")
     parser.add_argument("--skip", help="leave out the kernels whose path holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "truth.jsonl")
     parser.add_argument(
