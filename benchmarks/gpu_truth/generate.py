@@ -1,0 +1,377 @@
+"""Write the corpus's generated kernels: families of variants of a few well-written templates, each file's first
+line saying its design and, in brackets, its parameters (`[family=gemm prec=bf16x3 ... stages=3 ...]`).
+
+    python benchmarks/gpu_truth/generate.py          # (re)write every generated kernel
+    python benchmarks/gpu_truth/generate.py --check  # exit 1 where a file differs from what the templates write
+
+The families differ in what an expert sees in compiled code: tile shapes, warps, pipeline stages, grouped or plain
+program order, an accumulator started from the first product or from zeros, conversions in the main loop (a
+split inside or outside it), shared memory that fits one or two CTAs per SM, persistent grids sized right or too
+small, TMA or pointer loads, autotuning. Hand-written kernels (the designs a template cannot express) live beside
+them; this script never touches a file it does not write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import gen_chains
+import gen_conv
+import gen_l3_attn
+import gen_l3_conv
+import gen_l3_mlp
+import gen_rows
+from gen_gemm import Gemm, GemmProblem, render
+from gen_lib import render_lib
+
+HERE = Path(__file__).resolve().parent
+
+
+def _linear(level: int, number: int, sig: str, body: tuple[str, ...], layer: str, **kw: object) -> GemmProblem:
+    return GemmProblem(
+        level,
+        number,
+        sig,
+        body,
+        "linear",
+        b_expr=f"self.{layer}.weight",
+        bias_expr=f"self.{layer}.bias",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+P12 = _linear(
+    2,
+    12,
+    "in_features, out_features, multiplier, negative_slope",
+    (
+        "self.gemm = nn.Linear(in_features, out_features)",
+        "self.multiplier = float(multiplier)",
+        "self.negative_slope = float(negative_slope)",
+    ),
+    "gemm",
+    epi_scalars=(("multiplier", "self.multiplier"), ("negative_slope", "self.negative_slope")),
+    epi_code=("y = y * multiplier", "y = tl.where(y >= 0, y, y * negative_slope)"),
+    epi_words="multiply + LeakyReLU fused",
+)
+P63 = _linear(
+    2,
+    63,
+    "in_features, out_features, divisor",
+    ("self.linear = nn.Linear(in_features, out_features)", "self.divisor = float(divisor)"),
+    "linear",
+    epi_scalars=(("divisor", "self.divisor"),),
+    epi_code=("y = tl.maximum(y, 0.0) / divisor",),
+    epi_words="bias, ReLU and divide fused",
+)
+P70 = _linear(
+    2,
+    70,
+    "input_size, hidden_size, scaling_factor",
+    ("self.gemm = nn.Linear(input_size, hidden_size)", "self.scaling_factor = float(scaling_factor)"),
+    "gemm",
+    epi_scalars=(("scaling_factor", "self.scaling_factor"),),
+    epi_code=("y = tl.sigmoid(y) * scaling_factor + y",),
+    epi_words="sigmoid, scaling and residual add fused",
+)
+P76 = GemmProblem(
+    2,
+    76,
+    "in_features, out_features, bias_shape",
+    (
+        "self.gemm = nn.Linear(in_features, out_features, bias=False)",
+        "self.bias = nn.Parameter(torch.randn(bias_shape))",
+    ),
+    "linear",
+    b_expr="self.gemm.weight",
+    bias_expr="self.bias",
+    epi_code=("y = tl.maximum(y, 0.0)",),
+    epi_words="bias add and ReLU fused",
+)
+P53 = _linear(
+    2,
+    53,
+    "in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max",
+    (
+        "self.gemm = nn.Linear(in_features, out_features)",
+        "self.scaling_factor = float(scaling_factor)",
+        "self.hardtanh_min = float(hardtanh_min)",
+        "self.hardtanh_max = float(hardtanh_max)",
+    ),
+    "gemm",
+    epi_scalars=(
+        ("scaling_factor", "self.scaling_factor"),
+        ("ht_min", "self.hardtanh_min"),
+        ("ht_max", "self.hardtanh_max"),
+    ),
+    epi_code=(
+        "y = tl.minimum(tl.maximum(y * scaling_factor, ht_min), ht_max)",
+        "y = 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))",
+    ),
+    epi_words="scaling, hardtanh and exact GELU fused",
+)
+P81 = _linear(
+    2,
+    81,
+    "in_features, out_features, bias=True",
+    ("self.gemm = nn.Linear(in_features, out_features, bias=bias)",),
+    "gemm",
+    epi_code=(
+        "y = y * tl.sigmoid(y)",
+        "y = y / 2.0",
+        "y = tl.minimum(tl.maximum(y, -1.0), 1.0)",
+        "y = 2.0 * tl.sigmoid(2.0 * y) - 1.0",
+        "y = tl.minimum(tl.maximum(y, -1.0), 1.0)",
+    ),
+    epi_words="swish, divide, clamp, tanh and clamp fused",
+)
+P59 = _linear(
+    2,
+    59,
+    "in_features, out_features, scaling_factor",
+    ("self.matmul = nn.Linear(in_features, out_features)", "self.scaling_factor = float(scaling_factor)"),
+    "matmul",
+    epi_scalars=(("scaling_factor", "self.scaling_factor"),),
+    epi_code=("y = y * tl.sigmoid(y) * scaling_factor",),
+    epi_words="swish and scaling fused",
+)
+L1_2 = GemmProblem(
+    1,
+    2,
+    "",
+    (),
+    "matmul",
+    forward_sig="A, B",
+    a_expr="A",
+    b_expr="B",
+    bias_expr=None,
+    epi_words="no epilogue",
+    fp16_scale_b=1.0,
+)
+L1_8 = GemmProblem(
+    1,
+    8,
+    "",
+    (),
+    "matmul",
+    forward_sig="A, B",
+    a_expr="A",
+    b_expr="B",
+    bias_expr=None,
+    epi_words="no epilogue",
+    fp16_scale_b=1.0,
+)
+
+
+def _t(prec: str, tiles: str, **kw: object) -> Gemm:
+    """A variant named from its precision and tiles: `_t("bf16x3", "128x128x64 w8 s3", acc="first")`."""
+    shape, w, s = tiles.split()
+    bm, bn, bk = (int(x) for x in shape.split("x"))
+    return Gemm(name="", prec=prec, bm=bm, bn=bn, bk=bk, warps=int(w[1:]), stages=int(s[1:]), **kw)  # type: ignore[arg-type]
+
+
+def _named(v: Gemm) -> Gemm:
+    from dataclasses import replace
+
+    if v.name:
+        return v
+    split = ""
+    if v.split:
+        split = v.split_a if v.split_a == v.split_b else f"x{v.split_a}_w{v.split_b}"
+    parts = [("tma_" if v.tma else "") + v.prec + split]
+    if v.persistent:
+        parts.append(f"persist{v.persistent}")
+    if v.autotune:
+        parts.append(f"autotuned{len(v.autotune)}")
+    else:
+        parts.append(f"{v.bm}x{v.bn}x{v.bk}_w{v.warps}_s{v.stages}")
+    if v.group == 1:
+        parts.append("plain")
+    if v.acc == "first":
+        parts.append("first")
+    return replace(v, name="_".join(parts))
+
+
+AUTOTUNE4 = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 256, 32, 8, 3))
+AUTOTUNE8 = (*AUTOTUNE4, (128, 128, 64, 8, 3), (64, 64, 64, 4, 3), (128, 128, 32, 4, 4), (256, 128, 32, 8, 3))
+BF = "bf16x3"
+
+
+def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
+    fams: list[tuple[GemmProblem, list[Gemm]]] = [
+        # bf16x3 split before the GEMM: pipeline depth, warps, tiles, program order, 1 vs 2 CTAs per SM, and the
+        # accumulator started from the first product (the wgmma serialization case); level2/12/bf16x3_presplit.py
+        # is this family's 128x128x64 w8 s3 member
+        (
+            P12,
+            [
+                _t(BF, "128x128x64 w8 s3", acc="first", note="bf16x3_presplit.py with the first K step peeled"),
+                _t(BF, "128x128x64 w8 s2"),
+                _t(BF, "128x128x32 w8 s4"),
+                _t(BF, "128x128x32 w8 s3", note="96 KB of shared memory: two CTAs fit an SM"),
+                _t(BF, "128x128x32 w8 s3", acc="first"),
+                _t(BF, "128x128x64 w4 s3"),
+                _t(BF, "128x128x64 w8 s3", group=1),
+                _t(BF, "64x128x64 w4 s3"),
+                _t(BF, "128x64x64 w4 s4"),
+                _t(BF, "64x64x64 w4 s3"),
+                _t(BF, "128x256x32 w8 s3"),
+                _t(BF, "256x128x32 w8 s3"),
+                _t("fp16x3", "128x128x32 w8 s3"),
+                _t("fp16x3", "128x128x64 w8 s3", acc="first"),
+            ],
+        ),
+        # the split inside the main loop (conversions per K step) against outside it
+        (
+            P63,
+            [
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w8 s3", split_a="loopint", split_b="loopint"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="pre"),
+                _t(BF, "128x128x32 w8 s3"),
+                _t(BF, "128x128x64 w8 s3", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w8 s2", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w8 s4", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w4 s3", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop", acc="first"),
+                _t(BF, "128x128x32 w8 s3", split_a="loopint", split_b="loopint", acc="first"),
+                _t("tf32x3", "128x128x32 w8 s3"),
+            ],
+        ),
+        # tf32x3 (and ieee) dots on fp32 tiles
+        (
+            P70,
+            [
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t("tf32x3", "128x128x32 w8 s2"),
+                _t("tf32x3", "128x128x32 w8 s4"),
+                _t("tf32x3", "128x128x32 w4 s3"),
+                _t("tf32x3", "64x128x32 w4 s3"),
+                _t("tf32x3", "128x64x32 w4 s3"),
+                _t("tf32x3", "128x256x32 w8 s3"),
+                _t("tf32x3", "128x128x32 w8 s3", group=1),
+                _t("tf32x3", "128x128x32 w8 s3", acc="first"),
+                _t("tf32x3", "64x64x32 w4 s4"),
+                _t("tf32x3", "128x128x64 w8 s2"),
+                _t("ieee", "64x64x32 w4 s3"),
+                _t("ieee", "128x128x32 w8 s2"),
+            ],
+        ),
+        # persistent grids: sized to the SMs, half of them, twice (two CTAs resident), and 12 programs
+        (
+            P76,
+            [
+                _t(BF, "128x128x64 w8 s3", persistent="sms"),
+                _t(BF, "128x128x64 w8 s3", persistent="half"),
+                _t(BF, "128x128x64 w8 s3", persistent="12", note="too small on purpose: 12 of the SMs busy"),
+                _t(BF, "128x128x64 w8 s3", persistent="sms", group=1),
+                _t(BF, "128x128x64 w8 s3", persistent="sms", acc="first"),
+                _t(BF, "128x128x32 w8 s3", persistent="sms"),
+                _t(BF, "128x128x32 w8 s3", persistent="2sms", note="96 KB of shared memory: two CTAs per SM"),
+                _t("tf32x3", "128x128x32 w8 s3", persistent="sms"),
+                _t("tf32x3", "128x128x32 w8 s3", persistent="12", note="too small on purpose: 12 of the SMs busy"),
+            ],
+        ),
+        # TMA descriptor loads against pointer loads
+        (
+            P53,
+            [
+                _t(BF, "128x128x64 w8 s3", tma=True),
+                _t(BF, "128x128x32 w8 s4", tma=True),
+                _t(BF, "128x256x32 w8 s3", tma=True),
+                _t(BF, "128x128x64 w8 s3", tma=True, acc="first"),
+                _t(BF, "128x128x64 w8 s3", tma=True, persistent="sms"),
+                _t(BF, "128x128x64 w8 s3", tma=True, persistent="12", note="too small on purpose: 12 of the SMs busy"),
+                _t(BF, "128x128x64 w8 s3"),
+                _t("tf32x3", "128x128x32 w8 s3", tma=True),
+                _t("tf32x3", "128x128x32 w8 s4", tma=True),
+            ],
+        ),
+        # autotuned against one fixed config
+        (
+            P81,
+            [
+                _t("tf32x3", "128x128x32 w8 s3", autotune=AUTOTUNE4),
+                _t(BF, "128x128x32 w8 s3", autotune=AUTOTUNE4),
+                _t(BF, "128x128x32 w8 s3", autotune=AUTOTUNE8),
+                _t(BF, "128x128x64 w8 s3"),
+            ],
+        ),
+        # M = 128 and a 4 GiB weight: a split pass over the weight costs more than the GEMM saves
+        (
+            P59,
+            [
+                _t("tf32x3", "64x128x32 w4 s4"),
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t(BF, "64x128x32 w4 s3", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x64 w8 s3", note="splits the 4 GiB weight at every call"),
+                _t(BF, "64x128x32 w4 s3", split_a="pre", split_b="loop"),
+            ],
+        ),
+        (
+            L1_2,
+            [
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t("tf32x3", "128x256x32 w8 s3"),
+                _t(BF, "128x128x64 w8 s3"),
+                _t(BF, "128x128x32 w8 s4"),
+                _t("fp16x3", "128x128x64 w8 s3"),
+                _t(BF, "128x128x64 w8 s3", tma=True, persistent="sms"),
+            ],
+        ),
+        (
+            L1_8,
+            [
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t(BF, "128x128x64 w8 s3"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
+                _t("ieee", "64x64x32 w4 s3"),
+            ],
+        ),
+    ]
+    return [(p, _named(v)) for p, vs in fams for v in vs]
+
+
+def everything() -> list[tuple[str, str]]:
+    """(path under this folder, text) of every generated kernel."""
+    out = [(f"level{p.level}/{p.number}/{v.name}.py", render(p, v)) for p, v in gemm_families()]
+    for p, fused in ((P63, True), (P70, True), (P59, True), (P81, True), (P81, False)):
+        name = "lib_epilogue" if fused else "lib_unfused"
+        out.append((f"level{p.level}/{p.number}/{name}.py", render_lib(p, fused)))
+    out += gen_chains.kernels()
+    out += gen_rows.kernels()
+    out += gen_conv.kernels()
+    out += gen_l3_mlp.kernels()
+    out += gen_l3_attn.kernels()
+    out += gen_l3_conv.kernels()
+    names = [path for path, _ in out]
+    dupes = [n for n, c in Counter(names).items() if c > 1]
+    if dupes:
+        raise SystemExit(f"two variants share a file name: {dupes}")
+    return out
+
+
+def main(check: bool) -> None:
+    stale = []
+    for rel, text in everything():
+        path = HERE / rel
+        if path.is_file() and path.read_text() == text:
+            continue
+        stale.append(rel)
+        if not check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    total = len(everything())
+    if check:
+        print(f"{len(stale)} of {total} generated kernels differ from the templates" + (f": {stale}" if stale else ""))
+        sys.exit(1 if stale else 0)
+    print(f"{total} generated kernels; {len(stale)} written")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true")
+    main(parser.parse_args().check)
