@@ -368,7 +368,7 @@ def _forward(p: GemmProblem, v: Gemm) -> list[str]:
                 lines.append(f"programs = {v.persistent}  # fixed on purpose: most SMs idle on an H200")
             else:
                 lines += [
-                    "sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 4",
+                    "sms = torch.cuda.get_device_properties(a.device).multi_processor_count",
                     {"sms": "programs = sms", "2sms": "programs = 2 * sms", "half": "programs = max(sms // 2, 1)"}[
                         v.persistent
                     ],

@@ -24,6 +24,7 @@ import gen_l3_attn
 import gen_l3_conv
 import gen_l3_mlp
 import gen_rows
+import gen_splitk
 from gen_gemm import Gemm, GemmProblem, render
 from gen_lib import render_lib
 
@@ -347,6 +348,7 @@ def everything() -> list[tuple[str, str]]:
     out += gen_l3_mlp.kernels()
     out += gen_l3_attn.kernels()
     out += gen_l3_conv.kernels()
+    out += gen_splitk.kernels()
     names = [path for path, _ in out]
     dupes = [n for n, c in Counter(names).items() if c > 1]
     if dupes:
