@@ -98,10 +98,15 @@ def header(p: GemmProblem, v: Gemm) -> str:
     sched = f"persistent (grid {v.persistent}, a loop over tiles)" if v.persistent else "one program per tile"
     acc = "accumulator from the first product" if v.acc == "first" else "accumulator from tl.zeros"
     loads = "TMA descriptor loads" if v.tma else "pointer loads"
+    split = f"{v.split_a}/{v.split_b}" if v.split else "-"
+    shape = (
+        "bm=auto bn=auto bk=auto warps=auto stages=auto"
+        if v.autotune
+        else (f"bm={v.bm} bn={v.bn} bk={v.bk} warps={v.warps} stages={v.stages}")
+    )
     params = (
-        f"[family=gemm prec={v.prec} split={v.split_a}/{v.split_b if v.split else '-'} bm={v.bm} bn={v.bn} bk={v.bk} "
-        f"warps={v.warps} stages={v.stages} group={v.group} acc={v.acc} persistent={v.persistent or '-'} "
-        f"tma={int(v.tma)} autotune={len(v.autotune)}]"
+        f"[family=gemm prec={v.prec} split={split} {shape} group={v.group} acc={v.acc} "
+        f"persistent={v.persistent or '-'} tma={int(v.tma)} autotune={len(v.autotune)}]"
     )
     note = f"; {v.note}" if v.note else ""
     return f"# one Triton GEMM, {prec}, {tiles}, {order}, {sched}, {acc}, {loads}, {p.epi_words}{note} {params}"

@@ -150,9 +150,10 @@ def kernels() -> list[tuple[str, str]]:
     ):
         name = f"relu_attn_{prec}_{bm}x{bn}_w{w}_s{s}{'' if skip else '_noskip'}"
         out.append((f"level3/50/{name}.py", relu_attention(prec, bm, bn, w, s, skip)))
+    # head dim 96 pads to 128: a 128x64 key block in two stages needs 256 KiB of shared memory, more than an SM has
     for prec, bm, bn, w, s, skip in (
         ("tf32x3", 64, 64, 4, 2, True),
-        ("tf32x3", 128, 64, 8, 2, True),
+        ("tf32x3", 128, 32, 8, 2, True),
         ("tf32x3", 64, 64, 4, 2, False),
     ):
         name = f"flash_{prec}_{bm}x{bn}_w{w}_s{s}{'' if skip else '_noskip'}"

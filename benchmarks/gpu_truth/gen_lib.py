@@ -6,6 +6,11 @@ from __future__ import annotations
 from gen_gemm import GemmProblem
 
 
+def _ops(p: GemmProblem) -> str:
+    words = p.epi_words.removesuffix(" fused")
+    return words if words.startswith("bias") else f"bias, {words}"
+
+
 def render_lib(p: GemmProblem, fused: bool, block: int = 1024, warps: int = 4) -> str:
     if p.layout != "linear" or p.epi_ptrs:
         raise ValueError("the library template takes a linear layer with scalar epilogue parameters")
@@ -13,7 +18,7 @@ def render_lib(p: GemmProblem, fused: bool, block: int = 1024, warps: int = 4) -
     steps = ["y = y + tl.load(bias_ptr + offs % N)", *p.epi_code]
     if fused:
         head = (
-            f"# cuBLAS GEMM (fp32, torch.mm) + one fused Triton epilogue pass (bias and {p.epi_words.removesuffix(' fused')}), "
+            f"# cuBLAS GEMM (fp32, torch.mm) + one fused Triton epilogue pass ({_ops(p)}), "
             f"BLOCK {block}, {warps} warps [family=lib_epilogue fused=1 block={block} warps={warps}]"
         )
     else:

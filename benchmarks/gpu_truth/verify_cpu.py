@@ -6,6 +6,8 @@ are the verdicts and estimates that the GPU's (truth.jsonl, from measure.py) are
     python benchmarks/gpu_truth/verify_cpu.py                    # every kernel; resumes where it stopped
     python benchmarks/gpu_truth/verify_cpu.py --only level3/,level2/47/
     python benchmarks/gpu_truth/verify_cpu.py --kernelbench DIR  # KernelBench's levels elsewhere
+    python benchmarks/gpu_truth/verify_cpu.py --retry-timeouts   # judge again the kernels that timed out (a loaded
+                                                                 # machine times honest kernels out)
 
 Each row: `level`, `problem`, `kernel` (its path here), `cpu_status`, `message` (of a kernel that was not ok),
 `estimate` (the estimate's ms, the reference's estimated ms, speedup, sol_fraction, exact, summary; None where
@@ -76,20 +78,21 @@ def estimate_row(evaluation) -> dict[str, object] | None:  # type: ignore[no-unt
     }
 
 
-async def main(kernelbench: Path, only: str | None, skip: str | None, out: Path) -> None:
-    done: dict[tuple[str, str], dict[str, object]] = {}
+async def main(kernelbench: Path, only: str | None, skip: str | None, out: Path, retry_timeouts: bool) -> None:
+    rows: dict[tuple[str, str], dict[str, object]] = {}
     if out.is_file():
-        for line in out.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[(row["kernel"], row["code_hash"])] = row
+        rows = {
+            (r["kernel"], r["code_hash"]): r
+            for r in map(json.loads, filter(str.strip, out.read_text().splitlines()))
+            if (HERE / r["kernel"]).is_file()  # a kernel deleted since loses its row
+        }
+    # a kernel edited since its verdict, or retried, is judged again and its new row replaces the old
+    done = {key for key, row in rows.items() if not (retry_timeouts and row["cpu_status"] == "timeout")}
     todo = [
         (level, task, kernel, (str(kernel.relative_to(HERE)), code_hash(kernel.read_text())))
         for level, task, kernel in kernels(kernelbench, only, skip)
     ]
     todo = [item for item in todo if item[3] not in done]
-    # a kernel judged again after an edit replaces its old row
-    rows = {key: row for key, row in done.items()}
     settings = Settings()
     tasks: dict[Path, tuple[object, dict[str, int | float]]] = {}
     began = time.monotonic()
@@ -136,5 +139,6 @@ if __name__ == "__main__":
     parser.add_argument("--skip", help="leave out the kernels whose path holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "cpu_verdicts.jsonl")
     parser.add_argument("--kernelbench", type=Path, default=KERNELBENCH, help="the KernelBench folder")
+    parser.add_argument("--retry-timeouts", action="store_true", help="judge again the kernels that timed out")
     args = parser.parse_args()
-    anyio.run(main, args.kernelbench, args.only, args.skip, args.out)
+    anyio.run(main, args.kernelbench, args.only, args.skip, args.out, args.retry_timeouts)

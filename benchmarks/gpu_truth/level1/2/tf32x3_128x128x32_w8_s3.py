@@ -1,4 +1,4 @@
-# one Triton GEMM, tf32x3 dot on fp32 tiles, 128x128x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, no epilogue [family=gemm prec=tf32x3 split=pre/- bm=128 bn=128 bk=32 warps=8 stages=3 group=8 acc=zeros persistent=- tma=0 autotune=0]
+# one Triton GEMM, tf32x3 dot on fp32 tiles, 128x128x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, no epilogue [family=gemm prec=tf32x3 split=- bm=128 bn=128 bk=32 warps=8 stages=3 group=8 acc=zeros persistent=- tma=0 autotune=0]
 import torch
 import torch.nn as nn
 import triton

@@ -1,4 +1,4 @@
-# cuBLAS GEMM (fp32, torch.mm) + one fused Triton epilogue pass (bias and sigmoid, scaling and residual add), BLOCK 1024, 4 warps [family=lib_epilogue fused=1 block=1024 warps=4]
+# cuBLAS GEMM (fp32, torch.mm) + one fused Triton epilogue pass (bias, sigmoid, scaling and residual add), BLOCK 1024, 4 warps [family=lib_epilogue fused=1 block=1024 warps=4]
 import torch
 import torch.nn as nn
 import triton

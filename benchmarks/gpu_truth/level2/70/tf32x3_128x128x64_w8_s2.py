@@ -1,4 +1,4 @@
-# one Triton GEMM, tf32x3 dot on fp32 tiles, 128x128x64 w8 s2, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, sigmoid, scaling and residual add fused [family=gemm prec=tf32x3 split=pre/- bm=128 bn=128 bk=64 warps=8 stages=2 group=8 acc=zeros persistent=- tma=0 autotune=0]
+# one Triton GEMM, tf32x3 dot on fp32 tiles, 128x128x64 w8 s2, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, sigmoid, scaling and residual add fused [family=gemm prec=tf32x3 split=- bm=128 bn=128 bk=64 warps=8 stages=2 group=8 acc=zeros persistent=- tma=0 autotune=0]
 import torch
 import torch.nn as nn
 import triton

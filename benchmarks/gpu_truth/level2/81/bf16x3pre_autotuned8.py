@@ -1,4 +1,4 @@
-# one Triton GEMM, bf16x3 (both split by a Triton pass before the GEMM; 3 bf16 dots per K step, fp32 accumulation), autotuned over 128x128x32 w8 s3, 128x64x32 w4 s4, 64x128x32 w4 s4, 128x256x32 w8 s3, 128x128x64 w8 s3, 64x64x64 w4 s3, 128x128x32 w4 s4, 256x128x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, swish, divide, clamp, tanh and clamp fused [family=gemm prec=bf16x3 split=pre/pre bm=128 bn=128 bk=32 warps=8 stages=3 group=8 acc=zeros persistent=- tma=0 autotune=8]
+# one Triton GEMM, bf16x3 (both split by a Triton pass before the GEMM; 3 bf16 dots per K step, fp32 accumulation), autotuned over 128x128x32 w8 s3, 128x64x32 w4 s4, 64x128x32 w4 s4, 128x256x32 w8 s3, 128x128x64 w8 s3, 64x64x64 w4 s3, 128x128x32 w4 s4, 256x128x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, swish, divide, clamp, tanh and clamp fused [family=gemm prec=bf16x3 split=pre/pre bm=auto bn=auto bk=auto warps=auto stages=auto group=8 acc=zeros persistent=- tma=0 autotune=8]
 import torch
 import torch.nn as nn
 import triton

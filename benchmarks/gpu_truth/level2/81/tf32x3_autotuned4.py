@@ -1,4 +1,4 @@
-# one Triton GEMM, tf32x3 dot on fp32 tiles, autotuned over 128x128x32 w8 s3, 128x64x32 w4 s4, 64x128x32 w4 s4, 128x256x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, swish, divide, clamp, tanh and clamp fused [family=gemm prec=tf32x3 split=pre/- bm=128 bn=128 bk=32 warps=8 stages=3 group=8 acc=zeros persistent=- tma=0 autotune=4]
+# one Triton GEMM, tf32x3 dot on fp32 tiles, autotuned over 128x128x32 w8 s3, 128x64x32 w4 s4, 64x128x32 w4 s4, 128x256x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, pointer loads, swish, divide, clamp, tanh and clamp fused [family=gemm prec=tf32x3 split=- bm=auto bn=auto bk=auto warps=auto stages=auto group=8 acc=zeros persistent=- tma=0 autotune=4]
 import torch
 import torch.nn as nn
 import triton
