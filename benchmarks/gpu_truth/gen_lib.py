@@ -12,9 +12,9 @@ def _ops(p: GemmProblem) -> str:
 
 
 def render_lib(p: GemmProblem, fused: bool, block: int = 1024, warps: int = 4) -> str:
-    if p.layout != "linear" or p.epi_ptrs:
-        raise ValueError("the library template takes a linear layer with scalar epilogue parameters")
-    scalars = [name for name, _ in p.epi_scalars]
+    if p.layout != "linear" or any("offs_n_ld" in line for line in p.epi_code):
+        raise ValueError("the library template takes a linear layer whose epilogue loads no per-column vector")
+    scalars = [name for name, _ in p.epi_ptrs + p.epi_scalars]
     steps = ["y = y + tl.load(bias_ptr + offs % N)", *p.epi_code]
     if fused:
         head = (
@@ -50,7 +50,7 @@ def render_lib(p: GemmProblem, fused: bool, block: int = 1024, warps: int = 4) -
         "N = y.shape[1]",
         f"grid = (triton.cdiv(n, {block}),)",
     ]
-    scalar_args = "".join(f", {expr}" for _, expr in p.epi_scalars)
+    scalar_args = "".join(f", {expr}" for _, expr in p.epi_ptrs + p.epi_scalars)
     for i in range(len(groups)):
         body.append("out = torch.empty_like(y)")
         body.append(f"_epilogue_{i}[grid](y, out, bias, n, N{scalar_args}, BLOCK={block}, num_warps={warps})")

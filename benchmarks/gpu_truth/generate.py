@@ -27,144 +27,9 @@ import gen_rows
 import gen_splitk
 from gen_gemm import Gemm, GemmProblem, render
 from gen_lib import render_lib
+from gen_problems import L1_2, L1_8, L1_17, P12, P53, P59, P63, P68, P70, P76, P81, P95
 
 HERE = Path(__file__).resolve().parent
-
-
-def _linear(level: int, number: int, sig: str, body: tuple[str, ...], layer: str, **kw: object) -> GemmProblem:
-    return GemmProblem(
-        level,
-        number,
-        sig,
-        body,
-        "linear",
-        b_expr=f"self.{layer}.weight",
-        bias_expr=f"self.{layer}.bias",
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-P12 = _linear(
-    2,
-    12,
-    "in_features, out_features, multiplier, negative_slope",
-    (
-        "self.gemm = nn.Linear(in_features, out_features)",
-        "self.multiplier = float(multiplier)",
-        "self.negative_slope = float(negative_slope)",
-    ),
-    "gemm",
-    epi_scalars=(("multiplier", "self.multiplier"), ("negative_slope", "self.negative_slope")),
-    epi_code=("y = y * multiplier", "y = tl.where(y >= 0, y, y * negative_slope)"),
-    epi_words="multiply + LeakyReLU fused",
-)
-P63 = _linear(
-    2,
-    63,
-    "in_features, out_features, divisor",
-    ("self.linear = nn.Linear(in_features, out_features)", "self.divisor = float(divisor)"),
-    "linear",
-    epi_scalars=(("divisor", "self.divisor"),),
-    epi_code=("y = tl.maximum(y, 0.0) / divisor",),
-    epi_words="bias, ReLU and divide fused",
-)
-P70 = _linear(
-    2,
-    70,
-    "input_size, hidden_size, scaling_factor",
-    ("self.gemm = nn.Linear(input_size, hidden_size)", "self.scaling_factor = float(scaling_factor)"),
-    "gemm",
-    epi_scalars=(("scaling_factor", "self.scaling_factor"),),
-    epi_code=("y = tl.sigmoid(y) * scaling_factor + y",),
-    epi_words="sigmoid, scaling and residual add fused",
-)
-P76 = GemmProblem(
-    2,
-    76,
-    "in_features, out_features, bias_shape",
-    (
-        "self.gemm = nn.Linear(in_features, out_features, bias=False)",
-        "self.bias = nn.Parameter(torch.randn(bias_shape))",
-    ),
-    "linear",
-    b_expr="self.gemm.weight",
-    bias_expr="self.bias",
-    epi_code=("y = tl.maximum(y, 0.0)",),
-    epi_words="bias add and ReLU fused",
-)
-P53 = _linear(
-    2,
-    53,
-    "in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max",
-    (
-        "self.gemm = nn.Linear(in_features, out_features)",
-        "self.scaling_factor = float(scaling_factor)",
-        "self.hardtanh_min = float(hardtanh_min)",
-        "self.hardtanh_max = float(hardtanh_max)",
-    ),
-    "gemm",
-    epi_scalars=(
-        ("scaling_factor", "self.scaling_factor"),
-        ("ht_min", "self.hardtanh_min"),
-        ("ht_max", "self.hardtanh_max"),
-    ),
-    epi_code=(
-        "y = tl.minimum(tl.maximum(y * scaling_factor, ht_min), ht_max)",
-        "y = 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))",
-    ),
-    epi_words="scaling, hardtanh and exact GELU fused",
-)
-P81 = _linear(
-    2,
-    81,
-    "in_features, out_features, bias=True",
-    ("self.gemm = nn.Linear(in_features, out_features, bias=bias)",),
-    "gemm",
-    epi_code=(
-        "y = y * tl.sigmoid(y)",
-        "y = y / 2.0",
-        "y = tl.minimum(tl.maximum(y, -1.0), 1.0)",
-        "y = 2.0 * tl.sigmoid(2.0 * y) - 1.0",
-        "y = tl.minimum(tl.maximum(y, -1.0), 1.0)",
-    ),
-    epi_words="swish, divide, clamp, tanh and clamp fused",
-)
-P59 = _linear(
-    2,
-    59,
-    "in_features, out_features, scaling_factor",
-    ("self.matmul = nn.Linear(in_features, out_features)", "self.scaling_factor = float(scaling_factor)"),
-    "matmul",
-    epi_scalars=(("scaling_factor", "self.scaling_factor"),),
-    epi_code=("y = y * tl.sigmoid(y) * scaling_factor",),
-    epi_words="swish and scaling fused",
-)
-L1_2 = GemmProblem(
-    1,
-    2,
-    "",
-    (),
-    "matmul",
-    forward_sig="A, B",
-    a_expr="A",
-    b_expr="B",
-    bias_expr=None,
-    epi_words="no epilogue",
-    fp16_scale_b=1.0,
-)
-L1_8 = GemmProblem(
-    1,
-    8,
-    "",
-    (),
-    "matmul",
-    forward_sig="A, B",
-    a_expr="A",
-    b_expr="B",
-    bias_expr=None,
-    epi_words="no epilogue",
-    fp16_scale_b=1.0,
-)
 
 
 def _t(prec: str, tiles: str, **kw: object) -> Gemm:
@@ -332,6 +197,51 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
                 _t("ieee", "64x64x32 w4 s3"),
             ],
         ),
+        # A @ B^T: the linear layout without bias, TMA and persistent against pointer loads, split in or out of the loop
+        (
+            L1_17,
+            [
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t("tf32x3", "128x128x32 w8 s3", tma=True),
+                _t("tf32x3", "128x256x32 w8 s3"),
+                _t(BF, "128x128x64 w8 s3"),
+                _t(BF, "128x128x64 w8 s3", tma=True),
+                _t(BF, "128x128x64 w8 s3", tma=True, persistent="sms"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
+                _t("ieee", "128x128x32 w8 s2"),
+                _t("fp16x3", "128x128x64 w8 s3", acc="first"),
+            ],
+        ),
+        # M = 128, a 1 GiB weight: how many tiles the grid has (128 of 128x128, under one wave of 132 SMs, to 512 of
+        # 64x64), and the weight split in the loop, in a pass, or not at all
+        (
+            P68,
+            [
+                _t("tf32x3", "64x128x32 w4 s4"),
+                _t("tf32x3", "128x128x32 w8 s3", note="128 tiles: one wave leaves 4 SMs idle"),
+                _t("tf32x3", "64x64x32 w4 s4"),
+                _t("tf32x3", "128x64x32 w4 s4"),
+                _t(BF, "64x128x32 w4 s3", split_a="loop", split_b="loop"),
+                _t(BF, "64x128x32 w4 s3", split_a="pre", split_b="loop"),
+                _t(BF, "128x128x64 w8 s3", note="splits the 1 GiB weight at every call"),
+                _t("ieee", "64x128x32 w4 s3"),
+            ],
+        ),
+        # a long transcendental epilogue on a 1024x8192x8192 GEMM
+        (
+            P95,
+            [
+                _t(BF, "128x128x64 w8 s3"),
+                _t(BF, "128x128x64 w8 s3", acc="first"),
+                _t(BF, "128x128x32 w8 s4"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
+                _t(BF, "128x128x32 w8 s3", split_a="loopint", split_b="loopint"),
+                _t(BF, "128x128x64 w8 s3", tma=True),
+                _t("tf32x3", "128x128x32 w8 s3"),
+                _t("tf32x3", "128x128x32 w8 s3", persistent="sms"),
+                _t("tf32x3", "128x128x32 w8 s3", autotune=AUTOTUNE4),
+            ],
+        ),
     ]
     return [(p, _named(v)) for p, vs in fams for v in vs]
 
@@ -339,7 +249,7 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
 def everything() -> list[tuple[str, str]]:
     """(path under this folder, text) of every generated kernel."""
     out = [(f"level{p.level}/{p.number}/{v.name}.py", render(p, v)) for p, v in gemm_families()]
-    for p, fused in ((P63, True), (P70, True), (P59, True), (P81, True), (P81, False)):
+    for p, fused in ((P63, True), (P70, True), (P59, True), (P81, True), (P81, False), (P68, True)):
         name = "lib_epilogue" if fused else "lib_unfused"
         out.append((f"level{p.level}/{p.number}/{name}.py", render_lib(p, fused)))
     out += gen_chains.kernels()
