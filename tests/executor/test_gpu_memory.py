@@ -121,7 +121,8 @@ def job(mode: Mode = Mode.strict) -> JobSpec:
 
 def test_two_strict_evaluations_of_a_large_convolution_do_not_fit_on_an_h200_but_small_gemms_do() -> None:
     config = ExecutorConfig()
-    capacity = book(H200, resident=5).capacity
+    # an H200 host's book: the judge, 4 spare workers and the workers of 4 evaluations hold a CUDA context each
+    capacity = book(H200, resident=9).capacity
     # KernelBench Level 2 problem 4: 1 GiB of inputs a seed, 2 GiB of outputs
     conv = estimate(work(inputs=GIB, outputs=2 * GIB), job(), config)
     assert capacity / 2 < conv.total < capacity  # alone it fits, two do not

@@ -134,10 +134,11 @@ class LaneBook:
         return self.locks[device]
 
     def memory(self, device: int) -> GpuMemory:
-        """The book of memory reservations on GPU `device`: its judge and its spare workers hold a CUDA context
-        whatever runs; its judge drops the references no evaluation uses when a reservation needs the room."""
+        """The book of memory reservations on GPU `device`. A CUDA context is held, whatever runs, by its judge, its
+        spare workers and the workers of the evaluations that hold a slot (waiting for their turn or not); its
+        judge drops the references no evaluation uses when a reservation needs their room."""
         if device not in self.memories:
-            book = self.memories[device] = GpuMemory(resident=1 + self.warm)
+            book = self.memories[device] = GpuMemory(resident=1 + self.warm + self.config.max_concurrent)
             judge = self.judge(Backend.cuda, device)
 
             async def evict_idle() -> None:

@@ -101,7 +101,8 @@ class SharedInputsView:
     def timing(self) -> list[Any]:
         """Timing's arguments, their tensors copies of the worker's own."""
         copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in self._row(self.shared.timing)]
-        torch.cuda.synchronize(self.buffer.device)
+        if any(isinstance(t, torch.Tensor) and t.is_cuda for t in copies):
+            torch.cuda.synchronize(self.buffer.device)
         return copies
 
     def close(self) -> None:

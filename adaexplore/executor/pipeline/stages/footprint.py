@@ -6,8 +6,8 @@ inputs', parameters' and outputs' bytes, and its largest operator's output), ask
 in the book. It adds up what the judge holds for the evaluation (the reference models, float64 copies included,
 the inputs of every trial and of timing, the buffers it shares with the candidate's worker, the reference's
 outputs, and what computing or timing the reference takes meanwhile) and what the candidate's worker holds at
-most (its model, a trial's inputs twice with their outputs, or timing's rotated inputs, the copies it keeps
-for the rechecks, and its CUDA context). Each part is taken at its peak, so the sum is above what is ever held at
+most (its model, a trial's inputs twice with their outputs, or timing's rotated inputs, and the copies it
+keeps for the rechecks; its CUDA context is the book's, see `LaneBook.memory`). Each part is taken at its peak, so the sum is above what is ever held at
 once: an evaluation waits rather than fails. Where the task cannot be followed on shape-only tensors the size is
 unknown, and the evaluation holds the device alone.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Status
 from adaexplore.errors import EvaluatorError
-from adaexplore.executor.host._gpu_memory import CONTEXT_BYTES, GpuMemory
+from adaexplore.executor.host._gpu_memory import GpuMemory
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
 from adaexplore.executor.wire._modes import mode_spec
@@ -71,7 +71,7 @@ def estimate(work: TaskWork, job: JobSpec, config: ExecutorConfig) -> Footprint:
     trial = 2 * inputs + outputs + 2 * step  # the call's inputs and their pristine copy, its outputs
     # timing's inputs, their pristine copy, the rotated buffers, a kept call's inputs and their original rebuilt
     timed = (4 + _RING) * inputs + 3 * outputs + kept + 2 * step
-    worker = CONTEXT_BYTES + params + max(trial, timed)
+    worker = params + max(trial, timed)  # (its CUDA context is counted with the GPU's resident processes)
     return Footprint(judge=judge, worker=worker)
 
 
