@@ -12,18 +12,20 @@ import pytest
 
 from adaexplore.domain import ErrorDetail, Evaluation, Mode, Status
 from adaexplore.executor import EvaluationOptions, Evaluator, load_task
-from adaexplore.executor.host._pool import JudgeReplaced
+from adaexplore.executor.host._pool import JudgeClient, JudgeReplaced
+from adaexplore.executor.host._spawn import SpawnRequest
 from adaexplore.executor.wire._protocol import (
+    Compare,
     Compared,
     Failed,
     JobSpec,
     Load,
     Loaded,
-    MemoryQuery,
     MemoryReport,
     Prepare,
     Prepared,
     Timed,
+    TimeReference,
     TrialsDone,
 )
 from adaexplore.roofline import ForwardWork, TaskWork
@@ -113,9 +115,13 @@ async def test_a_judge_that_broke_is_restarted_and_the_other_evaluations_jobs_in
     lost = [r for r in results if "was replaced since" in r.message]
     assert len(broke) == 1 and len(lost) == 1, [r.message for r in results]
     assert lost[0].provenance.attempts == 2  # its job went with the judge: failed without a request, then reloaded
-    # nothing was sent for it to the judge started again (which would not hold it)
-    (_, restarted) = spawner.of("judge")
-    assert all(not isinstance(c, Prepare | Compared) for c in restarted.received[:1])
+    for judge in spawner.of("judge"):  # no judge was asked about a job it had not loaded
+        loaded = set()
+        for command in judge.received:
+            if isinstance(command, Load):
+                loaded.add(command.job.job_id)
+            elif isinstance(command, Prepare | Compare | TimeReference):
+                assert command.job_id in loaded, command
 
 
 # ---- admission by bytes ----------------------------------------------------------------------------------------
@@ -191,3 +197,33 @@ async def test_a_job_loaded_in_a_judge_replaced_since_fails_at_once_and_the_new_
             assert isinstance(await judge.request(Prepare(job_id="other"), 30), Prepared)
             assert judge.generation == first + 1 and judge.holds("other")
             await judge.release("other")
+
+
+async def test_a_retired_judge_is_replaced_once_no_evaluations_job_is_in_it(tmp_path: Path) -> None:
+    spawner = ScriptedSpawner()
+    request = SpawnRequest(role="judge", backend="cuda", device=0, env={}, exchange=tmp_path / "judge")
+    judge = JudgeClient(lambda: spawner.spawn(request), ready_timeout=5)
+
+    def job(job_id: str) -> JobSpec:
+        return JobSpec(
+            job_id=job_id,
+            task_path=str(tmp_path / "t.py"),
+            exchange_dir=str(tmp_path),
+            sizes="full",
+            mode=Mode.strict,
+            trials=5,
+        )
+
+    for job_id in ("mine", "other"):
+        await judge.request(Load(job=job(job_id)), 5)
+    retired = judge.worker
+    assert retired is not None
+    await judge.retire(retired)  # for "mine": it held more than its budget when its candidate ran out of memory
+    await judge.release("mine")
+    assert judge.worker is retired and judge.holds("other")  # the other evaluation keeps its job
+    assert isinstance(await judge.request(Prepare(job_id="other"), 5), Prepared)
+    await judge.release("other")  # the last job out: the process goes
+    assert judge.worker is None and retired.killed
+    await judge.request(Load(job=job("next")), 5)
+    assert len(spawner.of("judge")) == 2 and judge.generation == 2
+    await judge.aclose()

@@ -7,9 +7,9 @@ in the book. It adds up what the judge holds for the evaluation (the reference m
 the inputs of every trial and of timing, the buffers it shares with the candidate's worker, the reference's
 outputs, and what computing or timing the reference takes meanwhile) and what the candidate's worker holds at
 most (its model, a trial's inputs twice with their outputs, or timing's rotated inputs, and the copies it
-keeps for the rechecks; its CUDA context is the book's, see `LaneBook.memory`). Each part is taken at its peak, so the sum is above what is ever held at
-once: an evaluation waits rather than fails. Where the task cannot be followed on shape-only tensors the size is
-unknown, and the evaluation holds the device alone.
+keeps for the rechecks; its CUDA context is the book's, see `LaneBook.memory`). Each part is taken at its peak,
+so the sum is above what is ever held at once: an evaluation waits rather than fails. Where the task cannot be
+followed on shape-only tensors the size is unknown, and the evaluation holds the device alone.
 """
 
 from __future__ import annotations
