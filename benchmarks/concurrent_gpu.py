@@ -93,6 +93,16 @@ async def main(args: argparse.Namespace) -> None:
         code = kernel_path.read_text()
         if (str(kernel_path), code_hash(code), args.parallel) not in rows:
             todo.append((task_path, kernel_path, code))
+    # one kernel of each task in turn: evaluations of several tasks are under way at once, as in a corpus
+    by_task: dict[Path, list[tuple[Path, Path, str]]] = {}
+    for item in todo:
+        by_task.setdefault(item[0], []).append(item)
+    todo = [
+        group[i]
+        for i in range(max(map(len, by_task.values()), default=0))
+        for group in by_task.values()
+        if i < len(group)
+    ]
     warnings = Warnings()
     logging.getLogger("adaexplore").addHandler(warnings)
     started = time.monotonic()
