@@ -129,9 +129,15 @@ class Release(Msg):
 
 
 class MemoryQuery(Msg):
-    """How much memory the judge holds, and for what."""
+    """How much memory the judge holds, and for what. With `task_path`: also what that task's reference does at
+    its full sizes (recorded on shape-only tensors, so nothing is allocated on the device), from which the
+    evaluator estimates the device memory an evaluation of it takes. With `evict_idle`: first drop the kept
+    references that no job uses."""
 
     kind: Literal["memory"] = "memory"
+    task_path: str | None = None
+    cast_floats_to: str | None = None
+    evict_idle: bool = False
 
 
 class Synthesize(Msg):

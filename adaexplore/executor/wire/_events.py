@@ -153,7 +153,8 @@ class Loaded(Msg):
 
 
 class MemoryReport(Msg):
-    """The judge's memory: its cache of references against its budget, and the device's own counters."""
+    """The judge's memory: its cache of references against its budget, and the device's own counters. Also the
+    judge's answer to a `Release`, so that the evaluator knows what the judge keeps after it."""
 
     kind: Literal["memory_report"] = "memory_report"
     judge: str
@@ -164,6 +165,11 @@ class MemoryReport(Msg):
     reserved_bytes: int = 0
     free_bytes: int = 0
     total_bytes: int = 0
+    # the references it keeps that no job uses (kept for a later job of their task and seeds, or built ahead)
+    idle_bytes: int = 0
+    # the task a query named: what its reference does at full size (None: it could not be followed, or no task)
+    work: TaskWork | None = None
+    work_note: str = ""
 
 
 class Compared(Msg):

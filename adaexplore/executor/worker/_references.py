@@ -131,6 +131,10 @@ class ReferenceCache:
     def held(self) -> int:
         return sum(self._sizes.get(k, 0) for k in self._entries) + self.extra
 
+    def idle(self) -> int:
+        """The bytes of the references no job uses (kept for a later job, or built ahead)."""
+        return sum(self._sizes.get(k) or e.nbytes() for k, e in self._entries.items() if e.users == 0)
+
     def measure(self, key: str, entry: Reference, task: str) -> int:
         """Record the entry's size now that it is built, make room for it, and return the size.
 
@@ -139,11 +143,13 @@ class ReferenceCache:
         """
         size = entry.nbytes()
         self._sizes[key] = size
-        if size + self.extra > self.budget:
+        # the reference alone: the buffers the judge shares with evaluations in progress (this one's and others',
+        # which run beside it) are no fault of this task's
+        if size > self.budget:
             self.drop(key)
             raise TaskFault(
                 f"the task needs {_gib(size)} of {self._where()} memory for its reference (its weights, the inputs "
-                f"of every trial and of timing, and the reference's outputs){self._besides()}; the judge may hold "
+                f"of every trial and of timing, and the reference's outputs); the judge may hold "
                 f"{_gib(self.budget)} (executor.judge_memory_share or judge_memory_bytes). Use smaller sizes "
                 f"or fewer trials for {task}, or raise the budget"
             )
@@ -170,9 +176,6 @@ class ReferenceCache:
 
     def _where(self) -> str:
         return "GPU" if self.device.type == "cuda" else "host"
-
-    def _besides(self) -> str:
-        return f", besides {_gib(self.extra)} of buffers for evaluations in progress" if self.extra else ""
 
 
 def _gib(n: int) -> str:

@@ -175,8 +175,15 @@ async def _await_event(
                 ours = await faults.judge_over_budget(ctx, event, what)
                 if ours is not None:
                     raise ours
-            phase = what if event.status is Status.infra_error else None
-            raise Verdict(event.status, ctx.scrub(event.message), event.error, phase=phase)
+            infra = event.status is Status.infra_error
+            memory = infra and faults.is_out_of_memory(event)
+            message = ctx.scrub(event.message)
+            if memory and ctx.held_alone:
+                message += (
+                    "; this evaluation held the GPU alone, so the task at its full sizes (its inputs, outputs and "
+                    "reference, besides the candidate's own memory) may be too large for this GPU: make it smaller"
+                )
+            raise Verdict(event.status, message, event.error, phase=what if infra else None, memory=memory)
         if isinstance(event, TaskFailed):
             raise TaskError(f"task {ctx.task.name!r}: {event.message}")
         if isinstance(event, until):
@@ -190,20 +197,25 @@ async def ask_judge(judge: JudgeClient, command: object, timeout: float, ctx: Ru
     """The judge's answer to `command`, which must be an `expect`.
 
     Raises:
-        Verdict: `infra_error`: the judge died, did not answer, failed or answered something else.
+        Verdict: `infra_error`: the judge died, did not answer, failed or answered something else; or the job is
+            not in the judge's process now (loaded in one replaced since).
         TaskError: the task's own code failed in the judge.
     """
     what = f"the judge's {getattr(command, 'kind', 'request')!s} request"
     try:
         event = await judge.request(command, timeout)
     except EvaluatorError as exc:
-        # the judge's client dropped the lost process; the next request starts another
+        # the judge's client dropped a lost process (the next request starts another), or the job was loaded in a
+        # process replaced since (the retry loads it again)
         raise Verdict(Status.infra_error, str(exc), phase=what) from exc
     if isinstance(event, TaskFailed):
         raise TaskError(f"task {ctx.task.name!r}: {event.message}")
     if isinstance(event, Failed):
+        # The judge answered: it works, and keeps the other evaluations' jobs. Where the device's memory ran out
+        # (other work fills it), the retry holds the device alone.
         phase = what if event.status is Status.infra_error else None
-        raise Verdict(event.status, ctx.scrub(event.message), event.error, phase=phase, judge=judge.worker)
+        memory = faults.is_out_of_memory(event)
+        raise Verdict(event.status, ctx.scrub(event.message), event.error, phase=phase, memory=memory)
     if not isinstance(event, expect):
         raise Verdict(
             Status.infra_error,
