@@ -10,8 +10,8 @@ them wrong. `kernel(dtype, split, products, accumulate)` gives the module's text
   the running sum on the CUDA cores, as Triton's own tf32x3 does) or "chained" (every product added straight to
   one running accumulator on the tensor cores, as most hand-made 3xTF32 GEMMs do).
 
-`HONEST` and `LOSSY` name the variants the tests judge; `benchmarks/split_precision_gpu.py` judges all of them on
-a GPU.
+`HONEST` and `LOSSY` name the variants; `tests/executor/test_speed_and_precision.py` judges two of them, and
+`benchmarks/precision_at_length.py` all of them, on a GPU or on the CPU path.
 """
 
 from __future__ import annotations
