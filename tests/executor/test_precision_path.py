@@ -10,7 +10,7 @@ import pytest
 from adaexplore.domain import Mode
 from adaexplore.executor import load_task
 from adaexplore.executor.pipeline.stages.context import Run
-from adaexplore.executor.pipeline.stages.precision import needed, precision_path
+from adaexplore.executor.pipeline.stages.precision_path import needed, precision_path
 from adaexplore.roofline import ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
 
 TASK = load_task(Path(__file__).parent / "data" / "gemm_leaky_task.py")
