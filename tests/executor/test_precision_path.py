@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.domain import Mode
+from adaexplore.domain import Mode, Status
 from adaexplore.executor import load_task
-from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.pipeline.stages.context import Run, Verdict
+from adaexplore.executor.pipeline.stages.precision import _judged
 from adaexplore.executor.pipeline.stages.precision_path import needed, precision_path
 from adaexplore.roofline import ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
 
@@ -67,3 +68,15 @@ def test_fp32_products_and_tolerances_that_admit_tf32_need_no_check() -> None:
     no_reduction = _run({"bf16": 3 * GEMM})
     no_reduction.reduction_sizes = None  # the small sizes left the reduction as it was
     assert not needed(no_reduction)
+
+
+def test_a_check_that_runs_out_of_time_says_so_and_blames_no_hang() -> None:
+    run, probe = _run({"bf16": 3 * GEMM}), _run({"bf16": 3 * GEMM})
+    probe.trial_timeout_s = 240.0
+    ran_out = Verdict(Status.timeout, "trial 1 of 1 did not finish within 240 s of wall time, and was killed")
+    _judged(run, probe, ran_out, "in_features=8192", precision_path(run))  # not raised: not held against it
+    flag = next(f for f in run.audit.flags if f.code == "precision_unchecked")
+    assert flag.severity == "warn"
+    assert "were not checked at the task's full reduction length (in_features=8192)" in flag.message
+    assert "three bf16 products" in flag.message and "240 s" in flag.message
+    assert "not a sign that the kernel hangs" in flag.message and "never ends" not in flag.message

@@ -8,18 +8,19 @@ accumulator errs by 6e-5 over K = 8192 and by far less over the handful of terms
 finds the sizes the outputs do not depend on (what the dots reduce over) and gives them back their full values
 (at most `REDUCTION_CAP`); the other sizes stay small (the batch raised until the outputs hold `CHECKED_ELEMENTS`),
 so that the interpreter runs the whole reduction for a sample of output tiles, often one program. One trial runs
-there (of the first config of an autotuned kernel, its launches not compiled for sm_90 again), with the
+there (of the first config of an autotuned kernel, its launches not compiled for sm_90 again, in a worker the
+pool started beside the trials), with the
 interpreter's emulation of the tensor cores (worker/_tensor_cores.py), and its outputs are held to the same
 tolerance.
 
 The normwise error of a sample strays from that of every output the GPU computes; the judge says by how much (a
-jackknife's standard error). A kernel that misses the normwise tolerance by less than twice that spread, with no
-element over its own, is too close to call from a sample: it is not failed, and a `precision_borderline` warning
-says so. Otherwise a miss is a mismatch, and a pass is an info flag; each names the precision path the full-size
-compile showed and the error measured. The check is the evaluator's, not part of the candidate's budget: it runs
-under a trial timeout of its own (`PROBE_TIMEOUTS` times executor.trial_timeout_s), and one that does not finish
-leaves the verdict as it was, with a warning that the precision was not checked (and that this is no hang of the
-kernel's).
+jackknife's standard error). A normwise error within `SPREADS` of that spread of the tolerance, either side, with
+no element over its own, is too close to call from a sample: the kernel is not failed for it, and a
+`precision_borderline` warning says so. Otherwise a miss is a mismatch, and a pass an info flag; each names the
+precision path the full-size compile showed (stages/precision_path.py) and the error measured. The check is the
+evaluator's, not part of the candidate's budget: it runs under a trial timeout of its own (`PROBE_TIMEOUTS` times
+executor.trial_timeout_s), and one that does not finish leaves the verdict as it was, with a warning that the
+precision was not checked and that running out of this time is no sign of a hang.
 """
 
 from __future__ import annotations
