@@ -1,14 +1,16 @@
 """Which kernels the check at the task's full reduction lengths takes (stages/precision.py), and their precision path
-in words, from what the full-size compile recorded: known once the candidate's worker has compiled it and the judge
-has loaded the task, before the trials run (so that a worker for the check can start beside them)."""
+in words, from what the full-size compile recorded. Whether the task may need the check is known once the judge has
+loaded it, while the candidate compiles (so that a worker for the check can start then)."""
 
 from __future__ import annotations
 
+from adaexplore.domain import Mode
 from adaexplore.executor.pipeline.stages import speed
 from adaexplore.executor.pipeline.stages.context import Run
+from adaexplore.executor.tasks._task import Task
 from adaexplore.roofline import LaunchWork, OpWork
 
-__all__ = ["CHECKED_PRECISIONS", "needed", "precision_path"]
+__all__ = ["CHECKED_PRECISIONS", "may_need", "needed", "precision_path"]
 
 # the dots whose operands the kernel rounds or splits for the tensor cores (roofline.DOT_PRECISIONS)
 CHECKED_PRECISIONS = ("tf32", "tf32x3", "bf16", "fp16")
@@ -28,12 +30,18 @@ def _dot_flops(ctx: Run) -> dict[str, float]:
     return flops
 
 
+def may_need(task: Task, mode: Mode) -> bool:
+    """Whether the task's tolerance wants fp32 accuracy of its fp32 outputs (more than a single tf32 product
+    gives), so that a kernel of it whose dots round or split their operands is checked at full length."""
+    return speed.fp32_path(task, mode) != "tf32"
+
+
 def needed(ctx: Run) -> bool:
     """Whether the kernel's full-size record shows dots on rounded or split operands, its outputs are held to
     fp32 accuracy, and the judge found reduction lengths that the small sizes shortened."""
     if ctx.reduction_sizes is None or ctx.candidate_work is None:
         return False
-    if speed.fp32_path(ctx.task, ctx.mode) == "tf32":  # the tolerance admits a single tf32 product
+    if not may_need(ctx.task, ctx.mode):
         return False
     if ctx.correctness is not None and ctx.correctness.tolerance.dtype != "float32":
         return False
