@@ -136,9 +136,9 @@ def _judged(ctx: Run, probe: Run, verdict: Verdict, lengths: str, path: str) -> 
                     code="precision_unchecked",
                     severity="warn",
                     message=f"its dots, {path}, were not checked at the task's full reduction length ({lengths}): "
-                    f"the evaluator's check ran out of its own {limit:.0f} s, which is the interpreter's slowness at "
-                    "this length, not a sign that the kernel hangs (its trials at the small sizes ended); a GPU "
-                    "judges them",
+                    f"the evaluator's check ran out of its own {limit:.0f} s, most likely for the interpreter's "
+                    "slowness at this length, and that is not a sign that the kernel hangs (its trials at the small "
+                    "sizes ended); a GPU judges them",
                 )
             ]
         )

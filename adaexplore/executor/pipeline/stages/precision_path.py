@@ -1,6 +1,6 @@
 """Which kernels the check at the task's full reduction lengths takes (stages/precision.py), and their precision path
-in words, from what the full-size compile recorded. Whether the task may need the check is known once the judge has
-loaded it, while the candidate compiles (so that a worker for the check can start then)."""
+in words, from what the full-size compile recorded: known once the candidate's worker has compiled the kernel and the
+judge has loaded the task, before the trials run (so that a worker for the check can start beside them)."""
 
 from __future__ import annotations
 
