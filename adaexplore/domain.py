@@ -99,6 +99,9 @@ class TrialResult(_Model):
     max_scaled_error: float | None = None
     norm_rel_error: float | None = None
     reference_norm_rel_error: float | None = None
+    # how far norm_rel_error, measured on a sample of the outputs, may stray from that of all of them (a jackknife's
+    # standard error; the evaluator's check at the full reduction lengths alone reports it)
+    norm_rel_spread: float | None = None
     message: str | None = None
 
 

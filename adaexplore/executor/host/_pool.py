@@ -116,6 +116,15 @@ class WorkerPool:
             self._spawning += 1
             self._tg.start_soon(self._add_spare)
 
+    def start_one_more(self) -> None:
+        """Start one spare beyond `warm` now, for an evaluation that will want a second worker as soon as its
+        first is done (the check at the full reduction lengths): it starts while the first one works, and `fill`
+        starts no replacement while the spares are as many as `warm`."""
+        if not self._closed:
+            self._starting += 1
+            self._spawning += 1
+            self._tg.start_soon(self._add_spare)
+
     async def _add_spare(self) -> None:
         try:
             if self._closed:

@@ -85,6 +85,8 @@ class CandidateRunner(CompilePass, Trials, Timing):
     def _run(self, command: RunCandidate, exchange: Path, cast: torch.dtype | None) -> None:
         job = command.job
         started = time.perf_counter()
+        if job.reduction_check:
+            self.tracker.target_compile = False
         if job.one_config and self.backend is Backend.interpret:
             from adaexplore.executor.worker._interpret_shim import first_config_only
 

@@ -119,6 +119,10 @@ class Run:
         self.ahead_s: float | None = None
         # the interpreter runs one config of each autotuned kernel (JobSpec.one_config)
         self.one_config = False
+        # the evaluator's check at the full reduction lengths (JobSpec.reduction_check), and the name of the
+        # evaluator's own check this run is, for its messages (None: the candidate's evaluation)
+        self.reduction_check = False
+        self.check: str | None = None
         # what the reference and the candidate do at the task's full sizes (see stages/speed.py), and the
         # kernels the candidate's trials launched
         self.task_work: TaskWork | None = None

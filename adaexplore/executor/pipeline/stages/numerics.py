@@ -15,7 +15,7 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.pipeline.stages import footprint, reference_cache, timing
+from adaexplore.executor.pipeline.stages import footprint, precision_path, reference_cache, timing
 from adaexplore.executor.pipeline.stages.ahead import wanted
 from adaexplore.executor.pipeline.stages.context import Pending, Run, Verdict
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
@@ -110,6 +110,8 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             if not job.device_exchange:
                 with ctx.phase("reference_load"):
                     _keep_work(ctx, await loading.result())
+            if backend is Backend.interpret and not ctx.reduction_check and precision_path.needed(ctx):
+                lane.pool.start_one_more()  # the check at the full reduction lengths takes it after the trials
             if (
                 timed
                 and backend is Backend.cuda

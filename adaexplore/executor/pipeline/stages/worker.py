@@ -149,10 +149,14 @@ async def _await_event(
                 raise _ran_out(ctx, clock, what) from None
             if now >= deadline:
                 used = f", {clock.used():.1f} s of it on the CPU" if clock.cpu else ""
+                hint = (
+                    f"; this is {ctx.check}, whose time ran out: no sign that the kernel hangs"
+                    if ctx.check
+                    else "; look for a loop that never ends or a wait on another program"
+                )
                 raise Verdict(
                     Status.timeout,
-                    f"{what} did not finish within {timeout:.0f} s of wall time{used}, and was killed; look for a "
-                    "loop that never ends or a wait on another program",
+                    f"{what} did not finish within {timeout:.0f} s of wall time{used}, and was killed{hint}",
                 ) from None
             await ctx.report("working", f"{what} ({time.perf_counter() - ctx.started:.0f} s)")
             continue
