@@ -34,6 +34,7 @@ async def evaluate(
     fresh_seeds: bool,
     progress: Progress | None,
     budget: float | None,
+    budget_wall: bool = True,
 ) -> tuple[Evaluation, float]:
     """`code`'s verdict on `task` (see `Evaluator.evaluate`), and the time the candidate spent of its budget."""
     first: Verdict | None = None
@@ -42,6 +43,7 @@ async def evaluate(
         run = Run(task, code, mode, progress)
         run.started = started  # a retry's phases and progress count from the evaluation's start
         run.candidate_budget_s = budget
+        run.candidate_budget_wall = budget_wall
         if fresh_seeds and not run.spec.fresh_seeds:
             run.spec = run.spec.model_copy(update={"fresh_seeds": True})
         status, message, error = await sequence.run(
