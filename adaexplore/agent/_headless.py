@@ -308,9 +308,6 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
                 replay.serve(writer, svc, run.task_id, run.run_id, served)
             run_ids.append(run.run_id)
         return run_ids
-    # replay finds each task's kernels before anything is checked or started
-    replaying = isinstance(writer, ReplayWriter)
-    found = [replay.for_task(path, options.kernels) for path in options.tasks] if replaying else []
     # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
     # starts: a task that fails stops the command with its reason and leaves no run behind; sizes {}: none, in
     # place of derived or the module's own
@@ -321,6 +318,8 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
         )
         for path in options.tasks
     ]
+    replaying = isinstance(writer, ReplayWriter)
+    found = [replay.for_task(path, options.kernels) for path in options.tasks] if replaying else []
     for i, task in enumerate(tasks):
         started = tools.start_run(
             svc,

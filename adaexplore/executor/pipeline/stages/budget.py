@@ -21,6 +21,8 @@ from adaexplore.executor.pipeline.stages.context import Run, Verdict
 __all__ = ["Clock", "phase_timeout", "ran_out", "where_it_was"]
 
 _CANDIDATE = "candidate.py"
+# the share of its wall time a worker gets on the CPU where the machine is not busy
+_FAIR_SHARE = 0.9
 
 
 class Clock:
@@ -136,10 +138,13 @@ def ran_out(ctx: Run, clock: Clock, what: str, where: str) -> Verdict:
     compiler = f" (the Triton compiler's {clock.compile_cpu:.1f} s not counted)" if clock.compile_cpu >= 0.05 else ""
     if clock.compiling is not None and clock.compile_overran():
         what = f"{what}, in the compile of kernel {clock.compiling[0]} for sm_90,"
-    if clock.spent() >= budget:
+    # a wall-time budget that ran out on a machine that gave the candidate (nearly) all the CPU it could use is the
+    # candidate's own doing too
+    if clock.spent() >= budget or clock.spent() >= _FAIR_SHARE * clock.wall_spent():
+        unit = " of CPU time" if clock.spent() >= budget else ""
         return Verdict(
             Status.timeout,
-            f"{what} was still running when the kernel's budget of {budget:.0f} s of CPU time ran out "
+            f"{what} was still running when the kernel's budget of {budget:.0f} s{unit} ran out "
             f"({clock.spent():.1f} s of CPU time for its own code{compiler}, {wall:.1f} s of wall time in this "
             f"phase), and was killed{where}. {_advice(clock)}",
         )
