@@ -81,17 +81,8 @@ def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
         where = settings.model.base_url or "the OpenAI API"
         out.write(f"model: {writer.label} at {where}\n")
     else:
-        folders = sorted({str(f) for f in writer.folders.values()}) if isinstance(writer, ReplayWriter) else []
-        samples = Path("examples/kernels").resolve()
-        where = (
-            "the sample kernels beside each example task (examples/kernels/<task>/)"
-            if all(Path(f).parent == samples for f in folders)
-            else "the kernels of " + ", ".join(folders)
-        )
-        out.write(
-            f"model: replay: the offline generator, NOT a language model. It serves {where}. Set OPENAI_API_KEY or "
-            "--base-url to use a model.\n"
-        )
+        folders = list(writer.folders.values()) if isinstance(writer, ReplayWriter) else []
+        out.write(replay.banner(folders) + "\n")
 
 
 async def _model_writer(settings: Settings, display: TerminalDisplay) -> ModelClient:
@@ -244,13 +235,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
         options.resume = list(dict.fromkeys(options.resume))  # a run named twice is resumed once
     _check_out_dir(options.out_dir)
     if options.kernels is not None:
-        if settings.model.resolved_name() != "replay":
-            raise RequestError(
-                f"--kernels serves your own kernels in place of a model, and this command would ask "
-                f"{settings.model.resolved_name()}: drop --model (or --kernels)"
-            )
-        if not options.kernels.is_dir():
-            raise RequestError(f"--kernels {options.kernels}: no such folder; give the folder that holds your kernels")
+        replay.check_option(options.kernels, settings.model.resolved_name())
     for path in options.tasks:
         tools.check_task_file(path)  # a missing or broken task stops everything before a run starts
     if options.resume:

@@ -12,13 +12,42 @@ from adaexplore import tools
 from adaexplore.agent._writers import ReplayWriter, kernels_folder, kernels_in, replay_kernels
 from adaexplore.errors import RequestError
 
-__all__ = ["Served", "examples_path", "for_resume", "for_task", "serve"]
+__all__ = ["Served", "banner", "check_option", "examples_path", "for_resume", "for_task", "serve"]
 
 
 @dataclass(frozen=True)
 class Served:
     folder: Path
     kernels: dict[str, str]
+
+
+def check_option(kernels: Path, model: str) -> None:
+    """`--kernels DIR`, checked before anything starts.
+
+    Raises:
+        RequestError: a model was asked for too, or DIR is no folder.
+    """
+    if model != "replay":
+        raise RequestError(
+            f"--kernels serves your own kernels in place of a model, and this command would ask {model}: drop --model "
+            "(or --kernels)"
+        )
+    if not kernels.is_dir():
+        raise RequestError(f"--kernels {kernels}: no such folder; give the folder that holds your kernels")
+
+
+def banner(folders: list[Path]) -> str:
+    """What the command says of the generator: which folders it serves."""
+    samples = Path("examples/kernels").resolve()
+    where = (
+        "the sample kernels beside each example task (examples/kernels/<task>/)"
+        if all(f.parent == samples for f in folders)
+        else "the kernels of " + ", ".join(sorted({str(f) for f in folders}))
+    )
+    return (
+        f"model: replay: the offline generator, NOT a language model. It serves {where}. Set OPENAI_API_KEY or "
+        "--base-url to use a model."
+    )
 
 
 def _layout(name: str) -> str:
