@@ -74,6 +74,7 @@ class FakeEvaluator:
         self.calls = 0
         self.fresh_seeds: list[bool] = []  # what each call asked for
         self.budgets: list[float | None] = []  # the candidate budget each call gave
+        self.budget_walls: list[bool] = []  # and whether it bounds wall time too
         self.checked: list[str] = []  # the tasks check_task was asked about
         self.checked_modes: list[str | None] = []  # and the mode each check was asked for (None: the settings')
 
@@ -83,6 +84,7 @@ class FakeEvaluator:
         options = options or EvaluationOptions()
         self.calls += 1
         self.budgets.append(options.candidate_budget_s)
+        self.budget_walls.append(options.candidate_budget_wall)
         self.fresh_seeds.append(options.fresh_seeds)
         status, speedup = self.script(code, self.calls)
         # the path a GPU machine takes, or the backend asked for

@@ -52,6 +52,8 @@ class RunRecord(_Record):
     with_compile: bool = False  # every evaluation also times torch.compile of the reference
     # the version of the run's brief last given to its client (start_run, expand_node)
     brief_version: str | None = None
+    # the folder the offline generator (replay) served its kernels from (None: another generator)
+    kernels: str | None = None
 
 
 class EvaluationRecord(_Record):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -221,4 +221,7 @@ UPGRADES: dict[int, list[str]] = {
     # 11: the version of the run's brief (the task, its precision, the rules and the skill memory) last given to
     # its client, so that the step answers send the brief again only when it changed
     10: ["ALTER TABLE runs ADD COLUMN brief_version TEXT"],
+    # 12: the folder the offline generator (replay) served a run's kernels from, so that a resume and `runs show`
+    # name it
+    11: ["ALTER TABLE runs ADD COLUMN kernels TEXT"],
 }

@@ -258,6 +258,16 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
             )
         return self.run(run_id)
 
+    def set_run_kernels(self, run_id: str, folder: str) -> None:
+        """Record the folder the offline generator serves the run's kernels from.
+
+        Raises:
+            NotFoundError: the run id is unknown.
+        """
+        self.run(run_id)
+        with self._write() as db:
+            db.execute("UPDATE runs SET kernels=? WHERE id=?", (folder, run_id))
+
     def give_brief(self, run_id: str, version: str) -> bool:
         """Record that the run's client now holds the run's brief of `version`; whether it held another (or none)
         before, so that the brief must be sent.

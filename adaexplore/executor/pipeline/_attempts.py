@@ -36,6 +36,7 @@ async def evaluate(
     fresh_seeds: bool,
     progress: Progress | None,
     budget: float | None,
+    budget_wall: bool = True,
 ) -> tuple[Evaluation, float]:
     """`code`'s verdict on `task` (see `Evaluator.evaluate`), and the time the candidate spent of its budget."""
     first: Verdict | None = None
@@ -46,6 +47,7 @@ async def evaluate(
         run.candidate_budget_s = budget
         # the device's memory ran out the first time: the retry waits for the device to itself
         run.alone = first is not None and first.memory
+        run.candidate_budget_wall = budget_wall
         if fresh_seeds and not run.spec.fresh_seeds:
             run.spec = run.spec.model_copy(update={"fresh_seeds": True})
         status, message, error = await sequence.run(

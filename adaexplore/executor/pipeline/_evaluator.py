@@ -328,6 +328,7 @@ class Evaluator:
                 fresh_seeds=options.fresh_seeds,
                 progress=part_progress,
                 budget=budget,
+                budget_wall=options.candidate_budget_wall,
             )
 
         if task.input_sets is None:

@@ -30,8 +30,12 @@ class EvaluationOptions(BaseModel):
     fresh_reference: bool = False
     # new seeds for the weights, inputs and timing even where the mode's protocol fixes them (strict always)
     fresh_seeds: bool = False
-    # the most time spent waiting on the candidate over all its phases; None: each phase its own timeout
+    # the most time spent waiting on the candidate over all its phases; None: each phase its own timeout. On the
+    # CPU backends it is the CPU time of the candidate's own code (the Triton compiler's not counted) and, with
+    # `candidate_budget_wall`, its wall time too: set where a client waits for the answer, unset where none does
+    # (a headless search, a bench), so that a busy machine does not change the verdict
     candidate_budget_s: float | None = Field(default=None, gt=0)
+    candidate_budget_wall: bool = True
 
 
 class EvaluatorProtocol(Protocol):

@@ -12,6 +12,8 @@ from adaexplore.executor.wire._data import DeviceExchange, InputPattern, Msg, Sh
 from adaexplore.roofline import ForwardWork, TaskWork
 
 __all__ = [
+    "COMPILED",
+    "COMPILING",
     "Compared",
     "Compiled",
     "Done",
@@ -45,6 +47,12 @@ class Ready(Msg):
     pid: int
     startup_s: float
     versions: dict[str, str | None]
+
+
+# The phases a worker says as a kernel's compile starts (its name the detail) and ends: the compiler's time is not
+# charged to the candidate's budget on the CPU backends.
+COMPILING = "kernel_compile"
+COMPILED = "kernel_compiled"
 
 
 class Phase(Msg):

@@ -20,6 +20,8 @@ import torch
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
 from adaexplore.executor.wire._protocol import (
+    COMPILED,
+    COMPILING,
     Compiled,
     Done,
     Inputs,
@@ -34,6 +36,7 @@ from adaexplore.executor.worker._candidate_base import Stop
 from adaexplore.executor.worker._candidate_compile import CompilePass
 from adaexplore.executor.worker._candidate_timing import Timing
 from adaexplore.executor.worker._candidate_trials import Trials
+from adaexplore.executor.worker._compile_clock import listen
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._faults import CANDIDATE_MODULE, TaskFault
 from adaexplore.executor.worker._guard import Guard
@@ -69,6 +72,8 @@ class CandidateRunner(CompilePass, Trials, Timing):
             job.task_path: "task.py",
             str(exchange): ".",
         }
+        # each compile's start and end, so that the evaluator charges the candidate with its own time alone
+        listen(lambda name: self.channel.send(Phase(phase=COMPILING if name else COMPILED, detail=name or "")))
         torch.backends.cuda.matmul.allow_tf32 = job.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = job.allow_tf32_cudnn
         cast = getattr(torch, job.cast_floats_to) if job.cast_floats_to else None

@@ -113,6 +113,10 @@ class Run:
         # what it took so far
         self.candidate_budget_s: float | None = None
         self.candidate_spent_s = 0.0
+        # on the CPU backends: the budget bounds the candidate's wall time too, not only its CPU time (where a
+        # client waits for the answer), and the wall time it took so far (see stages/budget.py)
+        self.candidate_budget_wall = True
+        self.candidate_wall_s = 0.0
         # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
         self.trial_timeout_s: float | None = None
         # the seconds the judge spent on this evaluation's reference before it began (built ahead on its seeds)
