@@ -78,6 +78,7 @@ class CreateTaskResult(_Out):
     input_sets: list[str] = Field(default_factory=list, description="sets a kernel is judged on (at full size)")
     speed_of_light: str = Field(default="", description="least time on the target GPU, and why")
     speed_of_light_ms: float | None = Field(default=None, description="that time, ms")
+    degenerate: str | None = Field(default=None, description="why any kernel that writes one value passes, if so")
 
 
 class StartRunRequest(_In):
