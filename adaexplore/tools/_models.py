@@ -288,6 +288,7 @@ class RunResult(_Out):
     config: SearchConfig = Field(description=_CONFIG)
     created_at: str
     updated_at: str
+    task_degenerate: str | None = Field(default=None, description="why any kernel that writes one value passes, if so")
 
 
 class BestKernelRequest(_In):

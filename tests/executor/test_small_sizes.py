@@ -54,14 +54,20 @@ GROUPED = textwrap.dedent("""
 def test_candidates_keep_structure_and_divisibility() -> None:
     found, reason = candidates(GROUPED)
     assert reason is None
-    first = found[0].sizes
-    assert first["batch_size"] == 2
-    assert first["channels"] % 12 == 0 and first["channels"] <= 17  # still divisible by its groups
-    assert "groups" not in first and "kernel_size" not in first  # structural numbers stay
-    assert (first["height"], first["width"]) == (17, 17)
-    assert first["wide"] == 2 * first["width"]  # a derived name follows the one it is computed from
+    # first, at each cap, the groups scaled down with the channels, so that each group keeps its 96 / 12 = 8
+    shared, plain = found[0].sizes, found[1].sizes
+    assert shared["channels"] <= 17 and shared["channels"] // shared["groups"] == 8
+    assert shared["channels"] % shared["groups"] == 0
+    # then the groups kept as written, the channels still divisible by them
+    assert plain["batch_size"] == 2
+    assert plain["channels"] % 12 == 0 and plain["channels"] <= 17
+    assert "groups" not in plain and "kernel_size" not in plain and "kernel_size" not in shared  # structural
+    assert (plain["height"], plain["width"]) == (17, 17) == (shared["height"], shared["width"])
+    assert plain["wide"] == 2 * plain["width"]  # a derived name follows the one it is computed from
     # smallest first, a ragged size before the power of two; the last lowers only the batch
-    assert [c.sizes.get("height") for c in found] == [17, 16, 33, 32, 65, 64, 129, 128, 257, 256, None]
+    heights = [c.sizes.get("height") for c in found]
+    assert heights == [17, 17, 16, 16, 33, 33, 32, 32, 65, 65, 64, 64, 129, 128, 257, 256, None]
+    assert all(c.sizes["channels"] // c.sizes["groups"] == 8 for c in found if "groups" in c.sizes)
     assert found[-1].sizes == {"batch_size": 2}
     assert module_sizes(GROUPED)[0]["height"] == 300
 
@@ -81,7 +87,8 @@ def settings(tmp_path: Path) -> Settings:
 async def test_the_probe_derives_sizes_under_which_the_reference_runs(settings: Settings) -> None:
     derivation = await derive_small_sizes(GROUPED, settings=settings, timeout_s=60)
     assert derivation.sizes is not None, derivation.reason
-    assert derivation.sizes["channels"] % 12 == 0
+    # the groups scaled with the channels: each keeps its eight channels, as at full size
+    assert derivation.sizes["channels"] == 8 * derivation.sizes["groups"]
     chosen = derivation.chosen
     assert chosen is not None and chosen.forward_s is not None and chosen.forward_s < BUDGET_S
     assert "SMALL_SIZES derived" in derivation.note() and "channels=" in derivation.note()
@@ -188,7 +195,7 @@ async def test_module_code_cannot_write_outside_its_directory_nor_list_the_home(
         except ConfigError as exc:
             pytest.skip(f"no {kind} sandbox on this machine: {exc}")
         assert derivation.sizes, derivation.note()  # the module ran, and saw nothing
-        assert derivation.sizes["channels"] % 12 == 0
+        assert derivation.sizes["channels"] % derivation.sizes["groups"] == 0
         assert [t for t in targets if t.exists()] == []
     finally:
         secret.unlink(missing_ok=True)

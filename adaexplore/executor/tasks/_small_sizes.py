@@ -11,8 +11,8 @@ every other size is capped, smallest cap first, at a multiple of what it shares 
 chunks and splits, so that channels stay divisible by groups and an embedding by its heads (spatial sizes
 and lengths excepted). At each cap, a candidate that keeps what a group computes comes first: the groups (heads,
 chunks) are divided by the factor their multiples are divided by, so that the channels per group stay at their
-full-size count (a GroupNorm of 8192 channels in 512 groups becomes 16 channels in one group, not 512 channels in
-512 groups of one, whose output is zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
+full-size count and at least two groups remain (a GroupNorm of 8192 channels in 512 groups becomes 32 channels in
+2 groups at the cap of 33, where the plain candidates give 512 channels in 512 groups of one, whose output is zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
 values. The probe tries the candidates in turn and keeps the first under which
 `Model(*get_init_inputs())(*get_inputs())` runs, returns non-empty tensors, takes at most the budget in CPU time,
 and keeps the task (`executor/worker/_degenerate.py`: its output is not a constant, float32 rounding noise, or the
@@ -268,8 +268,9 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
 
 def _group_shares(groups: dict[str, int], scalable: dict[str, int], keep: int, cap: int) -> dict[str, int] | None:
     """The groups (heads, chunks) and their multiples divided by one factor, the least under which the multiples
-    fit `cap` (else the groups' greatest common divisor), so that each group keeps as many channels as at full size;
-    None where no size is a multiple of the groups."""
+    fit `cap` while every group count stays at least 2, so that each group keeps as many channels as at full size
+    and a kernel still meets more than one group; None where no size is a multiple of the groups, where the
+    multiples fit as they are (the plain candidate keeps the groups then), or where no such factor exists."""
     multiples = {
         n: v
         for n, v in scalable.items()
@@ -279,13 +280,11 @@ def _group_shares(groups: dict[str, int], scalable: dict[str, int], keep: int, c
     if common <= 1 or not multiples:
         return None
     largest = max(multiples.values())
-    factor = next((f for f in range(1, common + 1) if common % f == 0 and largest // f <= cap), common)
-    if factor == 1:  # the multiples fit as they are: the plain candidate keeps the groups and their shares
+    factors = [f for f in range(1, common + 1) if common % f == 0]
+    factor = next((f for f in factors if largest // f <= cap and min(groups.values()) // f >= 2), None)
+    if factor is None or factor == 1:
         return None
-    divided = {n: v // factor for n, v in groups.items()}
-    step = math.lcm(*divided.values())
-    shares = {n: v // factor if v // factor <= cap else max(step, cap // step * step) for n, v in multiples.items()}
-    return divided | shares
+    return {n: v // factor for n, v in groups.items()} | {n: v // factor for n, v in multiples.items()}
 
 
 def with_small_sizes(source: str, sizes: dict[str, int | float], how: str) -> str:
