@@ -12,7 +12,8 @@ chunks and splits, so that channels stay divisible by groups and an embedding by
 and lengths excepted). At each cap, a candidate that keeps what a group computes comes first: the groups (heads,
 chunks) are divided by the factor their multiples are divided by, so that the channels per group stay at their
 full-size count and at least two groups remain (a GroupNorm of 8192 channels in 512 groups becomes 32 channels in
-2 groups at the cap of 33, where the plain candidates give 512 channels in 512 groups of one, whose output is zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
+2 groups at the cap of 33, where the plain candidates give 512 channels in 512 groups of one, whose output is
+zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
 values. The probe tries the candidates in turn and keeps the first under which
 `Model(*get_init_inputs())(*get_inputs())` runs, returns non-empty tensors, takes at most the budget in CPU time,
 and keeps the task (`executor/worker/_degenerate.py`: its output is not a constant, float32 rounding noise, or the

@@ -148,22 +148,24 @@ def reference_degeneracy(
     cast: torch.dtype | None = None,
     model: torch.nn.Module | None = None,
     first: tuple[list[Any], list[torch.Tensor]] | None = None,
+    on_device: bool = False,
 ) -> Degeneracy | None:
     """Build the task's Model (or take `model`, built from `module`), draw its inputs twice and run it in its own
     dtype and in float64: the first degenerate output, else None. `first`: inputs already drawn and the outputs
-    `model` gave for them, run after `torch.manual_seed(DRAW_SEEDS[0])`, to stand for the first draw.
+    `model` gave for them, run after `torch.manual_seed(DRAW_SEEDS[0])`, to stand for the first draw. `on_device`:
+    draw the weights and inputs on a CUDA `device` itself, as strict mode does there.
 
     Raises:
         TaskFault: the task's functions failed; what its forward raises, as it raised it.
     """
     if model is None:
-        init = make_args(module, "get_init_inputs", init_seed, device, cast)
-        model = build_model(module.Model, init, init_seed, device, cast)
+        init = make_args(module, "get_init_inputs", init_seed, device, cast, on_device=on_device)
+        model = build_model(module.Model, init, init_seed, device, cast, on_device=on_device)
     if first is None:
-        draws = [make_args(module, "get_inputs", seed, device, cast) for seed in DRAW_SEEDS]
+        draws = [make_args(module, "get_inputs", seed, device, cast, on_device=on_device) for seed in DRAW_SEEDS]
         native = _forward(model, draws[0], DRAW_SEEDS[0])
     else:
-        draws = [first[0], make_args(module, "get_inputs", DRAW_SEEDS[1], device, cast)]
+        draws = [first[0], make_args(module, "get_inputs", DRAW_SEEDS[1], device, cast, on_device=on_device)]
         native = first[1]
     exact_model = upcast_copy(model)
     exact = _forward(exact_model, upcast(draws[0]), DRAW_SEEDS[0])
