@@ -288,3 +288,94 @@ def test_a_size_a_tuple_is_built_from_is_scaled_and_the_tuple_follows(tmp_path: 
     assert module.bias_shape == (first["out_features"],) and module.out_features == first["out_features"]
     model = module.Model(*module.get_init_inputs())
     assert tuple(model(*module.get_inputs()).shape) == (first["batch_size"], first["out_features"])
+
+
+# KernelBench Level 2 problem 62's layers: capped as written, 8192 channels in 512 groups become 512 channels in 512
+# groups of one, and a GroupNorm of one channel outputs rounding noise around zero
+GROUPS_OF_SIXTEEN = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, input_size, hidden_size, num_groups):
+            super().__init__()
+            self.fc = nn.Linear(input_size, hidden_size)
+            self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=hidden_size)
+
+        def forward(self, x):
+            x = torch.nn.functional.leaky_relu(self.gn(self.fc(x)), 0.01)
+            return x + x
+
+    batch_size = 1024
+    input_size = 8192
+    hidden_size = 8192
+    num_groups = 512
+
+    def get_inputs():
+        return [torch.rand(batch_size, input_size)]
+
+    def get_init_inputs():
+        return [input_size, hidden_size, num_groups]
+""")
+
+# zero whatever the input at every size: the largest of each row minus the mean of that one value (Level 2 problem
+# 80's layers), small enough at full size for the probe to check it there
+ZERO_EVERYWHERE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.gemm = nn.Linear(in_features, out_features)
+
+        def forward(self, x):
+            x = torch.max(self.gemm(x), dim=1, keepdim=True).values
+            return torch.nn.functional.gelu(x - x.mean(dim=1, keepdim=True))
+
+    batch_size = 64
+    in_features = 256
+    out_features = 256
+
+    def get_inputs():
+        return [torch.rand(batch_size, in_features)]
+
+    def get_init_inputs():
+        return [in_features, out_features]
+""")
+
+# zero at a batch of 2 (every candidate lowers the batch), the input itself at the full batch of 16
+ZERO_WHEN_SMALL = (
+    ZERO_EVERYWHERE.replace("x = torch.max(self.gemm(x), dim=1, keepdim=True).values", "x = self.gemm(x)")
+    .replace("return torch.nn.functional.gelu(x - x.mean(dim=1, keepdim=True))", "return x * (len(x) >= 8)")
+    .replace("batch_size = 64", "batch_size = 16")
+)
+
+
+@pytest.mark.anyio
+async def test_sizes_where_the_task_is_degenerate_are_refused_for_groups_that_keep_their_channels(
+    settings: Settings,
+) -> None:
+    async with SizeProber(settings) as prober:
+        derivation = await prober.derive(GROUPS_OF_SIXTEEN, timeout_s=60)
+        sizes = derivation.sizes
+        assert sizes is not None and derivation.degenerate is None, derivation.note()
+        assert sizes["hidden_size"] == 16 * sizes["num_groups"] and sizes["num_groups"] >= 2
+        refused = derivation.attempts[0]
+        assert refused.sizes["hidden_size"] == 512 and "num_groups" not in refused.sizes  # 512 groups of one
+        assert not refused.ok and refused.degenerate is not None and refused.degenerate.kind == "noise"
+        assert "degenerate at these sizes" in (refused.reason or "")
+        # degenerate at every size and at full size: the smallest sizes are kept, and the task named
+        derivation = await prober.derive(ZERO_EVERYWHERE, timeout_s=60)
+        found = derivation.degenerate
+        assert found is not None and found.kind == "constant" and found.value == 0 and found.sizes == "full"
+        assert derivation.sizes == derivation.attempts[0].sizes
+        assert derivation.attempts[-1].how == "the task's full sizes"
+        assert (
+            found.line() in derivation.note() and "degenerate at every size tried and at its full" in derivation.note()
+        )
+        # degenerate at every smaller size, not at full size: no small sizes, the CPU checks run at full size
+        derivation = await prober.derive(ZERO_WHEN_SMALL, timeout_s=60)
+        assert derivation.sizes is None and derivation.degenerate is None, derivation.note()
+        assert "at its full sizes it is not" in (derivation.reason or "")
+        assert "CPU checks run at the task's full sizes" in derivation.note()
