@@ -197,7 +197,7 @@ class Degeneracy(_Model):
             consequence = "a kernel that writes that one value is correct on this task: its speedups say nothing"
         else:
             consequence = "a kernel that ignores its inputs is correct on this task: its speedups say nothing"
-        return f"degenerate task: {self.what()} {self.where()}; {consequence}"
+        return f"degenerate task: {self.what()}, {self.where()}; {consequence}"
 
 
 class KernelCost(_Model):
