@@ -37,7 +37,7 @@ from adaexplore.config import Settings
 from adaexplore.domain import Degeneracy
 from adaexplore.executor.probes import SizeProber
 from adaexplore.executor.tasks._small_sizes import Derivation
-from adaexplore.executor.worker._degenerate import check_cost_s, reference_degeneracy
+from adaexplore.executor.worker._degenerate import check_cost_s, full_check_fits, reference_degeneracy
 from adaexplore.executor.worker._full_size import reference_work
 from adaexplore.executor.worker._taskrun import load_task_module
 
@@ -96,14 +96,16 @@ def _small(path: Path, derivation: Derivation, device: torch.device) -> dict[str
     return record
 
 
-def _full(path: Path, device: torch.device, budget_s: float) -> dict[str, Any]:
-    """The task checked at its full sizes (on the CPU where the check's expected cost is within `budget_s`)."""
-    work, why = reference_work(str(path), None)
+def _full(path: Path, device: torch.device, budget_s: float, memory: float) -> dict[str, Any]:
+    """The task checked at its full sizes (on the CPU where the check's expected cost is within `budget_s` CPU
+    seconds and `memory` bytes)."""
+    work, _ = reference_work(str(path), None)
     cost = check_cost_s(work)
     record: dict[str, Any] = {"full_cost_s": round(cost, 1) if cost is not None else None}
-    if device.type == "cpu" and (cost is None or cost > budget_s):
+    fits, why = full_check_fits(work, budget_s, memory)
+    if device.type == "cpu" and not fits:
         record["full"] = "not checked"
-        record["full_why"] = f"about {cost:.0f} CPU s" if cost is not None else f"cost unknown: {why or 'incomplete'}"
+        record["full_why"] = why
         return record
     began = time.perf_counter()
     try:
@@ -156,7 +158,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         created_text = "-" if "created_degenerate" not in r else ("degenerate" if created else "no")
         full = r.get("full", "-")
         if full == "not checked":
-            full += f" ({r.get('full_why', '')[:12]})"
+            full += f" ({r.get('full_why', '')[:11]})"
         lines.append(f"{r['problem'][:48]:48} {shown[:44]:44} {small[:22]:22} {full[:24]:24} {created_text}")
     return "\n".join(lines)
 
@@ -209,6 +211,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "degenerate-scan")))
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the full-size check runs")
     parser.add_argument("--full-budget", type=float, default=30.0, help="CPU s a full-size check may take here")
+    parser.add_argument("--full-memory", type=float, default=4.0, help="GiB a full-size check may hold here")
     parser.add_argument("--problems", help="only these problem numbers, as 9,23,62")
     parser.add_argument("--no-sizes", action="store_true", help="skip the size derivation (the full-size check alone)")
     parser.add_argument("--create-task", action="store_true", help="also register each problem as create_task does")
@@ -237,7 +240,7 @@ def main() -> None:
             row: dict[str, Any] = {"problem": _key(path)}
             if _key(path) in derivations:
                 row |= _small(path, derivations[_key(path)], torch.device("cpu"))
-            row |= _full(path, device, args.full_budget)
+            row |= _full(path, device, args.full_budget, args.full_memory * 2**30)
             row |= created.get(_key(path), {})
             row["seconds"] = round(time.perf_counter() - began, 2)
             out.write(json.dumps(row) + "\n")

@@ -37,6 +37,7 @@ __all__ = [
     "BATCH_NAME",
     "BUDGET_S",
     "FULL_CHECK_BUDGET_S",
+    "FULL_CHECK_MEMORY",
     "FULL_SIZES",
     "Attempt",
     "Candidate",
@@ -51,6 +52,7 @@ BUDGET_S = 2.0  # the most one reference forward may take on the CPU at the chos
 # the most CPU seconds a check of whether a task is degenerate at its full sizes may be expected to take (four
 # forwards and two draws of its inputs, estimated from what its reference does there); a dearer one is not run
 FULL_CHECK_BUDGET_S = 4.0
+FULL_CHECK_MEMORY = 1 << 30  # and the most memory it may be expected to hold, in bytes
 FULL_SIZES = "the task's full sizes"  # how the probe's check at the module's own sizes is named
 # a size just above a power of two first, so that kernels meet a ragged tail; the power itself where the
 # model needs even sizes (pooling pyramids, skip connections)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from adaexplore.domain import Degeneracy, Mode, Tolerance
-from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S
+from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S, FULL_CHECK_MEMORY
 from adaexplore.executor.wire._modes import tolerance_for
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._taskrun import (
@@ -36,10 +36,11 @@ from adaexplore.roofline import OpWork, TaskWork
 
 __all__ = [
     "DRAW_SEEDS",
-    "FULL_CHECK_BUDGET_S",
     "check_cost_s",
+    "check_memory",
     "constant_excess",
     "excess",
+    "full_check_fits",
     "outputs_degeneracy",
     "reference_degeneracy",
     "same_inputs",
@@ -187,3 +188,28 @@ def check_cost_s(work: TaskWork | None) -> float | None:
     # two forwards in the task's dtype and two in float64 (twice the bytes, at about half the rate)
     forward_s = flops / _CPU_FLOPS + moved / _CPU_BYTES
     return 2 * forward_s + 2 * 2.5 * forward_s + 2 * work.input_bytes / _CPU_BYTES + work.parameter_bytes / _CPU_BYTES
+
+
+def check_memory(work: TaskWork | None) -> float | None:
+    """The bytes a check of the task at its full sizes may hold at once: two draws of the inputs in the task's dtype
+    and in float64, the parameters in both, the outputs of three forwards (two in float64), and the largest
+    operator's output again in float64; None where the record is missing or incomplete."""
+    if work is None or not work.forward.complete:
+        return None
+    largest = max((s.bytes_written for s in work.forward.steps if isinstance(s, OpWork)), default=0.0)
+    return 6 * work.input_bytes + 3 * work.parameter_bytes + 5 * work.output_bytes + 4 * largest
+
+
+def full_check_fits(
+    work: TaskWork | None, budget_s: float = FULL_CHECK_BUDGET_S, memory: float = FULL_CHECK_MEMORY
+) -> tuple[bool, str]:
+    """Whether a check at full size is expected to take at most `budget_s` CPU seconds and `memory` bytes, and if
+    not, why not."""
+    cost, held = check_cost_s(work), check_memory(work)
+    if cost is None or held is None:
+        return False, "its cost is not known (its reference could not be followed on shape-only tensors)"
+    if cost > budget_s:
+        return False, f"about {cost:.0f} CPU s, more than the {budget_s:g} s a check may take here"
+    if held > memory:
+        return False, f"about {held / 2**30:.1f} GiB, more than the {memory / 2**30:.1f} GiB a check may hold here"
+    return True, ""

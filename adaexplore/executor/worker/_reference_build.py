@@ -12,14 +12,13 @@ from typing import Any, Literal, TypeVar
 import torch
 
 from adaexplore.domain import AuditFlag, Degeneracy, Mode, Tolerance
-from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare
 from adaexplore.executor.worker._degenerate import (
-    check_cost_s,
     constant_excess,
     excess,
+    full_check_fits,
     outputs_degeneracy,
     reference_degeneracy,
     same_inputs,
@@ -279,7 +278,7 @@ class ReferenceBuilder:
     ) -> Degeneracies:
         """Whether the task is degenerate at the sizes the judge runs (from its own outputs, a float64 copy of the
         model's where the mode has none) and, on the CPU at small sizes, at the full sizes where a check there is
-        cheap enough (`check_cost_s`)."""
+        cheap enough (`full_check_fits`)."""
         if ref.float64:
             exact = [ref.refs[i] for i in range(min(2, len(ref.refs)))]
         else:
@@ -289,10 +288,8 @@ class ReferenceBuilder:
         other = exact[1] if len(exact) > 1 and not same_inputs(ref.inputs[0], ref.inputs[1]) else None
         sizes = "small" if spec.sizes == "small" else "full"
         found = Degeneracies(sizes, outputs_degeneracy(natives[0], exact[0], other, sizes, noise=noise))
-        if sizes == "small" and self.device.type == "cpu":
-            cost = check_cost_s(work)
-            if cost is not None and cost <= FULL_CHECK_BUDGET_S:
-                found.at_full, found.full_checked = self._full_check(ref, spec)
+        if sizes == "small" and self.device.type == "cpu" and full_check_fits(work)[0]:
+            found.at_full, found.full_checked = self._full_check(ref, spec)
         return found
 
     def _full_check(self, ref: Reference, spec: JobSpec) -> tuple[Degeneracy | None, bool]:

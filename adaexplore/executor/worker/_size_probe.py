@@ -4,7 +4,8 @@ sizes on the CPU, loading the task as the judge does.
 
 Each `ProbeSizes` request is answered with one `SizeTried` per candidate tried, smallest first, then `Done`; it
 stops at the first candidate that runs and keeps the task (its output is not a constant, float32 rounding noise or
-blind to its inputs: `_degenerate.py`), or at one slower than the budget (a larger one would be slower still).
+blind to its inputs, under two draws of the weights: `_degenerate.py`), or at one slower than the budget (a larger
+one would be slower still).
 Where every candidate that ran made the task degenerate, one more `SizeTried` says what the task's full sizes
 gave (sizes `{}`): checked where the check's estimated cost is within `full_check_s`, else why not. The task's
 module is read from the evaluator's task folder (read-only here) and runs only after the sandbox is in place.
@@ -21,11 +22,13 @@ import torch
 from adaexplore.executor.tasks._small_sizes import FULL_SIZES, Attempt
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 from adaexplore.executor.worker._channel import Channel
-from adaexplore.executor.worker._degenerate import DRAW_SEEDS, check_cost_s, reference_degeneracy
+from adaexplore.executor.worker._degenerate import DRAW_SEEDS, full_check_fits, reference_degeneracy
 from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, tensors_in
 
 __all__ = ["serve"]
+
+_OTHER_WEIGHTS = 1234  # the seed of a second draw of the weights a candidate is checked under
 
 
 def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> Attempt:
@@ -51,7 +54,10 @@ def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> At
         else:
             start = time.process_time()
             drawn = (inputs, [t.detach() for t in tensors])
-            found = reference_degeneracy(module, cpu, "full" if not sizes else "small", model=model, first=drawn)
+            where = "full" if not sizes else "small"
+            found = reference_degeneracy(module, cpu, where, model=model, first=drawn)
+            if found is None:  # the judge draws weights of its own: a size degenerate under other weights is too
+                found = reference_degeneracy(module, cpu, where, init_seed=_OTHER_WEIGHTS)
             record["check_s"] = round(time.process_time() - start, 4)
             record["degenerate"] = found
             record["ok"] = found is None
@@ -70,11 +76,10 @@ def _full_sizes(path: Path, budget_s: float) -> Attempt:
     from adaexplore.executor.worker._full_size import reference_work  # triton's import only where it is needed
 
     record: dict[str, object] = {"how": FULL_SIZES, "sizes": {}, "ok": False}
-    work, why = reference_work(str(path), None)
-    cost = check_cost_s(work)
-    if cost is None or cost > budget_s:
-        said = f"about {cost:.0f} CPU s" if cost is not None else f"its cost is not known ({why or 'incomplete'})"
-        record["reason"] = f"not checked: {said}, more than the {budget_s:g} s a check may take here"
+    work, _ = reference_work(str(path), None)
+    fits, why = full_check_fits(work, budget_s)
+    if not fits:
+        record["reason"] = f"not checked: {why}"
         return Attempt.model_validate(record)
     cpu = torch.device("cpu")
     start = time.process_time()

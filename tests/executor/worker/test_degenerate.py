@@ -14,7 +14,7 @@ import torch
 from adaexplore.domain import DEGENERATE_ZERO, Mode
 from adaexplore.executor.wire._protocol import JobSpec, Load, Prepare, Prepared, Release
 from adaexplore.executor.worker._compare import compare
-from adaexplore.executor.worker._degenerate import check_cost_s, outputs_degeneracy
+from adaexplore.executor.worker._degenerate import check_cost_s, full_check_fits, outputs_degeneracy
 from adaexplore.executor.worker._judge import Judge
 from adaexplore.executor.worker._references import Reference
 from adaexplore.executor.worker._taskrun import make_args
@@ -189,4 +189,10 @@ def test_the_cost_of_a_full_size_check_comes_from_the_reference_s_work(tmp_path:
     cheap_s, dear_s = check_cost_s(cheap), check_cost_s(dear)
     assert cheap_s is not None and dear_s is not None
     assert cheap_s < 0.01 < 100 < dear_s  # 4 x 32 x 32 against 65536 x 4096 x 4096 multiply-adds
-    assert check_cost_s(None) is None
+    assert check_cost_s(None) is None and full_check_fits(None)[0] is False
+    assert full_check_fits(cheap) == (True, "")
+    fits, why = full_check_fits(dear)
+    assert not fits and "CPU s" in why
+    # cheap in time but not in memory: a 65536 x 4096 input held in float32 and float64 for two draws
+    fits, why = full_check_fits(dear, budget_s=1e9)
+    assert not fits and "GiB" in why
