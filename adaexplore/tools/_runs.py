@@ -147,7 +147,6 @@ def get_run(svc: Services, req: GetRunRequest) -> RunResult:
         config=config,
         created_at=run.created_at,
         updated_at=run.updated_at,
-        task_degenerate=degeneracy.line() if (degeneracy := task.degeneracy) is not None else None,
     )
 
 
