@@ -352,6 +352,31 @@ ZERO_WHEN_SMALL = (
 )
 
 
+# zero at every size under some weights: a switch drawn with the weights is on for seed 42 (0.34), off for 1234 (0.05)
+ZERO_UNDER_SOME_WEIGHTS = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.switch = nn.Parameter(torch.randn(1))
+            self.gemm = nn.Linear(features, features)
+
+        def forward(self, x):
+            return self.gemm(x) * (self.switch > 0.2).to(x.dtype)
+
+    batch_size = 64
+    features = 256
+
+    def get_inputs():
+        return [torch.rand(batch_size, features)]
+
+    def get_init_inputs():
+        return [features]
+""")
+
+
 @pytest.mark.anyio
 async def test_sizes_where_the_task_is_degenerate_are_refused_for_groups_that_keep_their_channels(
     settings: Settings,
@@ -379,3 +404,9 @@ async def test_sizes_where_the_task_is_degenerate_are_refused_for_groups_that_ke
         assert derivation.sizes is None and derivation.degenerate is None, derivation.note()
         assert "at its full sizes it is not" in (derivation.reason or "")
         assert "CPU checks run at the task's full sizes" in derivation.note()
+        # degenerate at every size under another draw of the weights only: the weights decide, not the sizes, so
+        # the first sizes are kept, and the note says so without naming the task degenerate
+        derivation = await prober.derive(ZERO_UNDER_SOME_WEIGHTS, timeout_s=60)
+        assert derivation.sizes == derivation.attempts[0].sizes and derivation.degenerate is None
+        assert derivation.fragile is not None and derivation.fragile.kind == "constant"
+        assert "under another draw of the weights, the task is degenerate at every size tried" in derivation.note()

@@ -182,8 +182,10 @@ class SizeProber:
         return self._refused(source, reason, attempts, began, unconfined)
 
     def _kept(self, attempts: list[Attempt], began: float, unconfined: bool) -> Derivation | None:
-        """The derivation where a candidate ran: the first that keeps the task; else, where every one that ran made
-        the task degenerate, the full sizes if they keep it, or the smallest of them, named as degenerate."""
+        """The derivation where a candidate ran: the first that keeps the task under both draws of the weights; else,
+        where every one that ran keeps it under the probe's own weights and none under the other, the first (the
+        weights decide, not the sizes: said, not named); else, where every one that ran made the task degenerate
+        under either, the full sizes if they keep it, or the smallest of them, named as degenerate."""
         seconds = time.monotonic() - began
         chosen = next((a for a in attempts if a.ok), None)
         smaller = [a for a in attempts if a.degenerate is not None and a.how != FULL_SIZES]
@@ -200,15 +202,23 @@ class SizeProber:
             )
         if chosen is not None:
             return Derivation(sizes=chosen.sizes, attempts=attempts, seconds=seconds, unconfined=unconfined)
+        fragile = next((a for a in attempts if a.fragile is not None), None)
+        if fragile is not None and not smaller:
+            # every size clean under the probe's weights and degenerate under others: the weights decide, not sizes
+            return Derivation(
+                sizes=fragile.sizes, attempts=attempts, seconds=seconds, unconfined=unconfined, fragile=fragile.fragile
+            )
         if not smaller:
             return None
+        # where some sizes are degenerate under the probe's own weights too, those only so under others are as bad
+        smaller = [a for a in attempts if (a.degenerate or a.fragile) is not None and a.how != FULL_SIZES]
         full = next((a.degenerate for a in attempts if a.how == FULL_SIZES and a.degenerate is not None), None)
         return Derivation(
             sizes=smaller[0].sizes,
             attempts=attempts,
             seconds=seconds,
             unconfined=unconfined,
-            degenerate=full or smaller[0].degenerate,
+            degenerate=full or smaller[0].degenerate or smaller[0].fragile,
         )
 
     async def _ask(

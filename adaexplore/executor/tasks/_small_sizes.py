@@ -81,6 +81,8 @@ class Attempt(BaseModel):
     forward_s: float | None = None  # one reference forward, in CPU seconds (all threads), whatever the load
     # the task is degenerate at these sizes (its reference's output is a constant, noise or blind to its inputs)
     degenerate: Degeneracy | None = None
+    # not so under the probe's weights, but under a second draw of them (the judge draws its own)
+    fragile: Degeneracy | None = None
     check_s: float | None = None  # the check that it is not, in CPU seconds
 
 
@@ -98,12 +100,15 @@ class Derivation(BaseModel):
     # every candidate that ran made the task degenerate: the sizes kept are the smallest of them, and this says how
     # the task is degenerate (at its full sizes where they were checked)
     degenerate: Degeneracy | None = None
+    # every candidate that ran made the task degenerate under some draw of the weights, and the sizes kept are the
+    # first that do not under the probe's own: how it is under the other
+    fragile: Degeneracy | None = None
 
     @property
     def chosen(self) -> Attempt | None:
         found = next((a for a in self.attempts if a.ok), None)
-        if found is None and self.degenerate is not None:
-            return next((a for a in self.attempts if a.degenerate is not None and a.sizes == self.sizes), None)
+        if found is None and (self.degenerate is not None or self.fragile is not None):
+            return next((a for a in self.attempts if not a.ok and a.sizes == self.sizes), None)
         return found
 
     def note(self) -> str:
@@ -128,9 +133,15 @@ class Derivation(BaseModel):
                 f"SMALL_SIZES derived ({chosen.how}): {sizes}, though the task is degenerate at every size tried "
                 f"{full}: {self.degenerate.line()}; give small_sizes to choose others"
             )
+        fragile = (
+            f"; under another draw of the weights, the task is degenerate at every size tried ({self.fragile.what()}): "
+            "the judge's own draws may make it so"
+            if self.fragile is not None
+            else ""
+        )
         return (
             f"SMALL_SIZES derived ({chosen.how}): {sizes}; the reference ran there in {chosen.forward_s:.2f} CPU s "
-            f"(after {len(self.attempts)} attempt(s)); give small_sizes to choose others"
+            f"(after {len(self.attempts)} attempt(s)){fragile}; give small_sizes to choose others"
         )
 
 

@@ -56,13 +56,16 @@ def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> At
             drawn = (inputs, [t.detach() for t in tensors])
             where = "full" if not sizes else "small"
             found = reference_degeneracy(module, cpu, where, model=model, first=drawn)
-            if found is None:  # the judge draws weights of its own: a size degenerate under other weights is too
-                found = reference_degeneracy(module, cpu, where, init_seed=_OTHER_WEIGHTS, precise=False)
+            fragile = None
+            if found is None:  # the judge draws weights of its own: sizes degenerate under other weights are not kept
+                fragile = reference_degeneracy(module, cpu, where, init_seed=_OTHER_WEIGHTS, precise=False)
             record["check_s"] = round(time.process_time() - start, 4)
-            record["degenerate"] = found
-            record["ok"] = found is None
+            record["degenerate"], record["fragile"] = found, fragile
+            record["ok"] = found is None and fragile is None
             if found is not None:
                 record["reason"] = f"the task is degenerate at these sizes: {found.what()}"
+            elif fragile is not None:
+                record["reason"] = f"under another draw of the weights the task is degenerate here: {fragile.what()}"
     except TaskFault as exc:
         return Attempt.model_validate(record | {"reason": str(exc)})
     except Exception as exc:  # the task's own code failed at these sizes: the reason is the answer
@@ -109,6 +112,7 @@ def serve(channel: Channel) -> None:
             if attempt.ok or (attempt.forward_s or 0.0) > command.budget_s:
                 break
         last = tried[-1] if tried else None
+        # every candidate that ran was degenerate, some under the probe's own weights: how are the full sizes?
         degenerate = any(a.degenerate is not None for a in tried)
         if degenerate and last is not None and not last.ok and (last.forward_s or 0.0) <= command.budget_s:
             if any(c.sizes for c in command.candidates):  # the full sizes were not among them
