@@ -44,16 +44,8 @@ async def main(args: argparse.Namespace) -> None:
                         speedup = f"{result.timing.speedup:.4f}" if result.timing else "-"
                         rechecked = len(result.correctness.rechecks) if result.correctness else 0
                         print(
-                            reps,
-                            mode,
-                            task_path.stem[:24],
-                            index,
-                            result.status.value,
-                            speedup,
-                            result.phases.get("timing"),
-                            result.phases.get("judge"),
-                            rechecked,
-                            f"{wall:.1f}",
+                            reps, mode, task_path.stem[:24], index, result.status.value, speedup,
+                            result.phases.get("timing"), result.phases.get("judge"), rechecked, f"{wall:.1f}",
                             flush=True,
                         )
 

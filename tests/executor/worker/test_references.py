@@ -143,6 +143,7 @@ def test_the_key_tells_apart_what_changes_the_reference(tmp_path: Path) -> None:
         assert reference_key(base.model_copy(update=change)) != reference_key(base), change
 
 
+
 def _device_runs_out(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:
     """Fault injection: the judge's own allocations for the next reference fail as a GPU's do when the device is
     full (a CPU raises no OutOfMemoryError of its own)."""

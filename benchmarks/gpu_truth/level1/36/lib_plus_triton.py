@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         B, F = x.shape[0], x.shape[1]
         S = x.numel() // (B * F)
-        rms = torch.sqrt(torch.mean(x**2, dim=1, keepdim=True) + self.eps).contiguous()
+        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps).contiguous()
         y = torch.empty_like(x)
         BLOCK = 2048
         divide_kernel[(B, triton.cdiv(F * S, BLOCK))](x, rms, y, F, S, BLOCK=BLOCK, num_warps=4)

@@ -33,7 +33,6 @@ class ModelNew(nn.Module):
         mean = mean.contiguous()
         y = torch.empty_like(x)
         BLOCK = min(2048, triton.next_power_of_2(N))
-        normalize_kernel[(rows, triton.cdiv(N, BLOCK))](
-            x, self.ln.weight.contiguous(), self.ln.bias.contiguous(), mean, rstd, y, N, BLOCK=BLOCK, num_warps=4
-        )
+        normalize_kernel[(rows, triton.cdiv(N, BLOCK))](x, self.ln.weight.contiguous(), self.ln.bias.contiguous(),
+                                                        mean, rstd, y, N, BLOCK=BLOCK, num_warps=4)
         return y

@@ -49,7 +49,6 @@ class ModelNew(nn.Module):
         rows = x.numel() // N
         y = torch.empty_like(x)
         BLOCK = min(4096, triton.next_power_of_2(N))
-        layernorm_row_kernel[(rows,)](
-            x, self.ln.weight.contiguous(), self.ln.bias.contiguous(), y, N, self.ln.eps, BLOCK=BLOCK, num_warps=8
-        )
+        layernorm_row_kernel[(rows,)](x, self.ln.weight.contiguous(), self.ln.bias.contiguous(), y, N,
+                                      self.ln.eps, BLOCK=BLOCK, num_warps=8)
         return y

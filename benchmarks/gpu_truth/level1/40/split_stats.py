@@ -21,9 +21,8 @@ def chunk_stats_kernel(x_ptr, cmean_ptr, cm2_ptr, N, n_chunks, CHUNK: tl.constex
 
 
 @triton.jit
-def combine_kernel(
-    cmean_ptr, cm2_ptr, mean_ptr, rstd_ptr, N, n_chunks, eps, CHUNK: tl.constexpr, BLOCK_C: tl.constexpr
-):
+def combine_kernel(cmean_ptr, cm2_ptr, mean_ptr, rstd_ptr, N, n_chunks, eps,
+                   CHUNK: tl.constexpr, BLOCK_C: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     base = row * n_chunks
     nf = N * 1.0
@@ -84,9 +83,8 @@ class ModelNew(nn.Module):
         rstd = torch.empty(rows, device=x.device, dtype=torch.float32)
         chunk_stats_kernel[(rows, n_chunks)](x, cmean, cm2, N, n_chunks, CHUNK=CHUNK, num_warps=8)
         BLOCK_C = min(1024, triton.next_power_of_2(n_chunks))
-        combine_kernel[(rows,)](
-            cmean, cm2, mean, rstd, N, n_chunks, self.ln.eps, CHUNK=CHUNK, BLOCK_C=BLOCK_C, num_warps=4
-        )
+        combine_kernel[(rows,)](cmean, cm2, mean, rstd, N, n_chunks, self.ln.eps,
+                                CHUNK=CHUNK, BLOCK_C=BLOCK_C, num_warps=4)
         BLOCK = min(2048, triton.next_power_of_2(N))
         normalize_kernel[(rows, triton.cdiv(N, BLOCK))](x, w, b, mean, rstd, y, N, BLOCK=BLOCK, num_warps=4)
         return y

@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
         R = shape[d]
         xt = x.movedim(d, -1).contiguous()
         n_rows = xt.numel() // R
-        out_shape = shape[:d] + [1] + shape[d + 1 :]
+        out_shape = shape[:d] + [1] + shape[d + 1:]
         y = torch.empty(out_shape, device=x.device, dtype=x.dtype)
         BLOCK = min(1024, triton.next_power_of_2(R))
         # y is contiguous and its element order equals the row order of xt

@@ -6,9 +6,8 @@ import triton.language as tl
 
 
 @triton.jit
-def partial_sum_kernel(
-    x_ptr, part_ptr, R, inner, rows_per_split, n_split, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr
-):
+def partial_sum_kernel(x_ptr, part_ptr, R, inner, rows_per_split, n_split,
+                       BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):
     o = tl.program_id(0).to(tl.int64)
     ib = tl.program_id(1)
     sp = tl.program_id(2)
@@ -52,9 +51,9 @@ class ModelNew(nn.Module):
         for s in shape[:d]:
             outer *= s
         inner = 1
-        for s in shape[d + 1 :]:
+        for s in shape[d + 1:]:
             inner *= s
-        out_shape = shape[:d] + [1] + shape[d + 1 :]
+        out_shape = shape[:d] + [1] + shape[d + 1:]
         y = torch.empty(out_shape, device=x.device, dtype=x.dtype)
         n_split = min(16, R)
         rows_per_split = triton.cdiv(R, n_split)
@@ -63,11 +62,9 @@ class ModelNew(nn.Module):
         BLOCK_I = 128
         BLOCK_R = 32
         grid = (outer, triton.cdiv(inner, BLOCK_I), n_split)
-        partial_sum_kernel[grid](
-            x, part, R, inner, rows_per_split, n_split, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, num_warps=8
-        )
+        partial_sum_kernel[grid](x, part, R, inner, rows_per_split, n_split,
+                                 BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I, num_warps=8)
         BLOCK_S = triton.next_power_of_2(n_split)
-        combine_kernel[(outer, triton.cdiv(inner, 256))](
-            part, y, inner, n_split, BLOCK_S=BLOCK_S, BLOCK_I=256, num_warps=4
-        )
+        combine_kernel[(outer, triton.cdiv(inner, 256))](part, y, inner, n_split,
+                                                         BLOCK_S=BLOCK_S, BLOCK_I=256, num_warps=4)
         return y

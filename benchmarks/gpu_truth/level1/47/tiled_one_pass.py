@@ -36,9 +36,9 @@ class ModelNew(nn.Module):
         for s in shape[:d]:
             outer *= s
         inner = 1
-        for s in shape[d + 1 :]:
+        for s in shape[d + 1:]:
             inner *= s
-        out_shape = shape[:d] + [1] + shape[d + 1 :]
+        out_shape = shape[:d] + [1] + shape[d + 1:]
         y = torch.empty(out_shape, device=x.device, dtype=x.dtype)
         BLOCK_I = 128
         BLOCK_R = 32

@@ -29,9 +29,9 @@ class ModelNew(nn.Module):
         shape = list(x.shape)
         R = shape[d]
         inner = 1
-        for s in shape[d + 1 :]:
+        for s in shape[d + 1:]:
             inner *= s
-        out_shape = shape[:d] + [1] + shape[d + 1 :]
+        out_shape = shape[:d] + [1] + shape[d + 1:]
         y = torch.empty(out_shape, device=x.device, dtype=x.dtype)
         sum_column_kernel[(y.numel(),)](x, y, R, inner, BLOCK_R=64, num_warps=1)
         return y

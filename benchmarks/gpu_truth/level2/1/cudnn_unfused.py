@@ -41,5 +41,6 @@ class ModelNew(nn.Module):
         r = torch.empty_like(y)
         _relu_kernel[(triton.cdiv(total, BLOCK),)](y, r, total, BLOCK=BLOCK, num_warps=4)
         out = torch.empty_like(y)
-        _add_channel_bias_kernel[(N * C, triton.cdiv(P, BLOCK))](r, self.bias, out, P, C, BLOCK=BLOCK, num_warps=4)
+        _add_channel_bias_kernel[(N * C, triton.cdiv(P, BLOCK))](
+            r, self.bias, out, P, C, BLOCK=BLOCK, num_warps=4)
         return out

@@ -14,17 +14,9 @@ def _chain(v, b):
 
 @triton.jit
 def _gemm_kernel(
-    cols_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    bias_ptr,
-    K,
-    L,
-    Cout,
-    BC: tl.constexpr,
-    BL: tl.constexpr,
-    BK: tl.constexpr,
+    cols_ptr, w_ptr, cb_ptr, out_ptr, bias_ptr,
+    K, L, Cout,
+    BC: tl.constexpr, BL: tl.constexpr, BK: tl.constexpr,
 ):
     # out[n, co, l] = sum_k w[co, k] * cols[n, k, l]; (BC x BK) weight tile times (BK x BL) cols tile
     pid_l = tl.program_id(0)
@@ -40,8 +32,10 @@ def _gemm_kernel(
     for k0 in range(0, K, BK):
         k = k0 + kk
         k_ok = k < K
-        a = tl.load(w_ptr + (co[:, None] * K + k[None, :]), mask=co_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(c_base + (k[:, None] * L + l[None, :]), mask=k_ok[:, None] & l_ok[None, :], other=0.0)
+        a = tl.load(w_ptr + (co[:, None] * K + k[None, :]),
+                    mask=co_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(c_base + (k[:, None] * L + l[None, :]),
+                    mask=k_ok[:, None] & l_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="tf32x3")
     cb = tl.load(cb_ptr + co, mask=co_ok, other=0.0)
     v = acc + cb[:, None]
@@ -70,18 +64,7 @@ class ModelNew(nn.Module):
         BL, BK = 128, 16
         grid = (triton.cdiv(L, BL), triton.cdiv(Cout, BC), N)
         _gemm_kernel[grid](
-            cols,
-            w2,
-            self.conv.bias,
-            out,
-            self.bias,
-            K,
-            L,
-            Cout,
-            BC=BC,
-            BL=BL,
-            BK=BK,
-            num_warps=8,
-            num_stages=3,
+            cols, w2, self.conv.bias, out, self.bias, K, L, Cout,
+            BC=BC, BL=BL, BK=BK, num_warps=8, num_stages=3,
         )
         return out

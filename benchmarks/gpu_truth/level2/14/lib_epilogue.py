@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _rowsum_epilogue_kernel(y_ptr, out_ptr, N, stride_ym, stride_yn, scale, BLOCK_N: tl.constexpr):
     # sum over columns of (x @ W^T) / 2, times scaling_factor; output (M, 1): one program per row of the GEMM output
@@ -32,7 +31,5 @@ class ModelNew(nn.Module):
         y = torch.mm(x, self.weight.t())
         M, N = y.shape
         out = torch.empty((M, 1), device=x.device, dtype=torch.float32)
-        _rowsum_epilogue_kernel[(M,)](
-            y, out, N, y.stride(0), y.stride(1), self.scaling_factor, BLOCK_N=1024, num_warps=4
-        )
+        _rowsum_epilogue_kernel[(M,)](y, out, N, y.stride(0), y.stride(1), self.scaling_factor, BLOCK_N=1024, num_warps=4)
         return out

@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _div_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -12,7 +11,6 @@ def _div_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
     mask = offs < n_elements
     v = tl.load(in_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, v / c, mask=mask)
-
 
 @triton.jit
 def _rowsum_kernel(in_ptr, out_ptr, N, stride_m, stride_n, BLOCK_N: tl.constexpr):
@@ -24,7 +22,6 @@ def _rowsum_kernel(in_ptr, out_ptr, N, stride_m, stride_n, BLOCK_N: tl.constexpr
         cols = n0 + tl.arange(0, BLOCK_N)
         acc += tl.load(base + cols * stride_n, mask=cols < N, other=0.0)
     tl.store(out_ptr + row, tl.sum(acc, axis=0))
-
 
 @triton.jit
 def _mul_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):

@@ -4,14 +4,12 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _mish(v):
     # mish(v) = v * tanh(softplus(v)); with e = exp(v): tanh(log1p(e)) = e(e+2) / (e(e+2) + 2)
     e = tl.exp(tl.minimum(v, 20.0))
     n = e * (e + 2.0)
     return tl.where(v > 20.0, v, v * (n / (n + 2.0)))
-
 
 @triton.autotune(
     configs=[
@@ -24,23 +22,10 @@ def _mish(v):
 )
 @triton.jit
 def _gemm_epilogue_kernel(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # mish(mish(x @ W^T + b))
     pid = tl.program_id(0)
@@ -91,18 +76,8 @@ class ModelNew(nn.Module):
         N = w.shape[0]
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)](
-            x,
-            w,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x.stride(0),
-            x.stride(1),
-            w.stride(0),
-            w.stride(1),
-            out.stride(0),
-            out.stride(1),
+            x, w, b, out,
+            M, N, K,
+            x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1),
         )
         return out

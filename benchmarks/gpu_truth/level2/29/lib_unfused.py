@@ -4,14 +4,12 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _mish(v):
     # mish(v) = v * tanh(softplus(v)); with e = exp(v): tanh(log1p(e)) = e(e+2) / (e(e+2) + 2)
     e = tl.exp(tl.minimum(v, 20.0))
     n = e * (e + 2.0)
     return tl.where(v > 20.0, v, v * (n / (n + 2.0)))
-
 
 @triton.jit
 def _mish_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):

@@ -4,14 +4,12 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _mish(v):
     # mish(v) = v * tanh(softplus(v)); with e = exp(v): tanh(log1p(e)) = e(e+2) / (e(e+2) + 2)
     e = tl.exp(tl.minimum(v, 20.0))
     n = e * (e + 2.0)
     return tl.where(v > 20.0, v, v * (n / (n + 2.0)))
-
 
 @triton.jit
 def _split_tf32_kernel(src_ptr, hi_ptr, lo_ptr, n_elements, BLOCK: tl.constexpr):
@@ -35,28 +33,12 @@ def _split_tf32(t):
     _split_tf32_kernel[(triton.cdiv(n, BLOCK),)](t, hi, lo, n, BLOCK=BLOCK, num_warps=8)
     return hi, lo
 
-
 @triton.jit
 def _gemm_epilogue_kernel(
-    xh_ptr,
-    xl_ptr,
-    wh_ptr,
-    wl_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # mish(mish(x @ W^T + b))
     pid = tl.program_id(0)
@@ -115,26 +97,9 @@ class ModelNew(nn.Module):
         BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
-            x_hi,
-            x_lo,
-            w_hi,
-            w_lo,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x_hi.stride(0),
-            x_hi.stride(1),
-            w_hi.stride(0),
-            w_hi.stride(1),
-            out.stride(0),
-            out.stride(1),
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=BLOCK_N,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=8,
-            num_warps=8,
-            num_stages=3,
+            x_hi, x_lo, w_hi, w_lo, b, out,
+            M, N, K,
+            x_hi.stride(0), x_hi.stride(1), w_hi.stride(0), w_hi.stride(1), out.stride(0), out.stride(1),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8, num_stages=3,
         )
         return out

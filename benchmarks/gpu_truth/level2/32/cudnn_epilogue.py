@@ -33,5 +33,6 @@ class ModelNew(nn.Module):
         P = OH * OW
         out = torch.empty((N, 1, OH, OW), device=x.device, dtype=torch.float32)
         BLOCK = 512
-        _scale_min_kernel[(triton.cdiv(P, BLOCK), N)](y, out, P, C, float(self.scale_factor), BLOCK=BLOCK, num_warps=4)
+        _scale_min_kernel[(triton.cdiv(P, BLOCK), N)](
+            y, out, P, C, float(self.scale_factor), BLOCK=BLOCK, num_warps=4)
         return out

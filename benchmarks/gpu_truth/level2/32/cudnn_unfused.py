@@ -41,7 +41,8 @@ class ModelNew(nn.Module):
         total = y.numel()
         BLOCK = 1024
         ys = torch.empty_like(y)
-        _scale_kernel[(triton.cdiv(total, BLOCK),)](y, ys, total, float(self.scale_factor), BLOCK=BLOCK, num_warps=4)
+        _scale_kernel[(triton.cdiv(total, BLOCK),)](
+            y, ys, total, float(self.scale_factor), BLOCK=BLOCK, num_warps=4)
         out = torch.empty((N, 1, OH, OW), device=x.device, dtype=torch.float32)
         RBLOCK = 512
         _min_channels_kernel[(triton.cdiv(P, RBLOCK), N)](ys, out, P, C, BLOCK=RBLOCK, num_warps=4)

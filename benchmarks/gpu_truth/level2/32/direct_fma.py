@@ -8,21 +8,9 @@ import triton.language as tl
 
 @triton.jit
 def _conv_direct_min_kernel(
-    x_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    scale,
-    Cin,
-    H,
-    W,
-    Cout,
-    OH,
-    OW,
-    KH: tl.constexpr,
-    KW: tl.constexpr,
-    BP: tl.constexpr,
-    BC: tl.constexpr,
+    x_ptr, w_ptr, cb_ptr, out_ptr, scale,
+    Cin, H, W, Cout, OH, OW,
+    KH: tl.constexpr, KW: tl.constexpr, BP: tl.constexpr, BC: tl.constexpr,
 ):
     # one program: BP output pixels of image n; it walks the output channels BC at a time, each
     # tap (ci, kh, kw) adding weight[co, ci, kh, kw] times the shifted input pixels (fp32 FMA),
@@ -69,21 +57,7 @@ class ModelNew(nn.Module):
         out = torch.empty((N, 1, OH, OW), device=x.device, dtype=torch.float32)
         BP, BC = 128, 16
         _conv_direct_min_kernel[(triton.cdiv(OH * OW, BP), N)](
-            x,
-            w,
-            self.conv.bias,
-            out,
-            float(self.scale_factor),
-            Cin,
-            H,
-            W,
-            Cout,
-            OH,
-            OW,
-            KH=KH,
-            KW=KW,
-            BP=BP,
-            BC=BC,
-            num_warps=4,
+            x, w, self.conv.bias, out, float(self.scale_factor), Cin, H, W, Cout, OH, OW,
+            KH=KH, KW=KW, BP=BP, BC=BC, num_warps=4,
         )
         return out

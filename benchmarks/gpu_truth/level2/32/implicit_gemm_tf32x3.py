@@ -8,23 +8,10 @@ import triton.language as tl
 
 @triton.jit
 def _conv_scale_min_kernel(
-    x_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    scale,
-    M,
-    Cin,
-    H,
-    W,
-    Cout,
-    OH,
-    OW,
-    KH: tl.constexpr,
-    KW: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BK: tl.constexpr,
+    x_ptr, w_ptr, cb_ptr, out_ptr, scale,
+    M, Cin, H, W, Cout, OH, OW,
+    KH: tl.constexpr, KW: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):
     # GEMM view: rows = output pixels (n, oh, ow), columns = output channels,
     # reduction k = (ci, kh, kw) in the weight's own order; the A tile is gathered from x.
@@ -53,8 +40,10 @@ def _conv_scale_min_kernel(
             kh = r // KW
             kw = r - kh * KW
             x_col = ci * (H * W) + kh * W + kw
-            a = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (co[None, :] * K + k[:, None]), mask=k_ok[:, None] & co_ok[None, :], other=0.0)
+            a = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]),
+                        mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+            b = tl.load(w_ptr + (co[None, :] * K + k[:, None]),
+                        mask=k_ok[:, None] & co_ok[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision="tf32x3")
         cb = tl.load(cb_ptr + co, mask=co_ok, other=0.0)
         v = (acc + cb[None, :]) * scale
@@ -81,24 +70,7 @@ class ModelNew(nn.Module):
         BM, BK = 128, 16
         BN = min(128, max(16, triton.next_power_of_2(Cout)))
         _conv_scale_min_kernel[(triton.cdiv(M, BM),)](
-            x,
-            w,
-            self.conv.bias,
-            out,
-            float(self.scale_factor),
-            M,
-            Cin,
-            H,
-            W,
-            Cout,
-            OH,
-            OW,
-            KH=KH,
-            KW=KW,
-            BM=BM,
-            BN=BN,
-            BK=BK,
-            num_warps=8,
-            num_stages=3,
+            x, w, self.conv.bias, out, float(self.scale_factor), M, Cin, H, W, Cout, OH, OW,
+            KH=KH, KW=KW, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=3,
         )
         return out

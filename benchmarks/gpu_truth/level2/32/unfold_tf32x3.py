@@ -8,17 +8,9 @@ import triton.language as tl
 
 @triton.jit
 def _gemm_scale_min_kernel(
-    cols_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    scale,
-    K,
-    L,
-    Cout,
-    BC: tl.constexpr,
-    BL: tl.constexpr,
-    BK: tl.constexpr,
+    cols_ptr, w_ptr, cb_ptr, out_ptr, scale,
+    K, L, Cout,
+    BC: tl.constexpr, BL: tl.constexpr, BK: tl.constexpr,
 ):
     # conv[n, co, l] = sum_k w[co, k] * cols[n, k, l]; one program owns BL pixels of image n and
     # walks all channel blocks, keeping a running min of scale * conv
@@ -36,8 +28,10 @@ def _gemm_scale_min_kernel(
         for k0 in range(0, K, BK):
             k = k0 + kk
             k_ok = k < K
-            a = tl.load(w_ptr + (co[:, None] * K + k[None, :]), mask=co_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(c_base + (k[:, None] * L + l[None, :]), mask=k_ok[:, None] & l_ok[None, :], other=0.0)
+            a = tl.load(w_ptr + (co[:, None] * K + k[None, :]),
+                        mask=co_ok[:, None] & k_ok[None, :], other=0.0)
+            b = tl.load(c_base + (k[:, None] * L + l[None, :]),
+                        mask=k_ok[:, None] & l_ok[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision="tf32x3")
         cb = tl.load(cb_ptr + co, mask=co_ok, other=0.0)
         v = (acc + cb[:, None]) * scale
@@ -64,18 +58,7 @@ class ModelNew(nn.Module):
         BC = min(128, max(16, triton.next_power_of_2(Cout)))
         BL, BK = 128, 16
         _gemm_scale_min_kernel[(triton.cdiv(L, BL), N)](
-            cols,
-            w2,
-            self.conv.bias,
-            out,
-            float(self.scale_factor),
-            K,
-            L,
-            Cout,
-            BC=BC,
-            BL=BL,
-            BK=BK,
-            num_warps=8,
-            num_stages=3,
+            cols, w2, self.conv.bias, out, float(self.scale_factor), K, L, Cout,
+            BC=BC, BL=BL, BK=BK, num_warps=8, num_stages=3,
         )
         return out

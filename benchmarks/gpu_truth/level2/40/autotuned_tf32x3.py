@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.autotune(
     configs=[
         triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=3),
@@ -16,24 +15,10 @@ import triton.language as tl
 )
 @triton.jit
 def _gemm_epilogue_kernel(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    scaling_factor,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, scaling_factor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # y * scaling_factor + y with y = x @ W^T + b
     pid = tl.program_id(0)
@@ -85,19 +70,8 @@ class ModelNew(nn.Module):
         N = w.shape[0]
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)](
-            x,
-            w,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x.stride(0),
-            x.stride(1),
-            w.stride(0),
-            w.stride(1),
-            out.stride(0),
-            out.stride(1),
-            self.scaling_factor,
+            x, w, b, out,
+            M, N, K,
+            x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1), self.scaling_factor,
         )
         return out

@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _epilogue_kernel(y_ptr, out_ptr, n_elements, scaling_factor, BLOCK: tl.constexpr):
     # y * scaling_factor + y with y = x @ W^T + b: the GEMM (with its bias) is done; apply the rest in one pass

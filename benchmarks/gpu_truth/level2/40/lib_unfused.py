@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _copy_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -13,7 +12,6 @@ def _copy_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     v = tl.load(in_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, v, mask=mask)
 
-
 @triton.jit
 def _mul_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -21,7 +19,6 @@ def _mul_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
     mask = offs < n_elements
     v = tl.load(in_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, v * c, mask=mask)
-
 
 @triton.jit
 def _add_kernel(a_ptr, b_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):

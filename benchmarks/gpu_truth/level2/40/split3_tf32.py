@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _split_tf32_kernel(src_ptr, hi_ptr, lo_ptr, n_elements, BLOCK: tl.constexpr):
     # hi = v rounded to tf32 (add half an ulp of tf32 to the bits, clear the low 13 bits); lo = v - hi
@@ -27,29 +26,12 @@ def _split_tf32(t):
     _split_tf32_kernel[(triton.cdiv(n, BLOCK),)](t, hi, lo, n, BLOCK=BLOCK, num_warps=8)
     return hi, lo
 
-
 @triton.jit
 def _gemm_epilogue_kernel(
-    xh_ptr,
-    xl_ptr,
-    wh_ptr,
-    wl_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    scaling_factor,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, scaling_factor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # y * scaling_factor + y with y = x @ W^T + b
     pid = tl.program_id(0)
@@ -109,27 +91,9 @@ class ModelNew(nn.Module):
         BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
-            x_hi,
-            x_lo,
-            w_hi,
-            w_lo,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x_hi.stride(0),
-            x_hi.stride(1),
-            w_hi.stride(0),
-            w_hi.stride(1),
-            out.stride(0),
-            out.stride(1),
-            self.scaling_factor,
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=BLOCK_N,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=8,
-            num_warps=8,
-            num_stages=3,
+            x_hi, x_lo, w_hi, w_lo, b, out,
+            M, N, K,
+            x_hi.stride(0), x_hi.stride(1), w_hi.stride(0), w_hi.stride(1), out.stride(0), out.stride(1), self.scaling_factor,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8, num_stages=3,
         )
         return out

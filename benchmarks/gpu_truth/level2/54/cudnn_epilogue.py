@@ -39,7 +39,5 @@ class ModelNew(nn.Module):
         P = OH * OW
         BLOCK = 1024
         grid = (N * C, triton.cdiv(P, BLOCK))
-        _epilogue_kernel[grid](
-            y, self.multiplier, float(self.leaky_relu.negative_slope), P, C, BLOCK=BLOCK, num_warps=4
-        )
+        _epilogue_kernel[grid](y, self.multiplier, float(self.leaky_relu.negative_slope), P, C, BLOCK=BLOCK, num_warps=4)
         return y

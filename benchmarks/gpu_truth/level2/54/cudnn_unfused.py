@@ -48,10 +48,12 @@ class ModelNew(nn.Module):
         total = y.numel()
         BLOCK = 1024
         y1 = torch.empty_like(y)
-        _mul_channel_kernel[(N * C, triton.cdiv(P, BLOCK))](y, self.multiplier, y1, P, C, BLOCK=BLOCK, num_warps=4)
+        _mul_channel_kernel[(N * C, triton.cdiv(P, BLOCK))](
+            y, self.multiplier, y1, P, C, BLOCK=BLOCK, num_warps=4)
         grid = (triton.cdiv(total, BLOCK),)
         y2 = torch.empty_like(y)
-        _leaky_relu_kernel[grid](y1, y2, total, float(self.leaky_relu.negative_slope), BLOCK=BLOCK, num_warps=4)
+        _leaky_relu_kernel[grid](y1, y2, total, float(self.leaky_relu.negative_slope),
+                                 BLOCK=BLOCK, num_warps=4)
         y3 = torch.empty_like(y)
         _gelu_kernel[grid](y2, y3, total, BLOCK=BLOCK, num_warps=4)
         return y3

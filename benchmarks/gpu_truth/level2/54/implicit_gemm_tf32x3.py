@@ -16,24 +16,10 @@ def _chain(v, m, slope):
 
 @triton.jit
 def _conv_igemm_kernel(
-    x_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    mult_ptr,
-    slope,
-    M,
-    Cin,
-    H,
-    W,
-    Cout,
-    OH,
-    OW,
-    KH: tl.constexpr,
-    KW: tl.constexpr,
-    BM: tl.constexpr,
-    BN: tl.constexpr,
-    BK: tl.constexpr,
+    x_ptr, w_ptr, cb_ptr, out_ptr, mult_ptr, slope,
+    M, Cin, H, W, Cout, OH, OW,
+    KH: tl.constexpr, KW: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
 ):
     # GEMM view: rows = output pixels (n, oh, ow), columns = output channels,
     # reduction k = (ci, kh, kw) in the weight's own order; the A tile is gathered from x
@@ -60,8 +46,10 @@ def _conv_igemm_kernel(
         kh = r // KW
         kw = r - kh * KW
         x_col = ci * (H * W) + kh * W + kw
-        a = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]), mask=row_ok[:, None] & k_ok[None, :], other=0.0)
-        b = tl.load(w_ptr + (co[None, :] * K + k[:, None]), mask=k_ok[:, None] & co_ok[None, :], other=0.0)
+        a = tl.load(x_ptr + (x_row[:, None] + x_col[None, :]),
+                    mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (co[None, :] * K + k[:, None]),
+                    mask=k_ok[:, None] & co_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision="tf32x3")
     cb = tl.load(cb_ptr + co, mask=co_ok, other=0.0)
     v = acc + cb[None, :]
@@ -90,25 +78,7 @@ class ModelNew(nn.Module):
         BN = min(128, max(16, triton.next_power_of_2(Cout)))
         grid = (triton.cdiv(M, BM), triton.cdiv(Cout, BN))
         _conv_igemm_kernel[grid](
-            x,
-            w,
-            self.conv.bias,
-            out,
-            self.multiplier,
-            float(self.leaky_relu.negative_slope),
-            M,
-            Cin,
-            H,
-            W,
-            Cout,
-            OH,
-            OW,
-            KH=KH,
-            KW=KW,
-            BM=BM,
-            BN=BN,
-            BK=BK,
-            num_warps=8,
-            num_stages=3,
+            x, w, self.conv.bias, out, self.multiplier, float(self.leaky_relu.negative_slope), M, Cin, H, W, Cout, OH, OW,
+            KH=KH, KW=KW, BM=BM, BN=BN, BK=BK, num_warps=8, num_stages=3,
         )
         return out

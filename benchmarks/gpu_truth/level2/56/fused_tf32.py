@@ -4,30 +4,16 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _sigmoid(v):
     return 1.0 / (1.0 + tl.exp(-v))
 
-
 @triton.jit
 def _gemm_partial_rowsum_kernel(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    part_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_pm,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, part_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_pm,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # sum over columns of sigmoid(x @ W^T + b); output (M, 1)
     pid = tl.program_id(0)
@@ -67,7 +53,6 @@ def _gemm_partial_rowsum_kernel(
     part = tl.sum(y, axis=1)
     tl.store(part_ptr + offs_m * stride_pm + pid_n, part, mask=offs_m < M)
 
-
 @triton.jit
 def _sum_partials_kernel(part_ptr, out_ptr, M, P, stride_pm, BLOCK_R: tl.constexpr, BLOCK_P: tl.constexpr):
     # out[m, 0] = sum over the column-tile partial sums of row m
@@ -76,9 +61,8 @@ def _sum_partials_kernel(part_ptr, out_ptr, M, P, stride_pm, BLOCK_R: tl.constex
     acc = tl.zeros((BLOCK_R,), dtype=tl.float32)
     for p0 in range(0, P, BLOCK_P):
         cols = p0 + tl.arange(0, BLOCK_P)
-        v = tl.load(
-            part_ptr + rows[:, None] * stride_pm + cols[None, :], mask=row_ok[:, None] & (cols < P)[None, :], other=0.0
-        )
+        v = tl.load(part_ptr + rows[:, None] * stride_pm + cols[None, :],
+                    mask=row_ok[:, None] & (cols < P)[None, :], other=0.0)
         acc += tl.sum(v, axis=1)
     tl.store(out_ptr + rows, acc, mask=row_ok)
 
@@ -97,28 +81,12 @@ class ModelNew(nn.Module):
         P = triton.cdiv(N, BLOCK_N)
         part = torch.empty((M, P), device=x.device, dtype=torch.float32)
         _gemm_partial_rowsum_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
-            x,
-            w,
-            b,
-            part,
-            M,
-            N,
-            K,
-            x.stride(0),
-            x.stride(1),
-            w.stride(0),
-            w.stride(1),
-            part.stride(0),
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=BLOCK_N,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=8,
-            num_warps=8,
-            num_stages=3,
+            x, w, b, part,
+            M, N, K,
+            x.stride(0), x.stride(1), w.stride(0), w.stride(1), part.stride(0),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8, num_stages=3,
         )
         out = torch.empty((M, 1), device=x.device, dtype=torch.float32)
         BLOCK_R = 16
-        _sum_partials_kernel[(triton.cdiv(M, BLOCK_R),)](
-            part, out, M, P, part.stride(0), BLOCK_R=BLOCK_R, BLOCK_P=64, num_warps=4
-        )
+        _sum_partials_kernel[(triton.cdiv(M, BLOCK_R),)](part, out, M, P, part.stride(0), BLOCK_R=BLOCK_R, BLOCK_P=64, num_warps=4)
         return out

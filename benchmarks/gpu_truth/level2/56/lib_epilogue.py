@@ -4,11 +4,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _sigmoid(v):
     return 1.0 / (1.0 + tl.exp(-v))
-
 
 @triton.jit
 def _rowsum_epilogue_kernel(y_ptr, out_ptr, N, stride_ym, stride_yn, BLOCK_N: tl.constexpr):

@@ -4,11 +4,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _sigmoid(v):
     return 1.0 / (1.0 + tl.exp(-v))
-
 
 @triton.jit
 def _sigmoid_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
@@ -17,7 +15,6 @@ def _sigmoid_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     mask = offs < n_elements
     v = tl.load(in_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, _sigmoid(v), mask=mask)
-
 
 @triton.jit
 def _rowsum_kernel(in_ptr, out_ptr, N, stride_m, stride_n, BLOCK_N: tl.constexpr):

@@ -14,22 +14,9 @@ def _chain(v, divisor, slope):
 
 @triton.jit
 def _conv_direct_kernel(
-    x_ptr,
-    w_ptr,
-    cb_ptr,
-    out_ptr,
-    divisor,
-    slope,
-    Cin,
-    H,
-    W,
-    Cout,
-    OH,
-    OW,
-    KH: tl.constexpr,
-    KW: tl.constexpr,
-    BP: tl.constexpr,
-    BC: tl.constexpr,
+    x_ptr, w_ptr, cb_ptr, out_ptr, divisor, slope,
+    Cin, H, W, Cout, OH, OW,
+    KH: tl.constexpr, KW: tl.constexpr, BP: tl.constexpr, BC: tl.constexpr,
 ):
     # one program: BP output pixels of image n for BC output channels; each tap (ci, kh, kw)
     # adds weight[co, ci, kh, kw] times the shifted input pixels (fp32 multiply-adds)
@@ -75,22 +62,7 @@ class ModelNew(nn.Module):
         BP, BC = 128, 16
         grid = (triton.cdiv(OH * OW, BP), triton.cdiv(Cout, BC), N)
         _conv_direct_kernel[grid](
-            x,
-            w,
-            self.conv.bias,
-            out,
-            float(self.divisor),
-            0.01,
-            Cin,
-            H,
-            W,
-            Cout,
-            OH,
-            OW,
-            KH=KH,
-            KW=KW,
-            BP=BP,
-            BC=BC,
-            num_warps=4,
+            x, w, self.conv.bias, out, float(self.divisor), 0.01, Cin, H, W, Cout, OH, OW,
+            KH=KH, KW=KW, BP=BP, BC=BC, num_warps=4,
         )
         return out

@@ -4,12 +4,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _gelu(v):
     # exact (erf) GELU, as torch.nn.functional.gelu's default
     return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
-
 
 @triton.autotune(
     configs=[
@@ -22,24 +20,10 @@ def _gelu(v):
 )
 @triton.jit
 def _gemm_epilogue_kernel(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    divisor,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, divisor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # gelu((x @ W^T + b) / divisor)
     pid = tl.program_id(0)
@@ -91,19 +75,8 @@ class ModelNew(nn.Module):
         N = w.shape[0]
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)](
-            x,
-            w,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x.stride(0),
-            x.stride(1),
-            w.stride(0),
-            w.stride(1),
-            out.stride(0),
-            out.stride(1),
-            self.divisor,
+            x, w, b, out,
+            M, N, K,
+            x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1), self.divisor,
         )
         return out

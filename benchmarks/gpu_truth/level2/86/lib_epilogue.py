@@ -4,12 +4,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _gelu(v):
     # exact (erf) GELU, as torch.nn.functional.gelu's default
     return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
-
 
 @triton.jit
 def _epilogue_kernel(y_ptr, out_ptr, n_elements, divisor, BLOCK: tl.constexpr):

@@ -4,12 +4,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _gelu(v):
     # exact (erf) GELU, as torch.nn.functional.gelu's default
     return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
-
 
 @triton.jit
 def _div_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
@@ -18,7 +16,6 @@ def _div_kernel(in_ptr, out_ptr, n_elements, c, BLOCK: tl.constexpr):
     mask = offs < n_elements
     v = tl.load(in_ptr + offs, mask=mask, other=0.0)
     tl.store(out_ptr + offs, v / c, mask=mask)
-
 
 @triton.jit
 def _gelu_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):

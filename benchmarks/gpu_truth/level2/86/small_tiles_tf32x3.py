@@ -4,33 +4,17 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _gelu(v):
     # exact (erf) GELU, as torch.nn.functional.gelu's default
     return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
 
-
 @triton.jit
 def _gemm_epilogue_kernel(
-    x_ptr,
-    w_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    divisor,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, divisor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # gelu((x @ W^T + b) / divisor)
     pid = tl.program_id(0)
@@ -83,25 +67,9 @@ class ModelNew(nn.Module):
         BLOCK_M, BLOCK_N, BLOCK_K = 32, 32, 16
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
-            x,
-            w,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x.stride(0),
-            x.stride(1),
-            w.stride(0),
-            w.stride(1),
-            out.stride(0),
-            out.stride(1),
-            self.divisor,
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=BLOCK_N,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=8,
-            num_warps=2,
-            num_stages=2,
+            x, w, b, out,
+            M, N, K,
+            x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1), self.divisor,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=2, num_stages=2,
         )
         return out

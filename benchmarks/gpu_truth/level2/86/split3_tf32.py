@@ -4,12 +4,10 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _gelu(v):
     # exact (erf) GELU, as torch.nn.functional.gelu's default
     return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
-
 
 @triton.jit
 def _split_tf32_kernel(src_ptr, hi_ptr, lo_ptr, n_elements, BLOCK: tl.constexpr):
@@ -33,29 +31,12 @@ def _split_tf32(t):
     _split_tf32_kernel[(triton.cdiv(n, BLOCK),)](t, hi, lo, n, BLOCK=BLOCK, num_warps=8)
     return hi, lo
 
-
 @triton.jit
 def _gemm_epilogue_kernel(
-    xh_ptr,
-    xl_ptr,
-    wh_ptr,
-    wl_ptr,
-    b_ptr,
-    out_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_xk,
-    stride_wn,
-    stride_wk,
-    stride_om,
-    stride_on,
-    divisor,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on, divisor,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # gelu((x @ W^T + b) / divisor)
     pid = tl.program_id(0)
@@ -115,27 +96,9 @@ class ModelNew(nn.Module):
         BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
         out = torch.empty((M, N), device=x.device, dtype=torch.float32)
         _gemm_epilogue_kernel[(triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)](
-            x_hi,
-            x_lo,
-            w_hi,
-            w_lo,
-            b,
-            out,
-            M,
-            N,
-            K,
-            x_hi.stride(0),
-            x_hi.stride(1),
-            w_hi.stride(0),
-            w_hi.stride(1),
-            out.stride(0),
-            out.stride(1),
-            self.divisor,
-            BLOCK_M=BLOCK_M,
-            BLOCK_N=BLOCK_N,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=8,
-            num_warps=8,
-            num_stages=3,
+            x_hi, x_lo, w_hi, w_lo, b, out,
+            M, N, K,
+            x_hi.stride(0), x_hi.stride(1), w_hi.stride(0), w_hi.stride(1), out.stride(0), out.stride(1), self.divisor,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8, num_stages=3,
         )
         return out

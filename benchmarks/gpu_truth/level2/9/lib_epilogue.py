@@ -4,7 +4,6 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-
 @triton.jit
 def _epilogue_kernel(y_ptr, out_ptr, n_elements, subtract_value, multiply_value, BLOCK: tl.constexpr):
     # relu((x @ W^T + b - subtract_value) * multiply_value): the GEMM (with its bias) is done; apply the rest in one pass
@@ -30,7 +29,5 @@ class ModelNew(nn.Module):
         out = torch.empty_like(y)
         n = y.numel()
         BLOCK = 1024
-        _epilogue_kernel[(triton.cdiv(n, BLOCK),)](
-            y, out, n, self.subtract_value, self.multiply_value, BLOCK=BLOCK, num_warps=4
-        )
+        _epilogue_kernel[(triton.cdiv(n, BLOCK),)](y, out, n, self.subtract_value, self.multiply_value, BLOCK=BLOCK, num_warps=4)
         return out
