@@ -278,15 +278,21 @@ class ReferenceBuilder:
     ) -> Degeneracies:
         """Whether the task is degenerate at the sizes the judge runs (from its own outputs, a float64 copy of the
         model's where the mode has none) and, on the CPU at small sizes, at the full sizes where a check there is
-        cheap enough (`full_check_fits`)."""
+        cheap enough (`full_check_fits`). A model the mode runs in its own dtype that cannot run in float64 (or
+        not in the device's memory) leaves the question open: the task is not refused for it."""
+        sizes: Literal["full", "small"] = "small" if spec.sizes == "small" else "full"
         if ref.float64:
             exact = [ref.refs[i] for i in range(min(2, len(ref.refs)))]
         else:
-            model = upcast_copy(ref.native)
-            exact = [self.forward(model, upcast(args)) for args in ref.inputs[:2]]
-            del model
+            try:
+                model = upcast_copy(ref.native)
+                exact = [self.forward(model, upcast(args)) for args in ref.inputs[:2]]
+                del model
+            except (TaskFault, torch.OutOfMemoryError, RuntimeError):
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                return Degeneracies(sizes, None, undecided=True)
         other = exact[1] if len(exact) > 1 and not same_inputs(ref.inputs[0], ref.inputs[1]) else None
-        sizes = "small" if spec.sizes == "small" else "full"
         found = Degeneracies(sizes, outputs_degeneracy(natives[0], exact[0], other, sizes, noise=noise))
         if sizes == "small" and self.device.type == "cpu" and full_check_fits(work)[0]:
             found.at_full, found.full_checked = self._full_check(ref, spec)
@@ -309,14 +315,17 @@ class ReferenceBuilder:
 class Degeneracies:
     """What the judge found of a task's degeneracy: at the sizes it runs, and at full size where it checked."""
 
-    sizes: str  # "full" or "small": the sizes the judge runs
+    sizes: Literal["full", "small"]  # the sizes the judge runs
     at_sizes: Degeneracy | None
     at_full: Degeneracy | None = None
     full_checked: bool = False
+    undecided: bool = False  # the reference could not be run in float64 here
 
     @property
-    def checked(self) -> Literal["full", "small"]:
-        """Where the task's degeneracy was decided: "full" or "small"."""
+    def checked(self) -> Literal["full", "small"] | None:
+        """Where the task's degeneracy was decided: "full" or "small" (None: it was not)."""
+        if self.undecided:
+            return None
         return "full" if self.full_checked or self.sizes == "full" else "small"
 
     def named(self) -> tuple[Degeneracy | None, Degeneracy | None]:
@@ -350,4 +359,4 @@ class TaskFacts:
     aliases: bool
     degeneracy: Degeneracy | None = None
     small_degeneracy: Degeneracy | None = None
-    checked: Literal["full", "small"] = "small"
+    checked: Literal["full", "small"] | None = "small"

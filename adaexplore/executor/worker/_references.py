@@ -47,7 +47,7 @@ class Reference:
     degeneracy: Degeneracy | None = None
     # these small sizes make the task degenerate, though its full sizes do not
     small_degeneracy: Degeneracy | None = None
-    degeneracy_checked: Literal["full", "small"] = "small"  # where that was decided
+    degeneracy_checked: Literal["full", "small"] | None = "small"  # where that was decided (None: not)
     timing_base: list[Any] | None = None
     # inputs drawn ahead with the trials' (per seed, each copy taken once; `ReferenceBuilder.inputs`)
     drawn: dict[int, list[list[Any]]] = field(default_factory=dict)
