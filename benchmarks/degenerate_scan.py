@@ -193,7 +193,12 @@ def _summary(rows: list[dict[str, Any]]) -> str:
     ]
     if any("created_degenerate" in r for r in rows):
         missed = names(lambda r: full_degenerate(r) and not r.get("created_degenerate"))
+        named = names(lambda r: str(r.get("created_degenerate") or "").startswith("degenerate task"))
+        failed = names(lambda r: str(r.get("created_degenerate") or "").startswith("error"))
+        lines.append(f"named degenerate by create_task: {len(named)} {named}")
         lines.append(f"degenerate at full size and not named by create_task: {len(missed)} {missed}")
+        if failed:
+            lines.append(f"create_task failed: {len(failed)} {failed}")
     timed = [r["derive_s"] for r in rows if r.get("derive_s") is not None]
     if timed:
         mean, most = sum(timed) / len(timed), max(timed)
