@@ -410,3 +410,10 @@ async def test_sizes_where_the_task_is_degenerate_are_refused_for_groups_that_ke
         assert derivation.sizes == derivation.attempts[0].sizes and derivation.degenerate is None
         assert derivation.fragile is not None and derivation.fragile.kind == "constant"
         assert "under another draw of the weights, the task is degenerate at every size tried" in derivation.note()
+        # a model that cannot run in float64 is checked in its own dtype, and still gets its sizes
+        float32_only = ZERO_UNDER_SOME_WEIGHTS.replace(
+            "return self.gemm(x) * (self.switch > 0.2).to(x.dtype)",
+            'assert x.dtype == torch.float32, "float32 only"\n        return self.gemm(x)',
+        )
+        derivation = await prober.derive(float32_only, timeout_s=60)
+        assert derivation.sizes == derivation.attempts[0].sizes and derivation.attempts[0].ok, derivation.note()

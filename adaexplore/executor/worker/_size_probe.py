@@ -55,7 +55,10 @@ def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> At
             start = time.process_time()
             drawn = (inputs, [t.detach() for t in tensors])
             where = "full" if not sizes else "small"
-            found = reference_degeneracy(module, cpu, where, model=model, first=drawn)
+            try:
+                found = reference_degeneracy(module, cpu, where, model=model, first=drawn)
+            except Exception:  # a model that does not run in float64: judged in its own dtype, noise unseen
+                found = reference_degeneracy(module, cpu, where, model=model, first=drawn, precise=False)
             fragile = None
             if found is None:  # the judge draws weights of its own: sizes degenerate under other weights are not kept
                 fragile = reference_degeneracy(module, cpu, where, init_seed=_OTHER_WEIGHTS, precise=False)
