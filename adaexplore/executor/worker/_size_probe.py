@@ -4,8 +4,10 @@ sizes on the CPU, loading the task as the judge does.
 
 Each `ProbeSizes` request is answered with one `SizeTried` per candidate tried, smallest first, then `Done`; it
 stops at the first candidate that runs and keeps the task (its output is not a constant, float32 rounding noise or
-blind to its inputs, under two draws of the weights: `_degenerate.py`), or at one slower than the budget (a larger
-one would be slower still).
+blind to its inputs, under two draws of the weights: `_degenerate.py`; a candidate whose forward takes over half a
+second is checked in its own dtype under one draw), or at one slower than the budget (a larger one would be slower
+still), or, where every candidate so far made the task degenerate, once the request has taken five times the
+budget.
 Where every candidate that ran made the task degenerate, one more `SizeTried` says what the task's full sizes
 gave (sizes `{}`): checked where the check's estimated cost is within `full_check_s`, else why not. The task's
 module is read from the evaluator's task folder (read-only here) and runs only after the sandbox is in place.
@@ -29,6 +31,13 @@ from adaexplore.executor.worker._taskrun import build_model, load_task_module, m
 __all__ = ["serve"]
 
 _OTHER_WEIGHTS = 1234  # the seed of a second draw of the weights a candidate is checked under
+# a candidate whose forward takes longer (CPU s) is checked in its own dtype alone, under the probe's weights
+# alone: float64 and a second model would cost it several times its forward, and what makes small sizes
+# degenerate (groups of one channel, a reduction over one element) comes at the small, cheap ones
+_FULL_CHECK_UNDER_S = 0.5
+# after this much CPU time (times the forward's budget) with every candidate degenerate, larger ones are not tried:
+# the task is degenerate whatever the size (a deep random network blind to its inputs, a clamp that saturates)
+_DEGENERATE_FOR = 5.0
 
 
 def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> Attempt:
@@ -55,12 +64,13 @@ def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> At
             start = time.process_time()
             drawn = (inputs, [t.detach() for t in tensors])
             where = "full" if not sizes else "small"
+            precise = forward_s <= _FULL_CHECK_UNDER_S
             try:
-                found = reference_degeneracy(module, cpu, where, model=model, first=drawn)
+                found = reference_degeneracy(module, cpu, where, model=model, first=drawn, precise=precise)
             except Exception:  # a model that does not run in float64: judged in its own dtype, noise unseen
                 found = reference_degeneracy(module, cpu, where, model=model, first=drawn, precise=False)
             fragile = None
-            if found is None:  # the judge draws weights of its own: sizes degenerate under other weights are not kept
+            if found is None and precise:  # the judge draws its own weights: sizes degenerate under others are not kept
                 fragile = reference_degeneracy(module, cpu, where, init_seed=_OTHER_WEIGHTS, precise=False)
             record["check_s"] = round(time.process_time() - start, 4)
             record["degenerate"], record["fragile"] = found, fragile
@@ -108,11 +118,15 @@ def serve(channel: Channel) -> None:
         if command.threads is not None:
             torch.set_num_threads(command.threads)
         tried: list[Attempt] = []
+        began = time.process_time()
         for candidate in command.candidates:
             attempt = _attempt(Path(command.task_path), candidate.how, candidate.sizes, command.budget_s)
             channel.send(SizeTried(attempt=attempt))
             tried.append(attempt)
             if attempt.ok or (attempt.forward_s or 0.0) > command.budget_s:
+                break
+            spent = time.process_time() - began
+            if spent > _DEGENERATE_FOR * command.budget_s and all(a.degenerate is not None for a in tried):
                 break
         last = tried[-1] if tried else None
         # every candidate that ran was degenerate, some under the probe's own weights: how are the full sizes?
