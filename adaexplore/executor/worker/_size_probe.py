@@ -4,10 +4,10 @@ sizes on the CPU, loading the task as the judge does.
 
 Each `ProbeSizes` request is answered with one `SizeTried` per candidate tried, smallest first, then `Done`; it
 stops at the first candidate that runs and keeps the task (its output is not a constant, float32 rounding noise or
-blind to its inputs, under two draws of the weights: `_degenerate.py`; a candidate whose forward takes over half a
-second is checked in its own dtype under one draw), or at one slower than the budget (a larger one would be slower
-still), or, where every candidate so far made the task degenerate, once the request has taken five times the
-budget.
+blind to its inputs, under two draws of the weights: `_degenerate.py`; a candidate whose forward takes over a fifth
+of a CPU second is checked in its own dtype under one draw), or at one slower than the budget (a larger one would
+be slower still), or, where every candidate so far made the task degenerate, once the request has taken five times
+the budget.
 Where every candidate that ran made the task degenerate, one more `SizeTried` says what the task's full sizes
 gave (sizes `{}`): checked where the check's estimated cost is within `full_check_s`, else why not. The task's
 module is read from the evaluator's task folder (read-only here) and runs only after the sandbox is in place.
@@ -34,7 +34,7 @@ _OTHER_WEIGHTS = 1234  # the seed of a second draw of the weights a candidate is
 # a candidate whose forward takes longer (CPU s) is checked in its own dtype alone, under the probe's weights
 # alone: float64 and a second model would cost it several times its forward, and what makes small sizes
 # degenerate (groups of one channel, a reduction over one element) comes at the small, cheap ones
-_FULL_CHECK_UNDER_S = 0.5
+_FULL_CHECK_UNDER_S = 0.2
 # after this much CPU time (times the forward's budget) with every candidate degenerate, larger ones are not tried:
 # the task is degenerate whatever the size (a deep random network blind to its inputs, a clamp that saturates)
 _DEGENERATE_FOR = 5.0
