@@ -203,9 +203,10 @@ class ReferenceBuilder:
         """Where PyTorch's own reference in the task's dtype misses the tolerance against the float64 one, output
         `j` is allowed twice its miss; but never so much that an output of one value (zero, or the float64
         output's mean) would pass, unless PyTorch's reference is itself no closer than such an output (rounding
-        noise: the task is then named degenerate). The flag that says so, or None."""
+        noise: the task is then named degenerate). The flag that says so, or None. A miss without bound (a float64
+        output of exact zeros, which allows no error at all) widens nothing: the zeros are the answer."""
         worst = max(excess(natives[i][j], ref.refs[i][j], tol) for i in range(len(natives)))
-        if worst <= 1.0:
+        if worst <= 1.0 or not math.isfinite(worst):
             return None
         constant = min(constant_excess(ref.refs[i][j], tol)[1] for i in range(len(natives)))
         allowance = 2.0 * worst

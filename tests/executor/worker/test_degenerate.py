@@ -196,3 +196,28 @@ def test_the_cost_of_a_full_size_check_comes_from_the_reference_s_work(tmp_path:
     # cheap in time but not in memory: a 65536 x 4096 input held in float32 and float64 for two draws
     fits, why = full_check_fits(dear, budget_s=1e9)
     assert not fits and "GiB" in why
+
+
+def test_an_exactly_zero_float64_output_widens_nothing(tmp_path: Path) -> None:
+    """A float64 output of exact zeros where the float32 one is rounding noise (here made so on purpose): PyTorch's
+    float32 result misses it without bound, and no tolerance is widened for that, so only zeros pass."""
+    exact_zero = """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return torch.zeros_like(x) if x.dtype == torch.float64 else 1e-7 * (x - 0.5)
+
+        def get_inputs():
+            return [torch.rand(8, 16)]
+
+        def get_init_inputs():
+            return []
+    """
+    judge = Judge(torch.device("cpu"), budget=1 << 30)
+    prepared, ref = _prepare(judge, _spec(_write(tmp_path, "zero", exact_zero), "z"))
+    assert ref.allowance == [1.0]
+    assert prepared.degeneracy is not None and prepared.degeneracy.kind == "constant"
+    exact = ref.refs[0][0]
+    assert not compare(torch.full_like(exact, 1e-3), exact, ref.tolerances[0], allowance=ref.allowance[0]).passed
