@@ -16,6 +16,7 @@ from adaexplore.executor import (
     Stats,
     Status,
     Task,
+    TaskCheck,
     Timing,
     code_hash,
 )
@@ -92,9 +93,10 @@ class FakeEvaluator:
         backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
         return make_evaluation(task, code, status, speedup, options.mode or "strict", backends)
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         self.checked.append(task.name)  # records nothing of the reference: its tasks get no speed of light
         self.checked_modes.append(options.mode.value if options is not None and options.mode is not None else None)
+        return TaskCheck()
 
     async def ready(self, progress: object = None) -> None:
         return None

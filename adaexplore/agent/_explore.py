@@ -24,10 +24,9 @@ from adaexplore.agent._messages import Reply
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConflictError, ModelError, RequestError, TaskError
-from adaexplore.executor import EvaluationOptions, EvaluatorProtocol, ProgressUpdate, Task
+from adaexplore.executor import EvaluationOptions, EvaluatorProtocol, ProgressUpdate, Task, TaskCheck
 from adaexplore.memory import NO_GUIDANCE, check_rule_text
 from adaexplore.prompts import DistillContext, KernelContext
-from adaexplore.roofline import TaskWork
 from adaexplore.store import UsageTotals
 
 __all__ = [
@@ -208,7 +207,7 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         return await self.inner.check_task(task, options)
 
     async def ready(self, progress: tools.Progress | None = None) -> None:

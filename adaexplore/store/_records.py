@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.domain import Kind
+from adaexplore.domain import Degeneracy, Kind
 
 __all__ = ["MAX_INTEGER", "EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord", "fits"]
 
@@ -28,6 +28,14 @@ class TaskRecord(_Record):
     created_at: str
     # what the task's reference does at its full sizes (roofline.TaskWork as JSON), where it was recorded
     work: str | None = None
+    # the task is degenerate (domain.Degeneracy as JSON; None: it is not, or it was not checked), and the sizes at
+    # which the check decided: "full", "small", or None where no check said
+    degenerate: str | None = None
+    degeneracy_checked: str | None = None
+
+    @property
+    def degeneracy(self) -> Degeneracy | None:
+        return Degeneracy.model_validate_json(self.degenerate) if self.degenerate else None
 
 
 class RunRecord(_Record):

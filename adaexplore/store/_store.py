@@ -205,6 +205,17 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
                 db.execute("UPDATE tasks SET work=? WHERE id=? AND work IS NULL", (work, task_id))
         return self.task(task_id)
 
+    def set_task_degeneracy(self, task_id: str, degenerate: str | None, checked: str) -> TaskRecord:
+        """Record what a check of the task found of its degeneracy (`degenerate`: domain.Degeneracy as JSON, or None)
+        at `checked` sizes ("full" or "small"). A finding at full size is not replaced by one at small sizes."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE tasks SET degenerate=?, degeneracy_checked=? WHERE id=? AND "
+                "(degeneracy_checked IS NULL OR degeneracy_checked <> 'full' OR ? = 'full')",
+                (degenerate, checked, task_id, checked),
+            )
+        return self.task(task_id)
+
     def task(self, task_id: str) -> TaskRecord:
         row = self._db.execute("SELECT * FROM tasks WHERE id=?", (task_id,)).fetchone()
         if row is None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from adaexplore.executor.tasks._small_sizes import Candidate
+from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S, Candidate
 from adaexplore.executor.wire._data import DeviceExchange, InputPattern, JobSpec, Msg, SharedInputs, TensorFile
 from adaexplore.executor.wire._modes import TimingSpec
 
@@ -151,13 +151,15 @@ class Synthesize(Msg):
 class ProbeSizes(Msg):
     """A size probe's request (`executor/worker/_size_probe.py`): run the reference of the task module at
     `task_path` at each candidate's sizes in turn, until one runs within `budget_s` CPU seconds or is slower.
-    `threads`: torch's CPU threads for it (None: torch's own choice)."""
+    `threads`: torch's CPU threads for it (None: torch's own choice). Where every candidate that ran makes the task
+    degenerate, the task is checked at its full sizes if that is expected to take at most `full_check_s` CPU s."""
 
     kind: Literal["probe_sizes"] = "probe_sizes"
     task_path: str
     candidates: list[Candidate]
     budget_s: float
     threads: int | None = None
+    full_check_s: float = FULL_CHECK_BUDGET_S
 
 
 Command = Annotated[

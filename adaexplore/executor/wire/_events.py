@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from adaexplore.domain import AuditFlag, ErrorDetail, KernelCost, Stats, Status, Tolerance, TrialResult
+from adaexplore.domain import AuditFlag, Degeneracy, ErrorDetail, KernelCost, Stats, Status, Tolerance, TrialResult
 from adaexplore.executor.tasks._small_sizes import Attempt
 from adaexplore.executor.wire._data import DeviceExchange, InputPattern, Msg, SharedInputs, TensorFile
 from adaexplore.roofline import ForwardWork, TaskWork
@@ -130,6 +130,11 @@ class Prepared(Msg):
     timing_seed: int
     tolerances: list[Tolerance]
     task_flags: list[AuditFlag] = Field(default_factory=list)
+    # the task is degenerate (at full size where the judge could check it there, else at the sizes it runs)
+    degeneracy: Degeneracy | None = None
+    # the small sizes the judge runs make the task degenerate, though its full sizes do not
+    small_degeneracy: Degeneracy | None = None
+    degeneracy_checked: Literal["full", "small"] | None = None  # where that was decided
     reference_mutates_inputs: bool = False
     reference_aliases_inputs: bool = False
     # The most elements the reference's outputs hold together in any trial.

@@ -256,7 +256,7 @@ class Judge:
         torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
         if not ref.prepared:
-            self.builder.compute(ref, spec)
+            self.builder.compute(ref, spec, self._work.get((spec.task_path, spec.cast_floats_to), {}).get("work"))
             if not ((spec.device_exchange or spec.keep_reference) and self.device.type == "cuda"):
                 ref.inputs = []  # raw-file jobs: the candidate draws its own, and the judge needs none after this
             size = self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
@@ -285,6 +285,9 @@ class Judge:
             task_flags=ref.flags,
             reference_mutates_inputs=ref.mutates_inputs,
             reference_aliases_inputs=ref.aliases_inputs,
+            degeneracy=ref.degeneracy,
+            small_degeneracy=ref.small_degeneracy,
+            degeneracy_checked=ref.degeneracy_checked,
             output_elements=max(sum(t.numel() for t in refs) for refs in ref.refs) if ref.refs else None,
             outputs=outputs,
         )

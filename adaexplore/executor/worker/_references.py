@@ -13,11 +13,11 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from adaexplore.domain import AuditFlag, Tolerance
+from adaexplore.domain import AuditFlag, Degeneracy, Tolerance
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._taskrun import tensors_in
@@ -43,6 +43,11 @@ class Reference:
     flags: list[AuditFlag] = field(default_factory=list)
     mutates_inputs: bool = False
     aliases_inputs: bool = False
+    # the task is degenerate (at full size where it was checked there, else at these sizes: `_degenerate.py`)
+    degeneracy: Degeneracy | None = None
+    # these small sizes make the task degenerate, though its full sizes do not
+    small_degeneracy: Degeneracy | None = None
+    degeneracy_checked: Literal["full", "small"] | None = "small"  # where that was decided (None: not)
     timing_base: list[Any] | None = None
     # inputs drawn ahead with the trials' (per seed, each copy taken once; `ReferenceBuilder.inputs`)
     drawn: dict[int, list[list[Any]]] = field(default_factory=dict)

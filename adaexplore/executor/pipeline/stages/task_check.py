@@ -15,16 +15,17 @@ from adaexplore.executor.pipeline.stages.faults import signal_name
 from adaexplore.executor.pipeline.stages.footprint import need
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
 from adaexplore.executor.tasks._task import Task
-from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
+from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, Prepared, TaskFailed
 from adaexplore.roofline import TaskWork
 
 __all__ = ["run"]
 
 
-async def run(lanes: Lanes, task: Task, mode: Mode) -> TaskWork | None:
-    """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not).
-    The reference is built as an evaluation in `mode` builds it; on fresh seeds, the judge keeps it, and the
-    task's first evaluation in that mode takes those seeds (`stages/ahead.py`).
+async def run(lanes: Lanes, task: Task, mode: Mode) -> tuple[TaskWork | None, Prepared | None]:
+    """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not),
+    and what the judge found preparing its reference (its facts: is the task degenerate). The reference is built as
+    an evaluation in `mode` builds it; on fresh seeds, the judge keeps it, and the task's first evaluation in that
+    mode takes those seeds (`stages/ahead.py`).
 
     Raises:
         TaskError: the task's own code failed, with the reason.
@@ -38,7 +39,7 @@ async def run(lanes: Lanes, task: Task, mode: Mode) -> TaskWork | None:
         return await _check_on(lane, task, ctx, lane.make_job(ctx, task_path.parent, task_path))
 
 
-async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork | None:
+async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> tuple[TaskWork | None, Prepared | None]:
     judge, lock = lane.judge, lane.lock
     assert judge is not None
 
@@ -86,13 +87,18 @@ async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork 
             if lock is not None:  # the forward runs on the device; no candidate is timed beside it
                 await lock.acquire()
             try:
-                await ask(Prepare(job_id=job.job_id), lane.config.trial_timeout_s * (job.trials + 3), "Model's forward")
+                prepared = await ask(
+                    Prepare(job_id=job.job_id), lane.config.trial_timeout_s * (job.trials + 3), "Model's forward"
+                )
             finally:
                 if lock is not None:
                     lock.release()
             if fresh:
                 lane.ahead.keep(lane.where, job, time.perf_counter() - started)
-            return loaded.work if isinstance(loaded, Loaded) else None
+            return (
+                loaded.work if isinstance(loaded, Loaded) else None,
+                prepared if isinstance(prepared, Prepared) else None,
+            )
         finally:  # within the reservation: the judge's answer says what it keeps of the reference
             with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
                 await judge.release(job.job_id)
