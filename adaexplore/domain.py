@@ -14,6 +14,7 @@ __all__ = [
     "AuditFlag",
     "Backend",
     "Correctness",
+    "Degeneracy",
     "ErrorDetail",
     "Estimate",
     "EstimatePart",
@@ -99,6 +100,9 @@ class TrialResult(_Model):
     max_scaled_error: float | None = None
     norm_rel_error: float | None = None
     reference_norm_rel_error: float | None = None
+    # how far norm_rel_error, measured on a sample of the outputs, may stray from that of all of them (a jackknife's
+    # standard error; the evaluator's check at the full reduction lengths alone reports it)
+    norm_rel_spread: float | None = None
     message: str | None = None
 
 
@@ -156,6 +160,47 @@ class AuditFlag(_Model):
     code: str
     severity: Literal["reject", "warn", "info"]
     message: str
+
+
+# what every place that shows a degenerate task's results says of them
+DEGENERATE_ZERO = "any kernel that writes 0 is correct on this task: its speedups say nothing"
+
+
+class Degeneracy(_Model):
+    """A task whose reference cannot tell kernels apart, found from the reference alone (float32 and float64, two
+    draws of its inputs) under strict's tolerance: one output is a `constant` (zero or one value, the same for both
+    draws), float32 rounding `noise` (PyTorch's float32 reference is no closer to the float64 one than a constant
+    is), or `input_blind` (two different draws give the same output). `sizes`: where it was found."""
+
+    kind: Literal["constant", "noise", "input_blind"]
+    output: int = 0
+    outputs: int = 1
+    value: float | None = None  # the constant a kernel may write (0 for noise)
+    sizes: Literal["full", "small"] = "full"
+
+    def what(self) -> str:
+        """What the output is, in a few words."""
+        which = f"output {self.output}" if self.outputs > 1 else "its output"
+        if self.kind == "noise":
+            return f"{which} is float32 rounding noise around 0, whatever the input"
+        if self.kind == "constant" and self.value == 0:
+            return f"{which} is 0 everywhere, whatever the input"
+        if self.kind == "constant":
+            return f"{which} is one value everywhere ({self.value:.4g} with these weights), whatever the input"
+        return f"{which} does not depend on the inputs (two different draws give the same output)"
+
+    def where(self) -> str:
+        return "at its full sizes" if self.sizes == "full" else "at its small sizes (its full ones were not checked)"
+
+    def line(self) -> str:
+        """The one line every place that shows the task's results gives."""
+        if self.kind == "noise" or (self.kind == "constant" and self.value == 0):
+            consequence = DEGENERATE_ZERO
+        elif self.kind == "constant":
+            consequence = "a kernel that writes that one value is correct on this task: its speedups say nothing"
+        else:
+            consequence = "a kernel that ignores its inputs is correct on this task: its speedups say nothing"
+        return f"degenerate task: {self.what()}, {self.where()}; {consequence}"
 
 
 class KernelCost(_Model):
