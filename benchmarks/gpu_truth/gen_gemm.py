@@ -11,7 +11,10 @@ A `Gemm` variant says how the operands reach the tensor cores and how the work i
   step: float -> bf16 -> float conversions in the main loop), `loopint` (in registers by integer rounding:
   shifts, adds and masks on the fp32 bits in place of the conversion back to float);
 - tiles, warps, stages, `group` (GROUP_M of the grouped program order; 1 is plain row-major order);
-- `acc`: `zeros` (`tl.zeros` then `acc = tl.dot(a, b, acc)`) or `first` (the first K step peeled: the accumulator
+- `acc`: `zeros` (`tl.zeros` then `acc = tl.dot(a, b, acc)`), `two` (split precisions: the two small products
+  summed in an accumulator of their own, added to the large one after the loop; the tensor cores cut each partial
+  sum to 26 bits below the largest exponent in it, so small products chained onto a large accumulator lose their
+  low bits) or `first` (the first K step peeled: the accumulator
   starts from its product);
 - `persistent`: None (one program per output tile) or the grid of a persistent kernel that loops over tiles:
   `sms` (the SM count), `2sms`, `half` (half the SMs) or a fixed number (`12`: too small on purpose);
@@ -24,6 +27,8 @@ A `Gemm` variant says how the operands reach the tensor cores and how the work i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from gen_split import SPLIT_KERNEL
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,10 @@ def header(p: GemmProblem, v: Gemm) -> str:
         tiles = f"{v.bm}x{v.bn}x{v.bk} w{v.warps} s{v.stages}"
     order = "plain order" if v.group == 1 else f"grouped order (GROUP_M {v.group})"
     sched = f"persistent (grid {v.persistent}, a loop over tiles)" if v.persistent else "one program per tile"
-    acc = "accumulator from the first product" if v.acc == "first" else "accumulator from tl.zeros"
+    acc = {
+        "first": "accumulator from the first product",
+        "two": "the small products in an accumulator of their own",
+    }.get(v.acc, "accumulator from tl.zeros")
     loads = "TMA descriptor loads" if v.tma else "pointer loads"
     split = f"{v.split_a}/{v.split_b}" if v.split else "-"
     shape = (
@@ -110,35 +118,6 @@ def header(p: GemmProblem, v: Gemm) -> str:
     )
     note = f"; {v.note}" if v.note else ""
     return f"# one Triton GEMM, {prec}, {tiles}, {order}, {sched}, {acc}, {loads}, {p.epi_words}{note} {params}"
-
-
-_SPLIT_KERNEL = """
-@triton.jit
-def _split_kernel(src_ptr, hi_ptr, lo_ptr, R, C, CP, stride_src, scale, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    # hi = v*scale rounded to the nearest {half}; lo = (v*scale - hi) rounded to the nearest {half}; columns C..CP
-    # of the (R, CP) outputs are zeros (the padding keeps their rows 16-byte aligned for TMA)
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    src = rows.to(tl.int64)[:, None] * stride_src + cols[None, :]
-    v = tl.load(src_ptr + src, mask=(rows < R)[:, None] & (cols < C)[None, :], other=0.0) * scale
-    hi = v.to({tl_half})
-    lo = (v - hi.to(tl.float32)).to({tl_half})
-    dst = rows.to(tl.int64)[:, None] * CP + cols[None, :]
-    inside = (rows < R)[:, None] & (cols < CP)[None, :]
-    tl.store(hi_ptr + dst, hi, mask=inside)
-    tl.store(lo_ptr + dst, lo, mask=inside)
-
-
-def _split(t, scale):
-    # the two half-precision parts of an fp32 matrix, columns padded to a multiple of 8
-    R, C = t.shape
-    CP = (C + 7) // 8 * 8
-    hi = torch.empty((R, CP), device=t.device, dtype={torch_half})
-    lo = torch.empty((R, CP), device=t.device, dtype={torch_half})
-    grid = (triton.cdiv(R, 32), triton.cdiv(CP, 128))
-    _split_kernel[grid](t, hi, lo, R, C, CP, t.stride(0), scale, BLOCK_R=32, BLOCK_C=128, num_warps=4)
-    return hi, lo
-"""
 
 
 def _operand_params(v: Gemm, side: str) -> list[str]:
@@ -199,6 +178,12 @@ def _loads(p: GemmProblem, v: Gemm, k: str) -> list[str]:
 
 def _dots(v: Gemm, first: bool) -> list[str]:
     if v.split:
+        if v.acc == "two":
+            return [
+                "acc_lo = tl.dot(a_lo, b_hi, acc_lo)",
+                "acc_lo = tl.dot(a_hi, b_lo, acc_lo)",
+                "acc = tl.dot(a_hi, b_hi, acc)",
+            ]
         head = "acc = tl.dot(a_lo, b_hi)" if first else "acc = tl.dot(a_lo, b_hi, acc)"
         return [head, "acc = tl.dot(a_hi, b_lo, acc)", "acc = tl.dot(a_hi, b_hi, acc)"]
     if first:
@@ -241,9 +226,13 @@ def _tile_body(p: GemmProblem, v: Gemm, pid: str) -> list[str]:
         start = "BLOCK_K"
     else:
         lines += ["acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
+        if v.acc == "two":
+            lines += ["acc_lo = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)"]
         start = "0"
     lines.append(f"for k0 in range({start}, K, BLOCK_K):")
     lines += ["    " + line for line in _loads(p, v, "k0") + _dots(v, False)]
+    if v.acc == "two":
+        lines.append("acc = acc + acc_lo")
     if v.prec == "fp16x3":
         lines.append("acc = acc * unscale")
     if p.bias_expr is not None:
@@ -402,7 +391,7 @@ def render(p: GemmProblem, v: Gemm) -> str:
     if v.split and "pre" in (v.split_a, v.split_b):
         half = "bf16" if v.prec == "bf16x3" else "fp16"
         torch_half = "torch.bfloat16" if v.prec == "bf16x3" else "torch.float16"
-        text += _SPLIT_KERNEL.format(half=half, tl_half=_half(v), torch_half=torch_half)
+        text += SPLIT_KERNEL.format(half=half, tl_half=_half(v), torch_half=torch_half)
     text += p.extra_kernels
     text += "\n\n" + _kernel(p, v) + "\n\n"
     text += "class ModelNew(nn.Module):\n"

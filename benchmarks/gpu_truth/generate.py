@@ -58,6 +58,8 @@ def _named(v: Gemm) -> Gemm:
         parts.append("plain")
     if v.acc == "first":
         parts.append("first")
+    if v.acc == "two":
+        parts.append("twoacc")
     return replace(v, name="_".join(parts))
 
 
@@ -88,6 +90,7 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
                 _t(BF, "256x128x32 w8 s3"),
                 _t("fp16x3", "128x128x32 w8 s3"),
                 _t("fp16x3", "128x128x64 w8 s3", acc="first"),
+                _t(BF, "128x128x64 w8 s3", acc="two"),
             ],
         ),
         # the split inside the main loop (conversions per K step) against outside it
@@ -186,6 +189,7 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
                 _t(BF, "128x128x32 w8 s4"),
                 _t("fp16x3", "128x128x64 w8 s3"),
                 _t(BF, "128x128x64 w8 s3", tma=True, persistent="sms"),
+                _t(BF, "128x128x64 w8 s3", acc="two", note="positive operands: small products kept apart"),
             ],
         ),
         (
@@ -195,6 +199,7 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
                 _t(BF, "128x128x64 w8 s3"),
                 _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
                 _t("ieee", "64x64x32 w4 s3"),
+                _t(BF, "128x128x64 w8 s3", acc="two", note="positive operands: small products kept apart"),
             ],
         ),
         # A @ B^T: the linear layout without bias, TMA and persistent against pointer loads, split in or out of the loop
@@ -210,6 +215,9 @@ def gemm_families() -> list[tuple[GemmProblem, Gemm]]:
                 _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop"),
                 _t("ieee", "128x128x32 w8 s2"),
                 _t("fp16x3", "128x128x64 w8 s3", acc="first"),
+                _t(BF, "128x128x64 w8 s3", acc="two", note="positive operands: small products kept apart"),
+                _t(BF, "128x128x32 w8 s3", split_a="loop", split_b="loop", acc="two"),
+                _t(BF, "128x128x64 w8 s3", tma=True, persistent="sms", acc="two"),
             ],
         ),
         # M = 128, a 1 GiB weight: how many tiles the grid has (128 of 128x128, under one wave of 132 SMs, to 512 of
