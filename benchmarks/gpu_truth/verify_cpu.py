@@ -8,6 +8,8 @@ are the verdicts and estimates that the GPU's (truth.jsonl, from measure.py) are
     python benchmarks/gpu_truth/verify_cpu.py --kernelbench DIR  # KernelBench's levels elsewhere
     python benchmarks/gpu_truth/verify_cpu.py --retry-timeouts   # judge again the kernels that timed out (a loaded
                                                                  # machine times honest kernels out)
+    python benchmarks/gpu_truth/verify_cpu.py --again --only level1/2/  # judge again though the code is the same
+                                                                 # (the evaluator changed since)
 
 Each row: `level`, `problem`, `kernel` (its path here), `cpu_status`, `message` (of a kernel that was not ok),
 `estimate` (the estimate's ms, the reference's estimated ms, speedup, sol_fraction, exact, summary; None where
@@ -78,7 +80,9 @@ def estimate_row(evaluation) -> dict[str, object] | None:  # type: ignore[no-unt
     }
 
 
-async def main(kernelbench: Path, only: str | None, skip: str | None, out: Path, retry_timeouts: bool) -> None:
+async def main(
+    kernelbench: Path, only: str | None, skip: str | None, out: Path, retry_timeouts: bool, again: bool
+) -> None:
     rows: dict[tuple[str, str], dict[str, object]] = {}
     if out.is_file():
         rows = {
@@ -87,7 +91,7 @@ async def main(kernelbench: Path, only: str | None, skip: str | None, out: Path,
             if (HERE / r["kernel"]).is_file()  # a kernel deleted since loses its row
         }
     # a kernel edited since its verdict, or retried, is judged again and its new row replaces the old
-    done = {key for key, row in rows.items() if not (retry_timeouts and row["cpu_status"] == "timeout")}
+    done = {key for key, row in rows.items() if not (again or (retry_timeouts and row["cpu_status"] == "timeout"))}
     todo = [
         (level, task, kernel, (str(kernel.relative_to(HERE)), code_hash(kernel.read_text())))
         for level, task, kernel in kernels(kernelbench, only, skip)
@@ -140,5 +144,6 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, default=HERE / "cpu_verdicts.jsonl")
     parser.add_argument("--kernelbench", type=Path, default=KERNELBENCH, help="the KernelBench folder")
     parser.add_argument("--retry-timeouts", action="store_true", help="judge again the kernels that timed out")
+    parser.add_argument("--again", action="store_true", help="judge the chosen kernels again, whatever their rows")
     args = parser.parse_args()
-    anyio.run(main, args.kernelbench, args.only, args.skip, args.out, args.retry_timeouts)
+    anyio.run(main, args.kernelbench, args.only, args.skip, args.out, args.retry_timeouts, args.again)
