@@ -5,10 +5,11 @@ line saying its design and, in brackets, its parameters (`[family=gemm prec=bf16
     python benchmarks/gpu_truth/generate.py --check  # exit 1 where a file differs from what the templates write
 
 The families differ in what an expert sees in compiled code: tile shapes, warps, pipeline stages, grouped or plain
-program order, an accumulator started from the first product or from zeros, conversions in the main loop (a
-split inside or outside it), shared memory that fits one or two CTAs per SM, persistent grids sized right or too
-small, TMA or pointer loads, autotuning. Hand-written kernels (the designs a template cannot express) live beside
-them; this script never touches a file it does not write.
+program order, an accumulator started from the first product or from zeros (or a split's small products in an
+accumulator of their own), conversions in the main loop (a split inside or outside it), shared memory that fits
+one or two CTAs per SM, persistent grids sized right or too small, TMA or pointer loads, autotuning. Hand-written
+kernels (the designs a template cannot express) live beside them; this script never touches a file it does not
+write.
 """
 
 from __future__ import annotations
