@@ -99,7 +99,7 @@ def _cudart() -> str:
     found = sorted(str(p) for p in lib.glob("libcudart*.so*"))
     nvidia = Path(torch.__file__).parents[1] / "nvidia"
     found += sorted(str(p) for p in nvidia.glob("cuda_runtime/lib/libcudart.so*"))
-    return ":".join(found + ["libcudart.so"])
+    return ":".join([*found, "libcudart.so"])
 
 
 def main(args: argparse.Namespace) -> None:

@@ -14,6 +14,8 @@
 #                                               # set first, most telling first, then the rest; each call goes on where
 #                                               # the last stopped (state in test-artifacts/gpu-validation; RESTART=1
 #                                               # starts over) and writes $OUT/validation-summary.md
+#   benchmarks/run_gpu_validation.sh pinned     # where page-locked host memory shows and what refuses it, for each way
+#                                               # of pinning (benchmarks/pinned_probe.py; about a minute)
 #   benchmarks/run_gpu_validation.sh recheck    # whether 44 rechecks catch a kernel lazy on a random tenth of its timed
 #                                               # calls, and what they cost (benchmarks/recheck_catch.py; resumes)
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
@@ -91,6 +93,9 @@ case "${1:-tests}" in
   validate)
     python3 benchmarks/gpu_validation.py --out "$OUT" --budget-s "${BUDGET_S:-540}" --workers "${WORKERS:-8}" \
       ${RESTART:+--restart}
+    ;;
+  pinned)
+    timeout 300 python3 benchmarks/pinned_probe.py --out "$OUT" --mib "${MIB:-1024}" 2>&1 | tee "$OUT/pinned_probe.txt"
     ;;
   recheck)
     # the rows are kept beside the checkout between calls, and copied to $OUT
