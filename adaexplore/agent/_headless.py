@@ -397,9 +397,8 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             f"(torch {report.torch_version}, {report.catalogue_size} operators usable)\n"
         )
         if not report.tasks:
-            raise TaskError(
-                "no synthetic task passed the checks: " + first_of([r.reason for r in report.rejected], 5, sep="; ")
-            )
+            why = first_of([r.reason for r in report.rejected], 5, sep="; ")
+            raise TaskError(f"no synthetic task passed the checks: {why}")
         async with tools.open_services(settings) as svc:
             writer = ModelWriter(client=client, svc=svc, label=model_name)
             svc = dataclasses.replace(svc, judge=writer)
