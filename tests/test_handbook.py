@@ -92,3 +92,19 @@ def test_the_task_and_kernel_of_the_page_are_usable_as_shown(tmp_path: Path) -> 
     assert task.small_sizes == {"batch_size": 8, "dim": 100}
     defined = {node.name for node in ast.parse(kernel_code).body if isinstance(node, ast.ClassDef)}
     assert defined == {"ModelNew"} and "@triton.jit" in kernel_code
+
+
+def test_the_glossary_names_every_label_column_status_and_flag_the_output_prints() -> None:
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    source = ROOT / "adaexplore"
+    labels = set(re.findall(r'row\(\s*"([a-z]+)"', (source / "executor/pipeline/_render.py").read_text()))
+    columns = set(re.findall(r'\("([^"]+)", "(?:left|right)"\)', (source / "bench/_table.py").read_text()))
+    assert {"verdict", "speed", "audit", "phases"} <= labels and {"of SOL", "triton share"} <= columns
+    missing = sorted(word for word in labels | columns | {"sizes"} if f"**{word}**" not in glossary)
+    flags = set()
+    for module in source.rglob("*.py"):
+        text = module.read_text()
+        flags |= set(re.findall(r'\bcode="([a-z0-9_]+)"', text)) | set(re.findall(r'_add\(\s*\w+,\s*"([a-z_]+)"', text))
+    assert {"faster_than_light", "degenerate_task", "reference_imprecise", "banned_api"} <= flags
+    missing += sorted(word for word in flags | {s.value for s in Status} if f"`{word}`" not in glossary)
+    assert not missing, f"docs/glossary.md does not explain {missing}"
