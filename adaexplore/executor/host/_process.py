@@ -22,8 +22,7 @@ from adaexplore.config import Settings
 from adaexplore.executor.host._cgroup import oom_kills
 from adaexplore.executor.host._reaper import reaped
 from adaexplore.executor.host._sandbox import SandboxPlan
-from adaexplore.executor.host._spawn import process_tree_cpu_seconds
-from adaexplore.executor.host._watch import OutputCapture, namespace_init, tree_size
+from adaexplore.executor.host._watch import OutputCapture, namespace_init, process_tree_cpu_seconds, tree_size
 from adaexplore.executor.host._worker_user import hand_over
 from adaexplore.executor.wire._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor.wire._side import SideSocket, side_pair
