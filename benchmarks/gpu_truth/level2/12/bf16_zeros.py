@@ -1,4 +1,4 @@
-# x and W converted to bf16 in a pass, one Triton GEMM with one bf16 dot per K step on K-masked loads, the fp32 accumulator from tl.zeros (ptxas serializes its wgmma: C7515), 128x128x64 w8 s3, epilogue fused; not strict's precision (a kernelbench-mode variant)
+# x and W converted to bf16 in a pass, one Triton GEMM with one bf16 dot per K step on K-masked loads, the fp32 accumulator from tl.zeros (ptxas serializes its wgmma: C7515), 128x128x64 w8 s3, epilogue fused; not strict's precision (a paper-mode variant)
 import torch
 import torch.nn as nn
 import triton
