@@ -56,7 +56,7 @@ def test_measure_lists_level3_and_resumes_only_from_rows_of_the_same_code(tmp_pa
         {"kernel": "level3/4/direct_fcchain.py", "code_hash": "edited-since"},  # stale: measured again
     ]
     out.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    anyio.run(measure.main, "level3/", out, KERNELBENCH, 1, None, None, True)
+    anyio.run(measure.main, "level3/", out, KERNELBENCH, 1, None, "strict", None, True)
     lines = capsys.readouterr().out.splitlines()
     problems = len({k.parent for k in kernels})
     assert lines[:3] == [
