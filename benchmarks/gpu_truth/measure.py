@@ -1,12 +1,15 @@
-"""Measure this corpus on a GPU: every kernel under level1/ and level2/ in strict mode at the task's full sizes,
-one row per kernel in truth.jsonl (the schema of the shared corpus, `../shared/data/gpu-truth/`), with the GPU's
-share of the speed of light beside it.
+"""Measure this corpus on a GPU: every kernel under level1/, level2/ and level3/ in strict mode at the task's full
+sizes, one row per kernel in truth.jsonl (the schema of the shared corpus, `../shared/data/gpu-truth/`), with the
+GPU's share of the speed of light beside it.
 
     python benchmarks/gpu_truth/measure.py                  # on a GPU machine; resumes where it stopped
     python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels (several: level2/12/,level2/76/)
     python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench's levels elsewhere (default: the shared
                                                              # data beside the checkout)
     python benchmarks/gpu_truth/measure.py --parallel 4      # evaluations under way at once
+    python benchmarks/gpu_truth/measure.py --stop-after 540  # start no evaluation after 540 s (a call limited to
+                                                             # 10 minutes ends with its table and provenance)
+    python benchmarks/gpu_truth/measure.py --list            # what a run would measure, by level; no GPU needed
     python benchmarks/gpu_truth/measure.py --only level2/12/bf16x3_inloop --mode paper --out v.jsonl
                                                              # another mode's tolerance, its rows elsewhere
 
@@ -40,7 +43,9 @@ def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None 
     comma-separated parts of `only`, and not `skip`)."""
     parts = [part for part in (only or "").split(",") if part]
     found = []
-    for level in (1, 2):
+    for level in (1, 2, 3):
+        if not (HERE / f"level{level}").is_dir():
+            continue
         for folder in sorted((HERE / f"level{level}").iterdir(), key=lambda p: int(p.name)):
             chosen = [
                 k
@@ -61,18 +66,33 @@ def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None 
 
 
 async def main(
-    only: str | None, out: Path, kernelbench: Path, parallel: int, skip: str | None, mode: str = "strict"
+    only: str | None,
+    out: Path,
+    kernelbench: Path,
+    parallel: int,
+    skip: str | None,
+    mode: str = "strict",
+    stop_after: float | None = None,
+    listing: bool = False,
 ) -> None:
     done = {}
     if out.is_file():
-        for line in out.read_text().splitlines():
+        for line in filter(str.strip, out.read_text().splitlines()):
             row = json.loads(line)
             done[(row["kernel"], row["code_hash"])] = row
-    todo = [
+    chosen = [
         (level, task, kernel, (str(kernel.relative_to(HERE)), code_hash(kernel.read_text())))
         for level, task, kernel in kernels(only, kernelbench, skip)
     ]
-    todo = [item for item in todo if item[3] not in done]
+    todo = [item for item in chosen if item[3] not in done]
+    if listing:
+        for level in (1, 2, 3):
+            picked = [item for item in chosen if item[0] == level]
+            left = [item for item in todo if item[0] == level]
+            problems = len({item[1] for item in picked})
+            print(f"level {level}: {len(picked)} kernels of {problems} problems, {len(left)} not yet measured")
+        print(f"{len(todo)} kernels to measure; results go to {out}")
+        return
     rows = dict(done)
     provenance: dict[str, object] = {}
     finished = 0
@@ -81,7 +101,7 @@ async def main(
         environment = evaluator.environment
         assert environment is not None
         if not environment.has_gpu:
-            sys.exit("the corpus is measured on a GPU; this machine has none")
+            todo = []  # nothing to run here: said once the evaluator has closed
         # several at a time: compiles overlap, while the device is taken by one evaluation at a time (its lock)
         limit = anyio.Semaphore(parallel)
 
@@ -89,6 +109,8 @@ async def main(
             nonlocal finished
             async with limit:
                 started = time.monotonic()
+                if stop_after is not None and started - began > stop_after:
+                    return  # past the time given: left for the next run, which resumes here
                 options = EvaluationOptions(mode=mode)
                 try:
                     evaluation = await evaluator.evaluate(load_task(task_path), kernel_path.read_text(), options)
@@ -129,6 +151,8 @@ async def main(
         async with anyio.create_task_group() as tg:
             for item in todo:
                 tg.start_soon(measure, *item)
+    if not environment.has_gpu:
+        sys.exit("the corpus is measured on a GPU and this machine has none; --list says what a run would measure")
     if provenance:
         fields = ("gpu", "driver", "cuda", "torch", "triton", "python")
         (out.parent / "provenance.json").write_text(
@@ -136,6 +160,8 @@ async def main(
         )
     asked = {item[3][0] for item in todo}
     show([row for key, row in rows.items() if key[0] in asked])
+    left = [item for item in todo if item[3] not in rows]
+    print(f"{len(todo) - len(left)} of {len(todo)} measured; {len(left)} left for the next run (it resumes)")
 
 
 def show(rows: list[dict[str, object]]) -> None:
@@ -171,7 +197,11 @@ if __name__ == "__main__":
         help="the protocol (default strict; paper's tolerance, 5e-2, times kernels strict finds wrong: give --out "
         "another file, truth.jsonl is strict's)",
     )
+    parser.add_argument("--stop-after", type=float, help="start no evaluation after this many seconds")
+    parser.add_argument("--list", action="store_true", help="say what a run would measure, by level, and stop")
     args = parser.parse_args()
     if args.mode != "strict" and args.out.resolve() == (HERE / "truth.jsonl").resolve():
         sys.exit("truth.jsonl holds strict mode's rows: give --out another file for --mode " + args.mode)
-    anyio.run(main, args.only, args.out, args.kernelbench, args.parallel, args.skip, args.mode)
+    anyio.run(
+        main, args.only, args.out, args.kernelbench, args.parallel, args.skip, args.mode, args.stop_after, args.list
+    )

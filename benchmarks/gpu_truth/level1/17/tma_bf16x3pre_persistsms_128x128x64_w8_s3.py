@@ -1,0 +1,119 @@
+# one Triton GEMM, bf16x3 (both split by a Triton pass before the GEMM; 3 bf16 dots per K step, fp32 accumulation), 128x128x64 w8 s3, grouped order (GROUP_M 8), persistent (grid sms, a loop over tiles), accumulator from tl.zeros, TMA descriptor loads, no epilogue [family=gemm prec=bf16x3 split=pre/pre bm=128 bn=128 bk=64 warps=8 stages=3 group=8 acc=zeros persistent=sms tma=1 autotune=0]
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+@triton.jit
+def _split_kernel(src_ptr, hi_ptr, lo_ptr, R, C, CP, stride_src, scale, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    # hi = v*scale rounded to the nearest bf16; lo = (v*scale - hi) rounded to the nearest bf16; columns C..CP
+    # of the (R, CP) outputs are zeros (the padding keeps their rows 16-byte aligned for TMA)
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    src = rows.to(tl.int64)[:, None] * stride_src + cols[None, :]
+    v = tl.load(src_ptr + src, mask=(rows < R)[:, None] & (cols < C)[None, :], other=0.0) * scale
+    hi = v.to(tl.bfloat16)
+    lo = (v - hi.to(tl.float32)).to(tl.bfloat16)
+    dst = rows.to(tl.int64)[:, None] * CP + cols[None, :]
+    inside = (rows < R)[:, None] & (cols < CP)[None, :]
+    tl.store(hi_ptr + dst, hi, mask=inside)
+    tl.store(lo_ptr + dst, lo, mask=inside)
+
+
+def _split(t, scale):
+    # the two half-precision parts of an fp32 matrix, columns padded to a multiple of 8
+    R, C = t.shape
+    CP = (C + 7) // 8 * 8
+    hi = torch.empty((R, CP), device=t.device, dtype=torch.bfloat16)
+    lo = torch.empty((R, CP), device=t.device, dtype=torch.bfloat16)
+    grid = (triton.cdiv(R, 32), triton.cdiv(CP, 128))
+    _split_kernel[grid](t, hi, lo, R, C, CP, t.stride(0), scale, BLOCK_R=32, BLOCK_C=128, num_warps=4)
+    return hi, lo
+
+
+@triton.jit
+def _gemm_kernel(
+    a_hi_desc,
+    a_lo_desc,
+    b_hi_desc,
+    b_lo_desc,
+    out_ptr,
+    M,
+    N,
+    K,
+    stride_om,
+    NUM_PROGS,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), num_tiles, NUM_PROGS):
+        num_pid_m = tl.cdiv(M, BLOCK_M)
+        num_pid_n = tl.cdiv(N, BLOCK_N)
+        # grouped order: GROUP_M row tiles walk the column tiles together (B tiles reused in L2)
+        num_pid_in_group = GROUP_M * num_pid_n
+        first_pid_m = (tile // num_pid_in_group) * GROUP_M
+        group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)
+        pid_n = (tile % num_pid_in_group) // group_size_m
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        # rows/cols past the edge are wrapped for the loads (always in bounds) and masked at the store
+        offs_m_ld = offs_m % M
+        offs_n_ld = offs_n % N
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            a_hi = a_hi_desc.load([off_m, k0])
+            a_lo = a_lo_desc.load([off_m, k0])
+            b_hi = b_hi_desc.load([off_n, k0]).T
+            b_lo = b_lo_desc.load([off_n, k0]).T
+            acc = tl.dot(a_lo, b_hi, acc)
+            acc = tl.dot(a_hi, b_lo, acc)
+            acc = tl.dot(a_hi, b_hi, acc)
+        y = acc
+        mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+        tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :], y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        a = A.contiguous()
+        b = B.contiguous()
+        M, K = a.shape
+        N = b.shape[0]
+        a_hi, a_lo = _split(a, 1.0)
+        b_hi, b_lo = _split(b, 1.0)
+        out = torch.empty((M, N), device=a.device, dtype=torch.float32)
+        BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 64
+        num_tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        programs = sms
+        programs = min(programs, num_tiles)
+        grid = (programs,)
+        _gemm_kernel[grid](
+            TensorDescriptor.from_tensor(a_hi, [BLOCK_M, BLOCK_K]),
+            TensorDescriptor.from_tensor(a_lo, [BLOCK_M, BLOCK_K]),
+            TensorDescriptor.from_tensor(b_hi, [BLOCK_N, BLOCK_K]),
+            TensorDescriptor.from_tensor(b_lo, [BLOCK_N, BLOCK_K]),
+            out,
+            M,
+            N,
+            K,
+            out.stride(0),
+            programs,
+            BLOCK_M=BLOCK_M,
+            BLOCK_N=BLOCK_N,
+            BLOCK_K=BLOCK_K,
+            GROUP_M=8,
+            num_warps=8,
+            num_stages=3,
+        )
+        return out

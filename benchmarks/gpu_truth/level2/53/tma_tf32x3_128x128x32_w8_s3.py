@@ -1,0 +1,98 @@
+# one Triton GEMM, tf32x3 dot on fp32 tiles, 128x128x32 w8 s3, grouped order (GROUP_M 8), one program per tile, accumulator from tl.zeros, TMA descriptor loads, scaling, hardtanh and exact GELU fused [family=gemm prec=tf32x3 split=- bm=128 bn=128 bk=32 warps=8 stages=3 group=8 acc=zeros persistent=- tma=1 autotune=0]
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def _gemm_kernel(
+    a_desc,
+    b_desc,
+    out_ptr,
+    bias_ptr,
+    M,
+    N,
+    K,
+    stride_om,
+    scaling_factor,
+    ht_min,
+    ht_max,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    # grouped order: GROUP_M row tiles walk the column tiles together (B tiles reused in L2)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    # rows/cols past the edge are wrapped for the loads (always in bounds) and masked at the store
+    offs_m_ld = offs_m % M
+    offs_n_ld = offs_n % N
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = a_desc.load([off_m, k0])
+        b = b_desc.load([off_n, k0]).T
+        acc = tl.dot(a, b, acc, input_precision="tf32x3")
+    bias = tl.load(bias_ptr + offs_n_ld)
+    y = acc + bias[None, :]
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    y = tl.minimum(tl.maximum(y * scaling_factor, ht_min), ht_max)
+    y = 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))
+    tl.store(out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :], y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.scaling_factor = float(scaling_factor)
+        self.hardtanh_min = float(hardtanh_min)
+        self.hardtanh_max = float(hardtanh_max)
+
+    def forward(self, x):
+        a = x.contiguous()
+        b = self.gemm.weight.contiguous()
+        M, K = a.shape
+        N = b.shape[0]
+        # TMA wants 16-byte aligned rows: a row length that is not a multiple of 4 floats (never at the
+        # problem's own sizes) is padded with zeros
+        if K % 4:
+            a = torch.nn.functional.pad(a, (0, 4 - K % 4))
+            b = torch.nn.functional.pad(b, (0, 4 - K % 4))
+        bias = self.gemm.bias.contiguous()
+        out = torch.empty((M, N), device=a.device, dtype=torch.float32)
+        BLOCK_M, BLOCK_N, BLOCK_K = 128, 128, 32
+        num_tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        grid = (num_tiles,)
+        _gemm_kernel[grid](
+            TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K]),
+            TensorDescriptor.from_tensor(b, [BLOCK_N, BLOCK_K]),
+            out,
+            bias,
+            M,
+            N,
+            K,
+            out.stride(0),
+            self.scaling_factor,
+            self.hardtanh_min,
+            self.hardtanh_max,
+            BLOCK_M=BLOCK_M,
+            BLOCK_N=BLOCK_N,
+            BLOCK_K=BLOCK_K,
+            GROUP_M=8,
+            num_warps=8,
+            num_stages=3,
+        )
+        return out

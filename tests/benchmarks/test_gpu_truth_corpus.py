@@ -1,0 +1,67 @@
+"""The corpus of GPU truth (`benchmarks/gpu_truth/`) is what its generator writes: every generated kernel file holds
+the text its template gives today (a template edited without regenerating, or a generated file edited by hand,
+fails here), each says its family and parameters on its first line, and every kernel of the corpus, generated or
+hand-written, opens with a line that says its design; `measure.py --list` finds Level 3's KernelBench problems and
+counts as measured only the rows of truth.jsonl whose code is the file's today. No compile, no GPU: a second or
+two."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import anyio
+import pytest
+
+from tests.conftest import ROOT
+
+CORPUS = ROOT / "benchmarks" / "gpu_truth"
+sys.path.insert(0, str(CORPUS))
+import generate  # noqa: E402  (the generator's modules import each other by their plain names)
+import measure  # noqa: E402
+
+KERNELBENCH = ROOT.parent / "shared" / "data" / "kernelbench"
+
+
+def test_every_generated_kernel_is_what_its_template_writes() -> None:
+    generated = generate.everything()
+    assert len(generated) >= 180
+    stale = [rel for rel, text in generated if (CORPUS / rel).read_text() != text]
+    assert not stale, f"regenerate with `python benchmarks/gpu_truth/generate.py`: {stale[:5]}"
+
+
+def test_generated_kernels_name_their_family_and_parameters_on_their_first_line() -> None:
+    for rel, text in generate.everything():
+        first = text.splitlines()[0]
+        assert first.startswith("# ") and "[family=" in first and first.endswith("]"), rel
+        assert "class ModelNew(nn.Module)" in text, rel
+
+
+def test_every_kernel_of_the_corpus_says_its_design_first() -> None:
+    kernels = sorted(CORPUS.glob("level[123]/*/*.py"))
+    assert len(kernels) >= 300
+    for path in kernels:
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# ") and len(first) > 20, path
+        assert path.parent.name.isdigit(), path
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason=f"KernelBench's problems are not at {KERNELBENCH}")
+def test_measure_lists_level3_and_resumes_only_from_rows_of_the_same_code(tmp_path, capsys) -> None:
+    kernels = sorted(CORPUS.glob("level3/*/*.py"))  # Level 3 alone: a code hash per file is what costs here
+    one = CORPUS / "level3" / "43" / "flash_tf32x3_64x64_w4_s2.py"
+    out = tmp_path / "truth.jsonl"
+    rows = [
+        {"kernel": str(one.relative_to(CORPUS)), "code_hash": measure.code_hash(one.read_text())},
+        {"kernel": "level3/4/direct_fcchain.py", "code_hash": "edited-since"},  # stale: measured again
+    ]
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    anyio.run(measure.main, "level3/", out, KERNELBENCH, 1, None, "strict", None, True)
+    lines = capsys.readouterr().out.splitlines()
+    problems = len({k.parent for k in kernels})
+    assert lines[:3] == [
+        "level 1: 0 kernels of 0 problems, 0 not yet measured",
+        "level 2: 0 kernels of 0 problems, 0 not yet measured",
+        f"level 3: {len(kernels)} kernels of {problems} problems, {len(kernels) - 1} not yet measured",
+    ]
+    assert lines[3] == f"{len(kernels) - 1} kernels to measure; results go to {out}"
