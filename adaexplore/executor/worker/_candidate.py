@@ -43,7 +43,13 @@ from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._importing import candidate_builtins, import_file
 from adaexplore.executor.worker._shared import OutputSink, SharedInputsView
 from adaexplore.executor.worker._static_cost import capture_ptxas_logs
-from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, resolve_seeds
+from adaexplore.executor.worker._taskrun import (
+    build_model,
+    load_task_module,
+    make_args,
+    resolve_seeds,
+    shrink_globals,
+)
 
 __all__ = ["CandidateRunner"]
 
@@ -135,6 +141,8 @@ class CandidateRunner(CompilePass, Trials, Timing):
                 "import",
             )
         self._check(guard, "import")
+        if job.sizes == "small" and job.small_sizes:
+            shrink_globals(module, job.small_sizes)
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             self._fail(
