@@ -222,7 +222,8 @@ async def run_suite(
                     if derive:
                         reporter.start(problem, mode, "deriving small sizes")
                         task, note = await sized_task(task, None, settings)
-                    current = (problem.id, task, code, output_bytes(problem.source()), note, policy_problems(code))
+                    complaints = policy_problems(code, problem.source())
+                    current = (problem.id, task, code, output_bytes(problem.source()), note, complaints)
                 _, task, code, size, note, complaints = current
                 if (problem.id, mode, "first") in done:  # resumed between the two: the reference timed again
                     with contextlib.suppress(Exception):  # a failure shows in the repeat's own row
