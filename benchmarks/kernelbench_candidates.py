@@ -158,12 +158,14 @@ def pass_through(problem_source: str) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def policy_problems(code: str) -> list[str]:
-    """What the project's policy says against a candidate's source (empty: clean)."""
-    from adaexplore.executor.policy import check_policy, defines_model_new
+def policy_problems(code: str, task_source: str | None = None) -> list[str]:
+    """What the project's policy says against a candidate's source (empty: clean), with what its task's own
+    imports grant it (numpy, einops) where `task_source` is given, as the evaluator checks it."""
+    from adaexplore.executor.policy import check_policy, defines_model_new, task_grants
 
     tree = ast.parse(code)
-    found = [f"line {v.line}: {v.code}: {v.message}" for v in check_policy(tree, source=code)]
+    grants = task_grants(task_source)
+    found = [f"line {v.line}: {v.code}: {v.message}" for v in check_policy(tree, source=code, grants=grants)]
     if not defines_model_new(tree):
         found.append("defines no ModelNew")
     return found

@@ -8,7 +8,9 @@ cached), in each mode, by one long-lived evaluator. One JSON row per evaluation.
 
 Rows already in `--out` are skipped, so a run cut short (a device call's time limit) resumes where it
 stopped; `--home` keeps the evaluator's caches (the reference timings among them) between such runs.
-`--ids` splits the level by range. Candidates are checked against the policy before they are evaluated.
+`--ids` splits the level by range. Candidates are checked against the policy before they are evaluated: one that
+breaks it is a `rejected` row, and the suite goes on. Where candidates are judged on the CPU backends, each problem
+gets the small sizes a search would derive for it (`--no-small-sizes`: its own sizes), and its rows say which.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
 from adaexplore.errors import TaskError  # noqa: E402
 from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, Task, task_from_source  # noqa: E402
+from adaexplore.tools._task_sizes import checks_on_cpu, sized_task  # noqa: E402
 from benchmarks.kernelbench_candidates import (  # noqa: E402
     Problem,
     output_bytes,
@@ -113,6 +116,33 @@ def evaluation_row(problem: Problem, mode: str, which: str, result: Evaluation, 
     return row
 
 
+async def evaluate_row(
+    ev: Evaluator,
+    problem: Problem,
+    mode: str,
+    which: str,
+    task: Task,
+    code: str,
+    options: EvaluationOptions,
+    complaints: list[str],
+) -> dict[str, Any]:
+    """One evaluation's row; a candidate that breaks the policy (the generator's fault) is a `rejected` row, not
+    evaluated, and the suite goes on."""
+    started = time.perf_counter()
+    if complaints:
+        return base_row(
+            problem, mode, which, "rejected", f"the pass-through candidate breaks the policy: {complaints[0]}", 0.0
+        )
+    try:
+        result = await ev.evaluate(task, code, options)
+        return evaluation_row(problem, mode, which, result, time.perf_counter() - started)
+    except TaskError as exc:
+        return base_row(problem, mode, which, "task_error", str(exc), time.perf_counter() - started)
+    except Exception as exc:  # the evaluator itself failed: recorded, and the suite goes on
+        message = f"{type(exc).__name__}: {exc}"
+        return base_row(problem, mode, which, "exception", message, time.perf_counter() - started)
+
+
 class Reporter:
     """Progress on stderr: a rich bar on a terminal, one plain line per row elsewhere."""
 
@@ -164,10 +194,13 @@ async def run_suite(
     memory: bool = True,
     settle: bool = True,
     small_sizes: Callable[[Problem], dict[str, int | float] | None] | None = None,
+    derive_sizes: bool = False,
     with_compile: bool = False,
 ) -> int:
     """Evaluate each problem's pass-through candidate in each mode, first and repeat, appending a row to `out`
-    as each finishes and skipping the rows `out` already holds. Returns the number of rows written."""
+    as each finishes and skipping the rows `out` already holds. `small_sizes`: each problem's SMALL_SIZES; else,
+    with `derive_sizes` and candidates judged on the CPU backends, the sizes a search derives for it. Returns the
+    number of rows written."""
     done = {row_key(r) for r in read_rows(out)}
     work = pending(problems, modes, done)
     if not work:
@@ -180,16 +213,18 @@ async def run_suite(
             handle.write("\n")
     try:
         async with Evaluator(settings) as ev:
-            current: tuple[int, Task, str, int | None] | None = None
+            derive = derive_sizes and small_sizes is None and checks_on_cpu(ev, settings, None)
+            current: tuple[int, Task, str, int | None, str, list[str]] | None = None
             for problem, mode in work:
                 if current is None or current[0] != problem.id:
                     code = pass_through(problem.source())
-                    complaints = policy_problems(code)
-                    if complaints:
-                        raise SystemExit(f"problem {problem.id}: the candidate breaks the policy: {complaints[0]}")
-                    task = make_task(problem, small_sizes(problem) if small_sizes else None)
-                    current = (problem.id, task, code, output_bytes(problem.source()))
-                _, task, code, size = current
+                    task, note = make_task(problem, small_sizes(problem) if small_sizes else None), ""
+                    if derive:
+                        reporter.start(problem, mode, "deriving small sizes")
+                        task, note = await sized_task(task, None, settings)
+                    complaints = policy_problems(code, problem.source())
+                    current = (problem.id, task, code, output_bytes(problem.source()), note, complaints)
+                _, task, code, size, note, complaints = current
                 if (problem.id, mode, "first") in done:  # resumed between the two: the reference timed again
                     with contextlib.suppress(Exception):  # a failure shows in the repeat's own row
                         await ev.evaluate(task, code, EvaluationOptions(mode=mode, with_compile=with_compile))
@@ -199,15 +234,10 @@ async def run_suite(
                     reporter.start(problem, mode, which)
                     if settle:
                         await ev.wait_warm()  # the pool warm, as between the steps of a search
-                    started = time.perf_counter()
-                    try:
-                        result = await ev.evaluate(task, code, EvaluationOptions(mode=mode, with_compile=with_compile))
-                        row = evaluation_row(problem, mode, which, result, time.perf_counter() - started)
-                    except TaskError as exc:
-                        row = base_row(problem, mode, which, "task_error", str(exc), time.perf_counter() - started)
-                    except Exception as exc:  # the evaluator itself failed: recorded, and the suite goes on
-                        message = f"{type(exc).__name__}: {exc}"
-                        row = base_row(problem, mode, which, "exception", message, time.perf_counter() - started)
+                    options = EvaluationOptions(mode=mode, with_compile=with_compile)
+                    row = await evaluate_row(ev, problem, mode, which, task, code, options, complaints)
+                    if note:
+                        row["sizes_note"] = note
                     if size is not None:
                         row["output_bytes"] = size
                     if memory:
@@ -373,6 +403,11 @@ def main() -> None:
     parser.add_argument("--no-memory", action="store_true", help="do not ask for the judge's GPU memory")
     parser.add_argument("--compile", action="store_true", help="time torch.compile of each reference too")
     parser.add_argument("--back-to-back", action="store_true", help="do not wait for a warm pool before each")
+    parser.add_argument(
+        "--no-small-sizes",
+        action="store_true",
+        help="on the CPU backends, judge at the problems' own sizes rather than the small sizes a search derives",
+    )
     parser.add_argument("--summarize", type=Path, metavar="RESULTS", help="print the summary of a results file")
     parser.add_argument("--referee", type=int, metavar="N", help="run kernelbench_referee.py on N problems")
     args = parser.parse_args()
@@ -400,6 +435,7 @@ def main() -> None:
                 settings,
                 memory=not args.no_memory,
                 settle=not args.back_to_back,
+                derive_sizes=not args.no_small_sizes,
                 with_compile=args.compile,
             )
         )

@@ -26,7 +26,8 @@ DETOURS = [
     ("h20_getattr_detour", "You cannot read the method swap through Helper"),
     ("h20_type_detour", "You cannot read the method swap through type(...)"),
     ("h20_autograd_forward_detour", "You cannot read the method forward through Patch"),
-    ("h20_class_value_detour", "You cannot use the class Helper as a value"),
+    # the class may reach the module's own function; the method read through the parameter that holds it may not
+    ("h20_class_value_detour", "You cannot read the method swap through kind, which may hold the class Helper"),
     ("h20_decorator_detour", "You cannot decorate the method swap with keep"),
     ("h20_staticmethod_self", "You cannot name the first parameter of the static method swap self"),
     ("h20_super_classmethod", "You cannot read the method swap through super() outside a plain method"),

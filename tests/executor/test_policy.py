@@ -477,8 +477,15 @@ INSTEAD = "call the method on an instance of your class"
             "        return inner",
             "through super() outside a plain method",
         ),
-        ("c = Helper\nc.go(k, 'x')", "You cannot use the class Helper as a value"),
-        ("def call(kind):\n    return kind.go(k, 'x')\ncall(Helper)", "You cannot use the class Helper as a value"),
+        # a plain name, or a parameter of the module's own function, may hold the class; a method read through it
+        # is the same detour
+        ("c = Helper\nc.go(k, 'x')", "You cannot read the method go through c, which may hold the class Helper"),
+        (
+            "def call(kind):\n    return kind.go(k, 'x')\ncall(Helper)",
+            "You cannot read the method go through kind, which may hold the class Helper",
+        ),
+        ("def call(kind):\n    return kind\nv = call(k)\nw = [call(Helper)]", "You cannot use kind, which may hold"),
+        ("print(Helper)", "You cannot use the class Helper as a value"),
         ("kinds = [Helper]", "You cannot use the class Helper as a value"),
         ("class M:\n    @classmethod\n    def make(cls):\n        return [cls]", "You cannot use the class cls as"),
     ],

@@ -18,7 +18,15 @@ import adaexplore
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
 from adaexplore.executor.probes._size_prober import SizeProber, derive_small_sizes
-from adaexplore.executor.tasks._small_sizes import BUDGET_S, Derivation, candidates, module_sizes, with_small_sizes
+from adaexplore.executor.tasks._small_sizes import (
+    BUDGET_S,
+    Attempt,
+    Derivation,
+    candidates,
+    module_sizes,
+    sequence_values,
+    with_small_sizes,
+)
 from adaexplore.executor.tasks._task import task_from_source
 from tests.conftest import fast_settings
 
@@ -81,6 +89,17 @@ def test_a_derived_assignment_is_read_back_and_overrides_an_earlier_one() -> Non
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return fast_settings(tmp_path / "home")
+
+
+def test_the_note_names_the_sequences_that_ran_at_full_size() -> None:
+    # KernelBench Level 3's MLPs: the hidden widths are a list, which SMALL_SIZES cannot replace
+    source = "batch_size = 128\ninput_size = 16384\nlayer_sizes = [16384, 16384]\nshape = (3, n)\n"
+    assert sequence_values(source) == {"layer_sizes": "[16384, 16384]"}
+    chosen = Attempt(how="sizes capped at 17", sizes={"batch_size": 2, "input_size": 17}, ok=True, forward_s=0.1)
+    derivation = Derivation(sizes=chosen.sizes, attempts=[chosen], full_sequences=sequence_values(source))
+    note = derivation.note()
+    assert "batch_size=2, input_size=17" in note and "layer_sizes=[16384, 16384] ran at full size" in note
+    assert "ran at full size" not in Derivation(sizes=chosen.sizes, attempts=[chosen]).note()
 
 
 @pytest.mark.anyio

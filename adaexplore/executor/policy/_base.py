@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import types
 
+from adaexplore.executor.policy._class_flow import class_flow
 from adaexplore.executor.policy._facts import _import_aliases, _module_classes, _module_names
+from adaexplore.executor.policy._grants import NO_GRANTS, TaskGrants, granted_refusal
 from adaexplore.executor.policy._reach import Resolver, _banned_objects, _origin
 from adaexplore.executor.policy._rules import Violation, banned_name
 from adaexplore.executor.policy._scope import function_scope_reads
@@ -19,13 +21,22 @@ from adaexplore.executor.policy._tables_attrs import _OWN_ROOTS
 
 
 class _CheckerBase(ast.NodeVisitor):
-    def __init__(self, tree: ast.AST, resolve: Resolver | None = None, source: str | None = None) -> None:
+    def __init__(
+        self,
+        tree: ast.AST,
+        resolve: Resolver | None = None,
+        source: str | None = None,
+        grants: TaskGrants = NO_GRANTS,
+    ) -> None:
         self.resolve = resolve
+        self.grants = grants
+        self.allowed = ALLOWED_IMPORTS | grants.modules  # the policy's imports, and the modules the task grants
         self._lines = source.splitlines() if source is not None else None
         self._in_fstring: set[int] = set()
         self._methods: set[int] = set()  # functions defined directly in a class body
         self._resolved: dict[str, tuple[str, object] | None] = {}
         self._called: set[int] = set()  # nodes that are the function of a call
+        self._bare_calls: set[int] = set()  # nodes that are the function of a call without arguments
         self.violations: list[Violation] = []
         # import alias -> dotted module or object name ("tl" -> "triton.language")
         self.aliases: dict[str, str] = {}
@@ -39,6 +50,8 @@ class _CheckerBase(ast.NodeVisitor):
         self.bound, self.defined = _module_names(tree)
         self._classes = _module_classes(tree, _import_aliases(tree), self.bound)
         self._any_methods: set[str] = set().union(*(c.methods for c in self._classes.values()))
+        # the names that may hold those classes, and where a class may stand as a value (see _class_flow)
+        self._flow = class_flow(tree, self._classes, self.bound)
         self._class_uses: set[int] = set()  # names of classes where a class may stand (isinstance, except ...)
         self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
         self._kernel_depth = 0  # inside a Triton kernel, which nothing calls as a method
@@ -58,14 +71,14 @@ class _CheckerBase(ast.NodeVisitor):
         self.violations.append(Violation(code, message, getattr(node, "lineno", 0)))
 
     def _check_module(self, node: ast.AST, module: str) -> None:
-        if module not in ALLOWED_IMPORTS:
-            allowed = ", ".join(sorted(m for m in ALLOWED_IMPORTS if "." not in m))
+        if module not in self.allowed:
+            allowed = ", ".join(sorted(m for m in self.allowed if "." not in m))
             self._add(
                 node,
                 "import",
                 f"You cannot import {module}; a candidate may import only {allowed} "
-                "(and torch.nn, torch.nn.functional, triton.language, libdevice and "
-                "triton.tools.tensor_descriptor).",
+                "(and torch.nn, torch.nn.functional, triton.language, libdevice, collections.abc and "
+                "triton.tools.tensor_descriptor; numpy and einops where the task itself imports them).",
             )
 
     # names ---------------------------------------------------------------------------------------
@@ -78,7 +91,7 @@ class _CheckerBase(ast.NodeVisitor):
         return None
 
     def _check_dotted(self, node: ast.AST, dotted: str) -> None:
-        message = banned_name(dotted)
+        message = banned_name(dotted) or granted_refusal(dotted, self.grants)
         if message:
             self._add(node, "banned_api", message)
 

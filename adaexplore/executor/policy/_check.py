@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from adaexplore.executor.policy._facts import _import_aliases, _is_kernel, defines_model_new
+from adaexplore.executor.policy._grants import NO_GRANTS, TaskGrants, task_grants
 from adaexplore.executor.policy._reach import Resolver
 
 # the next three: importable from here as before the split (the worker and tests use them), not in __all__
@@ -28,6 +29,8 @@ from adaexplore.executor.policy._visit_stmts import _Checker
 
 __all__ = [
     "ALLOWED_IMPORTS",
+    "NO_GRANTS",
+    "TaskGrants",
     "Violation",
     "attribute_refused",
     "banned_name",
@@ -35,6 +38,7 @@ __all__ = [
     "defines_model_new",
     "guard_own_roots",
     "needs_owner",
+    "task_grants",
 ]
 
 
@@ -96,11 +100,18 @@ def guard_own_roots(tree: ast.Module, guard: str) -> ast.Module:
     return _OwnRootGuard(guard, _import_aliases(tree)).visit(tree)
 
 
-def check_policy(tree: ast.Module, resolve: Resolver | None = None, *, source: str | None = None) -> list[Violation]:
+def check_policy(
+    tree: ast.Module,
+    resolve: Resolver | None = None,
+    *,
+    source: str | None = None,
+    grants: TaskGrants = NO_GRANTS,
+) -> list[Violation]:
     """Every rule the module breaks, in source order. With `resolve` (resolve_dotted, where torch and triton
     are loaded) names of allowed imports are also checked as what they are: a banned function reached under
     another module's name, a module outside the allowed packages, a module used as a value. With `source`
-    (the text `tree` was parsed from) strings are checked line by line as they stand in the file."""
-    checker = _Checker(tree, resolve, source)
+    (the text `tree` was parsed from) strings are checked line by line as they stand in the file. `grants`: what
+    the candidate's task lets it use besides (`task_grants` of the task's source)."""
+    checker = _Checker(tree, resolve, source, grants)
     checker.visit(tree)
     return sorted(checker.violations, key=lambda v: v.line)

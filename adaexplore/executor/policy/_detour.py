@@ -37,6 +37,10 @@ class _DetourChecks(_CheckerBase):
         own, or may be one: cls, type(x), super() where it is not bound to an instance."""
         if isinstance(node, ast.Name) and node.id in self._classes:
             return node.id, self._classes[node.id].methods
+        if isinstance(node, ast.Name) and node.id in self._flow.holders:
+            held = sorted(self._flow.holders[node.id])
+            methods: set[str] = set().union(*(self._classes[c].methods for c in held))
+            return f"{node.id}, which may hold the class {' or '.join(held)},", methods
         if isinstance(node, ast.Name) and node.id == "cls":
             return "cls", self._any_methods
         if isinstance(node, ast.Attribute) and node.attr in self._classes:
@@ -63,13 +67,20 @@ class _DetourChecks(_CheckerBase):
     def _check_class_value(self, node: ast.Name) -> None:
         if id(node) in self._bases or id(node) in self._called or id(node) in self._class_uses:
             return
-        if node.id == "cls" or (node.id in self._classes and self._classes[node.id].methods):
+        if id(node) in self._flow.passes:  # handed to the module's own function or class, or bound to a name
+            return
+        held = self._flow.holders.get(node.id) if node.id not in self._classes else None
+        if node.id == "cls" or (node.id in self._classes and self._classes[node.id].methods) or held:
+            what = f"the class {node.id}"
+            if held:
+                what = f"{node.id}, which may hold the class {' or '.join(sorted(held))},"
             self._add(
                 node,
                 "method_detour",
-                f"You cannot use the class {node.id} as a value: whatever receives it could call its methods with "
-                f"any object as self. Create instances ({node.id}(...)), read its constants ({node.id}.NAME) or "
-                f"test with isinstance(x, {node.id}); call the method on an instance of your class.",
+                f"You cannot use {what} as a value here: whatever receives it could call its methods with any "
+                f"object as self. Create instances ({node.id}(...)), read its constants ({node.id}.NAME), test with "
+                f"isinstance(x, {node.id}), bind it to a plain name or hand it to a function, method or class of your "
+                "module; call the method on an instance of your class.",
             )
 
     def _allowed_decorator(self, decorator: ast.expr, properties: set[str]) -> bool:

@@ -14,6 +14,9 @@ ALLOWED_IMPORTS = frozenset(
         "__future__",
         "abc",
         "collections",
+        # the abstract classes collections holds as an attribute anyway (Iterable, Mapping, ...), now under the
+        # import that plain models write (`import collections.abc`); it names nothing collections.abc did not
+        "collections.abc",
         "functools",
         "itertools",
         "math",

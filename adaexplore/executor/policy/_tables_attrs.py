@@ -185,6 +185,11 @@ _NAMESPACE_ATTRS = frozenset(
     }
 )
 
+# Names of _NAMESPACE_ATTRS that are also a method of torch's modules: nn.Module.modules() yields the module's own
+# layers (MobileNetV2 initializes its weights over them). Called with no argument, the name reads the method; the
+# import system's `modules` (sys.modules, triton.language.extra.modules) is a dictionary, which a call cannot read.
+_CALLED_BARE = frozenset({"modules"})
+
 # A line Triton may take for a function's first line (its compiler and its interpreter match it loosely).
 _DEF_LINE = re.compile(r"[ \t\f]*def\s")
 

@@ -8,9 +8,10 @@ import builtins
 from adaexplore.executor.policy._detour import _DetourChecks
 from adaexplore.executor.policy._facts import _plain_format
 from adaexplore.executor.policy._rules import attribute_refused
-from adaexplore.executor.policy._tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables import _BANNED_CALLS, _PRIVATE_BUT_PLAIN
 from adaexplore.executor.policy._tables_attrs import (
     _ALLOWED_DUNDER_NAMES,
+    _CALLED_BARE,
     _DEF_LINE,
     _FORMAT_METHODS,
     _FRAME_PREFIXES,
@@ -44,7 +45,7 @@ class _ExpressionChecks(_DetourChecks):
                     "introspection",
                     "You cannot format with attribute or item fields ({0.name}, {0[key]}); use an f-string.",
                 )
-        elif dotted not in _PRIVATE_BUT_PLAIN:
+        elif dotted not in _PRIVATE_BUT_PLAIN and not (node.attr in _CALLED_BARE and id(node) in self._bare_calls):
             refused = attribute_refused(node.attr, owned=self._owned(node.value))
             if refused:
                 self._add(node, *refused)
@@ -127,6 +128,7 @@ class _ExpressionChecks(_DetourChecks):
             and node.id not in self.bound
             and not hasattr(builtins, node.id)
             and node.id not in _ALLOWED_DUNDER_NAMES
+            and node.id not in self.grants.names
         ):
             # names that something else put into the module's namespace (Triton's interpreter puts its own
             # modules there) are not the candidate's to use
@@ -138,11 +140,7 @@ class _ExpressionChecks(_DetourChecks):
         elif node.id.startswith("__") and node.id.endswith("__") and node.id not in _ALLOWED_DUNDER_NAMES:
             # `__annotations__[...] = ...` or `for __torch_dispatch__ in ...` in a class body, and the like
             self._add(node, "introspection", f"You cannot use the name {node.id}; special names belong to Python.")
-        if (
-            isinstance(node.ctx, ast.Load)
-            and self.aliases.get(node.id) in ALLOWED_IMPORTS
-            and id(node) not in self._bases
-        ):
+        if isinstance(node.ctx, ast.Load) and self.aliases.get(node.id) in self.allowed and id(node) not in self._bases:
             # A module handed around as a value (`t = torch`, `f(torch)`, `[torch][0]`) is out of sight of
             # every rule about its attributes; use it only as the start of an attribute, as `torch.relu`.
             self._add(
@@ -157,6 +155,8 @@ class _ExpressionChecks(_DetourChecks):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         self._called.add(id(func))
+        if not node.args and not node.keywords:
+            self._bare_calls.add(id(func))
         builtin = func.id if isinstance(func, ast.Name) and func.id not in self.bound else None
         if builtin in ("getattr", "hasattr"):  # a method read by getattr has a rule of its own (_check_detour)
             self._allow_class(node.args[0] if node.args else None)

@@ -11,7 +11,7 @@ import ast
 from adaexplore.executor.policy._facts import _is_kernel
 from adaexplore.executor.policy._reach import _is_tensor_class
 from adaexplore.executor.policy._rules import attribute_refused
-from adaexplore.executor.policy._tables import _PRIVATE_BUT_PLAIN, ALLOWED_IMPORTS
+from adaexplore.executor.policy._tables import _PRIVATE_BUT_PLAIN
 from adaexplore.executor.policy._tables_attrs import (
     _BUILTIN_NAMES,
     _DEFINABLE_DUNDERS,
@@ -71,7 +71,7 @@ class _Checker(_ExpressionChecks):
             self.visit_alias(alias)
             full = f"{module}.{alias.name}"
             # `from torch import nn` imports a module; `from triton import jit` an object of an allowed one.
-            if full in ALLOWED_IMPORTS or module in ALLOWED_IMPORTS:
+            if full in self.allowed or module in self.allowed:
                 self._check_dotted(node, full)
                 plain = alias.name == "*" or full in _PRIVATE_BUT_PLAIN
                 refused = attribute_refused(alias.name, owned=False) if not plain else None

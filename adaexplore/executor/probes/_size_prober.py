@@ -38,6 +38,7 @@ from adaexplore.executor.tasks._small_sizes import (
     Derivation,
     candidates,
     sequence_sizes,
+    sequence_values,
 )
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 
@@ -281,4 +282,8 @@ async def derive_small_sizes(
         EvaluatorError: the worker could not be started.
     """
     async with SizeProber(settings, sandbox=sandbox) as prober:
-        return await prober.derive(source, timeout_s=timeout_s)
+        derivation = await prober.derive(source, timeout_s=timeout_s)
+    if derivation.sizes:  # the sizes that ran: the derived ones, and the sequences that kept their values
+        with contextlib.suppress(SyntaxError):
+            derivation.full_sequences = sequence_values(source)
+    return derivation

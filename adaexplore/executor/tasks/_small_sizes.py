@@ -45,6 +45,7 @@ __all__ = [
     "candidates",
     "module_sizes",
     "sequence_sizes",
+    "sequence_values",
     "with_small_sizes",
 ]
 
@@ -103,6 +104,9 @@ class Derivation(BaseModel):
     # every candidate that ran made the task degenerate under some draw of the weights, and the sizes kept are the
     # first that do not under the probe's own: how it is under the other
     fragile: Degeneracy | None = None
+    # module-level tuples and lists of literal sizes, which SMALL_SIZES cannot replace: they run at their full
+    # values beside the derived sizes, and the note says so (name -> the value as written)
+    full_sequences: dict[str, str] = {}
 
     @property
     def chosen(self) -> Attempt | None:
@@ -114,7 +118,14 @@ class Derivation(BaseModel):
     def note(self) -> str:
         """One sentence for the caller: which sizes were derived and how, or why none were."""
         unconfined = "; the reference ran without a sandbox (executor.sandbox is 'none')" if self.unconfined else ""
-        return self._note() + unconfined
+        full = ""
+        if self.sizes and self.full_sequences:
+            kept = ", ".join(f"{name}={value}" for name, value in self.full_sequences.items())
+            full = (
+                f"; {kept} ran at full size: SMALL_SIZES holds numbers only, so a tuple or list of sizes keeps its "
+                "values (write them as separate numbers to have them scaled)"
+            )
+        return self._note() + full + unconfined
 
     def _note(self) -> str:
         chosen = self.chosen
@@ -219,11 +230,16 @@ def module_sizes(source: str) -> tuple[dict[str, int], dict[str, ast.expr]]:
 def sequence_sizes(source: str) -> list[str]:
     """Module-level names bound to a tuple or list of integers (`input_shape = (32768,)`): SMALL_SIZES holds
     numbers only, so these keep their full values."""
-    found = []
+    return list(sequence_values(source))
+
+
+def sequence_values(source: str) -> dict[str, str]:
+    """As `sequence_sizes`, each name with its value as written (the last assignment's)."""
+    found: dict[str, str] = {}
     for name, expr in _assignments(ast.parse(source)):
         if isinstance(expr, ast.Tuple | ast.List) and expr.elts:
             if all(_value(e, {}) is not None for e in expr.elts):
-                found.append(name)
+                found[name] = ast.unparse(expr)
     return found
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from adaexplore.domain import AuditFlag, Backend, Status
-from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
+from adaexplore.executor.policy import ALLOWED_IMPORTS, TaskGrants, check_policy, resolve_dotted, task_grants
 from adaexplore.executor.wire._protocol import (
     COMPILED,
     COMPILING,
@@ -43,7 +43,13 @@ from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._importing import candidate_builtins, import_file
 from adaexplore.executor.worker._shared import OutputSink, SharedInputsView
 from adaexplore.executor.worker._static_cost import capture_ptxas_logs
-from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, resolve_seeds
+from adaexplore.executor.worker._taskrun import (
+    build_model,
+    load_task_module,
+    make_args,
+    resolve_seeds,
+    shrink_globals,
+)
 
 __all__ = ["CandidateRunner"]
 
@@ -113,14 +119,16 @@ class CandidateRunner(CompilePass, Trials, Timing):
             ]
         guard = Guard()
         self.guard, self.job = guard, job
+        # what the task's own imports let its candidates use besides the policy's tables (numpy, einops)
+        grants = task_grants(Path(job.task_path).read_text(encoding="utf-8"))
         if job.enforce_policy:
-            self._check_names(exchange / "candidate.py")
+            self._check_names(exchange / "candidate.py", grants)
 
         try:
             module = import_file(
                 CANDIDATE_MODULE,
                 exchange / "candidate.py",
-                builtins=candidate_builtins(ALLOWED_IMPORTS) if job.enforce_policy else None,
+                builtins=candidate_builtins(ALLOWED_IMPORTS | grants.modules) if job.enforce_policy else None,
             )
         except BaseException as exc:
             if self.tracker.refusals:
@@ -133,6 +141,8 @@ class CandidateRunner(CompilePass, Trials, Timing):
                 "import",
             )
         self._check(guard, "import")
+        if job.sizes == "small" and job.small_sizes:
+            shrink_globals(module, job.small_sizes)
         model_cls = getattr(module, "ModelNew", None)
         if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
             self._fail(
@@ -235,11 +245,11 @@ class CandidateRunner(CompilePass, Trials, Timing):
         self.shared = SharedInputsView(self._map(inputs.shared.nbytes, "inputs", writable=False), inputs.shared)
         return self.shared.trials()
 
-    def _check_names(self, path: Path) -> None:
+    def _check_names(self, path: Path, grants: TaskGrants) -> None:
         """The half of the policy that needs the real modules, before the candidate is imported: a name of an
         allowed import is checked as what it names (torch.nn.quantized.modules.conv.ops is torch.ops)."""
         source = path.read_text(encoding="utf-8")
-        violations = check_policy(ast.parse(source), resolve=resolve_dotted, source=source)
+        violations = check_policy(ast.parse(source), resolve=resolve_dotted, source=source, grants=grants)
         if violations:
             self.state.flags.extend(
                 AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations

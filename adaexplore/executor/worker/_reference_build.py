@@ -172,9 +172,16 @@ class ReferenceBuilder:
         does at full size, which says whether the CPU can afford to check the task there."""
         natives: list[list[torch.Tensor]] = []
         refs: list[list[torch.Tensor]] = []
+        own_dtype: AuditFlag | None = None
         for args in ref.inputs:
             native_out = self.forward(ref.native, args)
-            ref_out = self.forward(ref.reference, upcast(args)) if ref.float64 else native_out
+            ref_out = native_out
+            if ref.float64:
+                try:
+                    ref_out = self.forward(ref.reference, upcast(args))
+                except TaskFault as exc:  # the model fixes a dtype float64 cannot follow; it runs in its own
+                    own_dtype = self._own_dtype(ref, exc)
+                    refs = list(natives)
             natives.append(native_out)
             refs.append(ref_out)
         ref.refs = refs
@@ -191,12 +198,26 @@ class ReferenceBuilder:
                 if flag is not None:
                     flags.append(flag)
         facts = self._task_facts(ref, spec, natives, work)
-        ref.flags = flags + facts.flags
+        ref.flags = ([own_dtype] if own_dtype else []) + flags + facts.flags
         ref.mutates_inputs, ref.aliases_inputs = facts.mutates, facts.aliases
         ref.degeneracy, ref.small_degeneracy = facts.degeneracy, facts.small_degeneracy
         ref.degeneracy_checked = facts.checked
         ref.drawn.clear()  # a copy drawn for facts another reference of the task found first
         del natives
+
+    @staticmethod
+    def _own_dtype(ref: Reference, exc: TaskFault) -> AuditFlag:
+        """The reference of a model that cannot run in float64 (a tensor it makes in its own dtype meets a float64
+        one: an LSTM's initial state drawn in forward, a mask fixed as float32) is the model in the task's dtype, as
+        PyTorch runs it; the flag that says so."""
+        ref.reference, ref.float64 = ref.native, False
+        cause = str(exc).removeprefix("the reference Model's forward raised ")
+        return AuditFlag(
+            code="reference_own_dtype",
+            severity="info",
+            message="the reference ran in the task's own dtype, not in float64: a float64 copy of the model raised "
+            f"{cause[:200]}",
+        )
 
     @staticmethod
     def _widen(ref: Reference, natives: list[list[torch.Tensor]], j: int, tol: Tolerance) -> AuditFlag | None:

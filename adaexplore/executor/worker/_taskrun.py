@@ -82,6 +82,12 @@ def load_task_module(
             exec(_sized_code(path, small_sizes), module.__dict__)
         else:
             module = import_file(name, path)
+    except ModuleNotFoundError as exc:
+        # a third-party package the task imports (the Mamba2 problems' einops): the task's need, not a fault of ours
+        needed = (exc.name or "").split(".")[0]
+        if not needed:
+            raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
+        raise TaskFault(f"the task needs {needed}, which is not installed here: pip install {needed}") from exc
     except Exception as exc:
         raise TaskFault(f"the task module raised on import: {type(exc).__name__}: {exc}") from exc
     for name in ("Model", "get_inputs", "get_init_inputs"):
@@ -92,6 +98,21 @@ def load_task_module(
             raise TaskFault(f"SMALL_SIZES names {name!r}, which the task module does not define")
         setattr(module, name, value)
     return module
+
+
+def shrink_globals(module: ModuleType, small_sizes: Mapping[str, int | float]) -> list[str]:
+    """Give a candidate's module the task's small sizes where it has size globals of its own: a candidate is often
+    the task's model rewritten, with the task's module-level sizes copied along (a vanilla RNN's `batch_size`,
+    read by its constructor), and those must shrink with the task's or the model is built at full size against
+    small inputs. Only a name the module binds to a number of the same kind is set; names the module computed
+    from it at import stay as they are. Returns the names set."""
+    shrunk = []
+    for name, value in small_sizes.items():
+        current = module.__dict__.get(name)
+        if type(current) in (int, float) and type(current) is type(value):
+            module.__dict__[name] = value
+            shrunk.append(name)
+    return shrunk
 
 
 def derive_seeds(base: int, count: int) -> list[int]:
@@ -186,8 +207,15 @@ def build_model(
 
 
 def upcast_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A float64 copy of `model` for the high-precision reference."""
-    return copy.deepcopy(model).to(dtype=torch.float64)
+    """A float64 copy of `model` for the high-precision reference: its parameters and buffers, and the floating
+    tensors its modules hold as plain attributes (a state made in the constructor, `self.h0 = torch.randn(...)`),
+    which `Module.to` leaves in their dtype."""
+    copied = copy.deepcopy(model).to(dtype=torch.float64)
+    for module in copied.modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(module, name, value.to(torch.float64))
+    return copied
 
 
 def upcast(value: Any) -> Any:

@@ -7,7 +7,7 @@ import ast
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import AuditFlag, ErrorDetail, Status
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
-from adaexplore.executor.policy import check_policy, defines_model_new
+from adaexplore.executor.policy import check_policy, defines_model_new, task_grants
 
 __all__ = ["run"]
 
@@ -36,7 +36,8 @@ def run(ctx: Run, config: ExecutorConfig) -> None:
             traceback=f"candidate.py, {where}: {exc.msg}\n{(exc.text or '').rstrip()}",
         )
         raise Verdict(Status.syntax_error, f"SyntaxError: {exc.msg} ({where})", detail) from exc
-    violations = check_policy(tree, source=ctx.code) if config.policy_on else []
+    grants = task_grants(ctx.task.source)  # what the task's own imports let its candidates use (numpy, einops)
+    violations = check_policy(tree, source=ctx.code, grants=grants) if config.policy_on else []
     if violations:
         ctx.add_flags(
             [AuditFlag(code=v.code, severity="reject", message=f"line {v.line}: {v.message}") for v in violations]
