@@ -42,6 +42,8 @@ from adaexplore.executor.wire._data import (
 from adaexplore.executor.wire._events import (
     Compared,
     Compiled,
+    Coverage,
+    CoverageGap,
     Done,
     Event,
     Failed,
@@ -66,6 +68,8 @@ __all__ = [
     "Compare",
     "Compared",
     "Compiled",
+    "Coverage",
+    "CoverageGap",
     "DeviceExchange",
     "Done",
     "Event",
