@@ -113,7 +113,10 @@ class _Group:
         self.elem = elem
         self.lo: np.ndarray | None = None  # a lane range per program, where the fast path holds
         self.hi: np.ndarray | None = None
-        self.start = 0  # the offset of lane 0 and the step, on the fast path
+        # on the fast path: the offsets of the lanes, the same for every program, and whether they step by one
+        # element
+        self.along = np.zeros(0, np.int64)
+        self.contiguous = False
         self._runs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         full = (1, *self.dims)
         squeezed = [np.broadcast_to(_squeeze(p, group), (p.shape[0], *self.dims)) for p in offsets]
@@ -131,12 +134,10 @@ class _Group:
         self.mask = np.broadcast_to(mask, (programs, *self.dims)).reshape(programs, self.lanes)
 
     def _fast(self, offsets: list[np.ndarray], masks: list[np.ndarray | Compare], group: tuple[int, ...]) -> bool:
-        """One axis, the same offsets for every program stepping by the element size, masks that bound the lane
-        index per program: one lane range per program."""
+        """One axis, the same offsets for every program, masks that bound the lane index per program: a lane range
+        per program (`lo`, `hi`), and the offsets of the lanes (`along`)."""
         values = functools.reduce(np.add, offsets).reshape(-1) if offsets else np.zeros(self.lanes, np.int64)
         n = self.lanes
-        if n > 1 and not np.all(np.diff(values) == self.elem):
-            return False
         lo = np.zeros(1, np.int64)
         hi = np.full(1, n, np.int64)
         for m in masks:
@@ -157,7 +158,8 @@ class _Group:
                 return False
             lo, hi = np.maximum(lo, bound[0]), np.minimum(hi, bound[1])
         self.lo, self.hi = np.broadcast_arrays(lo, np.maximum(hi, lo))
-        self.start = int(values[0]) if n else 0
+        self.along = values
+        self.contiguous = n <= 1 or bool(np.all(np.diff(values) == self.elem))
         return True
 
     def listed(self) -> tuple[np.ndarray, np.ndarray]:
@@ -165,19 +167,23 @@ class _Group:
         if self.lo is None:
             return self.values, self.mask
         lanes = np.arange(self.lanes, dtype=np.int64)
-        values = (self.start + lanes * self.elem).reshape(1, -1)
         assert self.hi is not None
         mask = (lanes[None, :] >= self.lo[:, None]) & (lanes[None, :] < self.hi[:, None])
-        return values, mask
+        return self.along.reshape(1, -1), mask
 
     def runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Its bytes as runs: (program of each run, start, end), the program 0 where the group is the same for
         all."""
-        if self.lo is not None:
+        if self.lo is not None and self.contiguous:
             assert self.hi is not None
             programs = np.arange(len(self.lo))
             keep = self.hi > self.lo
-            return (programs[keep], self.start + self.lo[keep] * self.elem, self.start + self.hi[keep] * self.elem)
+            start = int(self.along[0]) if len(self.along) else 0
+            return programs[keep], start + self.lo[keep] * self.elem, start + self.hi[keep] * self.elem
+        if self.lo is not None:  # every lane its own run
+            values, mask = self.listed()
+            rows, cols = np.nonzero(np.broadcast_to(mask, (len(self.lo), self.lanes)))
+            return rows, self.along[cols], self.along[cols] + self.elem
         if self._runs is not None:
             return self._runs
         values = np.where(self.mask, self.values, _BIG)
@@ -197,7 +203,7 @@ class _Group:
     def length(self) -> float:
         """The mean length of its runs, in lanes, judged on a few programs: which group is kept as runs."""
         if self.lo is not None:
-            return float(self.lanes)
+            return float(self.lanes) if self.contiguous else 1.0
         rows = np.unique(np.linspace(0, len(self.values) - 1, num=min(len(self.values), 16)).astype(np.int64))
         values = np.sort(np.where(self.mask[rows] if len(self.mask) > 1 else self.mask, self.values[rows], _BIG), 1)
         valid = values != _BIG
@@ -276,6 +282,9 @@ def access_spans(access: Access) -> np.ndarray | None:
         spans = np.stack([base, base + access.elem], axis=1)[alive]
         return merge(spans)
     fast = max(range(len(made)), key=lambda i: made[i].length())
+    keyed = _by_lane_ranges(made, fast, base, alive, programs)
+    if keyed is not None:
+        return keyed
     # every sum of one value of each other group, per program
     listed = base.reshape(-1, 1)
     listed_mask = alive.reshape(-1, 1)
@@ -305,6 +314,46 @@ def access_spans(access: Access) -> np.ndarray | None:
         hi = listed[run_programs].T + ends[None, :]
         keep = listed_mask[run_programs].T
     return merge(_joined(lo[keep], hi[keep]))
+
+
+# the most kinds of programs (by the lane ranges of their listed groups) `_by_lane_ranges` takes
+_KINDS_CAP = 64
+
+
+def _by_lane_ranges(
+    made: list[_Group], fast: int, base: np.ndarray, alive: np.ndarray, programs: int
+) -> np.ndarray | None:
+    """The bytes reached where every group but the one kept as runs has the same offsets for all programs and a lane
+    range per program: programs with the same lane ranges reach the same offsets from their own runs, so the runs of
+    each kind of program are merged first (the tiles of a row of tiles touch) and only then added to the offsets.
+    None where that does not hold (or the programs are of too many kinds)."""
+    others = [g for i, g in enumerate(made) if i != fast]
+    if any(g.lo is None or g.hi is None for g in others):
+        return None
+    ranges = [np.broadcast_to(bound, (programs,)) for g in others for bound in (g.lo, g.hi)]
+    key = np.stack(ranges, axis=1) if ranges else np.zeros((programs, 0), np.int64)
+    kinds, which = np.unique(key, axis=0, return_inverse=True)
+    if len(kinds) > _KINDS_CAP:
+        return None
+    which = which.reshape(-1)
+    run_programs, starts, ends = made[fast].runs()
+    if _programs(made[fast]) == 1 and programs > 1:
+        run_programs = np.repeat(np.arange(programs), len(starts))
+        starts, ends = np.tile(starts, programs), np.tile(ends, programs)
+    keep = alive[run_programs]
+    run_programs, starts, ends = run_programs[keep], starts[keep], ends[keep]
+    found = []
+    for kind, bounds in enumerate(kinds):
+        mine = which[run_programs] == kind
+        runs = merge(np.stack([base[run_programs[mine]] + starts[mine], base[run_programs[mine]] + ends[mine]], 1))
+        sums = np.zeros(1, np.int64)
+        for i, group in enumerate(others):
+            lo, hi = int(bounds[2 * i]), int(bounds[2 * i + 1])
+            sums = (sums[:, None] + group.along[lo:hi][None, :]).reshape(-1)
+        if len(sums) * len(runs) > SPAN_CAP:
+            raise TooLarge((len(sums) * len(runs),))
+        found.append((runs[None, :, :] + sums[:, None, None]).reshape(-1, 2))
+    return merge(np.concatenate(found)) if found else np.zeros((0, 2), np.int64)
 
 
 def _joined(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
