@@ -1,9 +1,11 @@
 """The full-size coverage check over honest kernels: does it ever say an honest kernel leaves an output unwritten?
 
-Every kernel of the corpora is followed as the compile check follows it (worker/_coverage.py): its forward at its
-task's full sizes on shape-only tensors, each launch compiled for sm_90 and walked for where it writes. A kernel
-that an H200 found `ok` (or, for our own corpus, one correct in the interpreter: its rows are not all measured yet)
-must have no gap; the table says which did, and how long the check itself took (the compile is not counted).
+Every kernel of the corpora (`examples/kernels/*/correct.py`, `benchmarks/gpu_truth/`, the shared corpus of GPU
+truth, and the adversarial battery's honest corpus) is followed as the compile check follows it
+(worker/_coverage.py): its forward at its task's full sizes on shape-only tensors, each launch compiled for sm_90
+and walked for where it writes. A kernel that an H200 found `ok` (or, for our own corpus, one correct in the
+interpreter: its rows are not all measured yet) must have no gap; the table says which did, and how long the check
+itself took (the compile is not counted).
 
     python benchmarks/coverage_corpus.py --kernelbench ../shared/data/kernelbench --shared ../shared/data/gpu-truth
     python benchmarks/coverage_corpus.py --only level2/12 gemm_epilogue --json out.json
@@ -77,6 +79,27 @@ def corpus(kernelbench: Path, shared: Path | None, only: list[str]) -> list[dict
                 "name": f"examples/{kernel.parent.name}/correct.py",
             }
         )
+    # the adversarial battery's honest corpus: idioms the policy must let through, each named after its task
+    honest = {
+        "conv": "conv2d_activation",
+        "elementwise": "elementwise_chain",
+        "gemm": "gemm_epilogue",
+        "layernorm": "layernorm",
+        "mlp": "mlp",
+        "rmsnorm": "rmsnorm_bf16",
+        "softmax": "row_softmax",
+        "sum_reduction": "sum_reduction",
+    }
+    for kernel in sorted((ROOT / "tests" / "adversarial" / "honest_corpus").glob("*.py")):
+        prefix = max((p for p in [*honest, "scale_relu"] if kernel.stem.startswith(p + "_")), key=len, default=None)
+        if prefix is None:
+            continue
+        task = (
+            ROOT / "tests" / "executor" / "data" / "scale_relu_task.py"
+            if prefix == "scale_relu"
+            else ROOT / "examples" / "tasks" / f"{honest[prefix]}.py"
+        )
+        rows.append({"task": str(task), "kernel": str(kernel), "gpu": "ok", "name": f"honest/{kernel.name}"})
     measured = {}
     if (OURS / "truth.jsonl").is_file():
         measured = {r["kernel"]: r["h200_status"] for r in map(json.loads, (OURS / "truth.jsonl").open())}
