@@ -103,6 +103,8 @@ class Coverage(Msg):
     # what the check could not follow (taken as writing everywhere it might)
     notes: list[str] = Field(default_factory=list)
     seconds: float = 0.0
+    # the check's own failure (then no gap is claimed): never the kernel's
+    failed: str = ""
 
 
 class Compiled(Msg):

@@ -56,6 +56,7 @@ class CoverageRecorder:
     def __init__(self, shared_memory_limit: int | None = None, budget_s: float = COVERAGE_BUDGET_S) -> None:
         self.shared_memory_limit = shared_memory_limit
         self.broken = False
+        self.failed = ""  # the check's own failure, where it failed
         self.held: dict[int, Held] = {}
         self.budget_s = budget_s
         self.spent = 0.0  # the seconds spent following, all told
@@ -132,9 +133,9 @@ class CoverageRecorder:
             self._configs.append(reach)
 
     def fail(self, exc: BaseException) -> None:
-        """The check's own failure: noted, and nothing more is followed (no gap is claimed)."""
+        """The check's own failure: said, and nothing more is followed (no gap is claimed)."""
         self.broken = True
-        self._note(f"the check failed: {type(exc).__name__}: {str(exc)[:200]}")
+        self.failed = self.failed or f"{type(exc).__name__}: {str(exc)[:200]}"
 
     def settle(self) -> None:
         """Apply an autotuned kernel's configs, once all of them were compiled."""
@@ -226,11 +227,9 @@ class CoverageRecorder:
         for t in written + made:
             if self.of(t) is None:
                 self.made(t)
-                held = self.of(t)
-                assert held is not None
-                held.write(view_spans(t))
             held = self.of(t)
             assert held is not None
+            held.write(view_spans(t))  # written, but where a hole maps to, with what came from the hole
             same_places = (
                 mapped(source, gap, t)
                 if torch.Tag.pointwise in func.tags or name in ("clone", "_to_copy", "copy_")
@@ -263,6 +262,7 @@ class CoverageRecorder:
             gaps=gaps,
             notes=list(self.notes),
             seconds=round(self.spent, 3),
+            failed=self.failed,
         )
 
     def _gaps(self, outputs: list[Any] | tuple[Any, ...]) -> list[CoverageGap]:
@@ -272,6 +272,8 @@ class CoverageRecorder:
                 continue
             found = self.holes_in(t)
             if found is None:
+                if self.of(t) is not None and view_spans(t) is None:
+                    self._note(f"output {position}'s elements lie too scattered in its buffer to be listed")
                 continue
             held, holes = found
             size = t.element_size()

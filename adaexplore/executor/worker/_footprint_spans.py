@@ -328,9 +328,10 @@ def _by_lane_ranges(
     each kind of program are merged first (the tiles of a row of tiles touch) and only then added to the offsets.
     None where that does not hold (or the programs are of too many kinds)."""
     others = [g for i, g in enumerate(made) if i != fast]
-    if any(g.lo is None or g.hi is None for g in others):
+    bounds = [(g.lo, g.hi) for g in others]
+    if any(lo is None or hi is None for lo, hi in bounds):
         return None
-    ranges = [np.broadcast_to(bound, (programs,)) for g in others for bound in (g.lo, g.hi)]
+    ranges = [np.broadcast_to(b, (programs,)) for pair in bounds for b in pair if b is not None]
     key = np.stack(ranges, axis=1) if ranges else np.zeros((programs, 0), np.int64)
     kinds, which = np.unique(key, axis=0, return_inverse=True)
     if len(kinds) > _KINDS_CAP:
