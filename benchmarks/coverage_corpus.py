@@ -32,26 +32,39 @@ OURS = ROOT / "benchmarks" / "gpu_truth"
 REMEASURED = OURS / "shared_remeasured.jsonl"
 
 
+_TRACKER = None
+
+
+def _tracker():  # type: ignore[no-untyped-def]
+    """The compile-only launch tracker of this process, installed once (as a worker installs it)."""
+    global _TRACKER
+    if _TRACKER is None:
+        from adaexplore.domain import Backend
+        from adaexplore.executor.worker._compile_only import activate_compile_only
+        from adaexplore.executor.worker._cuda_on_cpu import install_device_queries, install_is_cuda
+        from adaexplore.executor.worker._launches import LaunchTracker
+        from adaexplore.roofline import gpu_spec
+
+        activate_compile_only("cuda:90")
+        install_is_cuda()
+        install_device_queries(gpu_spec("H200"))
+        _TRACKER = LaunchTracker(Backend.compile)
+        _TRACKER.install()
+        _TRACKER.shared_memory_limit = 232448
+    return _TRACKER
+
+
 def one(task: str, kernel: str) -> dict:
     """Follow one kernel's forward at its task's full sizes; what the check found, as a dict."""
     import torch
 
-    from adaexplore.domain import Backend
-    from adaexplore.executor.worker._compile_only import activate_compile_only
     from adaexplore.executor.worker._coverage import CoverageRecorder
-    from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu, install_device_queries, install_is_cuda
+    from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
     from adaexplore.executor.worker._faults import CANDIDATE_MODULE
     from adaexplore.executor.worker._full_size import full_size_pass
     from adaexplore.executor.worker._importing import import_file
-    from adaexplore.executor.worker._launches import LaunchTracker
-    from adaexplore.roofline import gpu_spec
 
-    activate_compile_only("cuda:90")
-    install_is_cuda()
-    install_device_queries(gpu_spec("H200"))
-    tracker = LaunchTracker(Backend.compile)
-    tracker.install()
-    tracker.shared_memory_limit = 232448
+    tracker = _tracker()
     module = import_file(CANDIDATE_MODULE, kernel)
     recorder = CoverageRecorder(tracker.shared_memory_limit)
     started = time.perf_counter()
@@ -61,6 +74,7 @@ def one(task: str, kernel: str) -> dict:
         "stopped": stopped,
         "gaps": [g.model_dump() for g in coverage.gaps] if coverage is not None else [],
         "notes": coverage.notes if coverage is not None else [],
+        "failed": coverage.failed if coverage is not None else "",
         "launches": coverage.launches if coverage is not None else 0,
         "check_s": coverage.seconds if coverage is not None else 0.0,
         "pass_s": round(time.perf_counter() - started, 2),
@@ -165,10 +179,11 @@ def table(results: list[dict]) -> str:
     lines = [f"{'kernel':58} {'GPU':11} {'found':8} {'check s':>8} {'pass s':>7}  notes"]
     false = []
     for r in results:
-        found = "error" if "error" in r else ("GAP" if r["gaps"] else ("partial" if r["stopped"] else "covered"))
+        found = "error" if "error" in r else "GAP" if r["gaps"] else "failed" if r.get("failed") else "covered"
+        found = "stopped" if found == "covered" and r.get("stopped") else found
         if r.get("gaps") and r["gpu"] in ("ok", "unmeasured"):
             false.append(r["name"])
-        note = r.get("error") or r.get("stopped") or "; ".join(r.get("notes", []))
+        note = r.get("error") or r.get("failed") or r.get("stopped") or "; ".join(r.get("notes", []))
         lines.append(
             f"{r['name']:58} {r['gpu']:11} {found:8} {r.get('check_s', 0):8.3f} {r.get('pass_s', 0):7.1f}  {note[:90]}"
         )
@@ -176,7 +191,9 @@ def table(results: list[dict]) -> str:
     median = checks[len(checks) // 2] if checks else 0.0
     lines.append(
         f"{len(results)} kernels; honest kernels with a gap: {len(false)} {false or ''}; errors: "
-        f"{sum('error' in r for r in results)}; check time median {median:.3f} s, max {max(checks, default=0):.3f} s"
+        f"{sum('error' in r for r in results)}; the check failed on {sum(bool(r.get('failed')) for r in results)}; "
+        f"not followed to the end: {sum(bool(r.get('stopped')) for r in results)}; check time median {median:.3f} s, "
+        f"max {max(checks, default=0):.3f} s"
     )
     return "\n".join(lines)
 
