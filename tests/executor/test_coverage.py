@@ -77,7 +77,7 @@ def test_profile_finds_a_fixed_grid_on_a_level2_problem_with_default_settings(tm
             "adaexplore",
             "profile",
             str(PROBLEM_30),
-            str(DATA / "gemm_groupnorm_fixed_grid_kernel.py"),
+            str(DATA / "fixed_grid" / "level2_30_gemm_groupnorm.py"),
             "--json",
             str(written),
         ],

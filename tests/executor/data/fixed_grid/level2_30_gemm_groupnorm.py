@@ -50,7 +50,16 @@ class ModelNew(nn.Module):
         G = self.group_norm.num_groups
         out = torch.empty_like(y)
         _group_norm_hardtanh[(64,)](
-            y, self.group_norm.weight, self.group_norm.bias, out, rows, C, G, self.group_norm.eps, self.lo, self.hi,
+            y,
+            self.group_norm.weight,
+            self.group_norm.bias,
+            out,
+            rows,
+            C,
+            G,
+            self.group_norm.eps,
+            self.lo,
+            self.hi,
             BLOCK=256,
         )
         return out
