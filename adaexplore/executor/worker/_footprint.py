@@ -31,8 +31,9 @@ from adaexplore.roofline import KernelIR
 
 __all__ = ["Access", "OutOfTime", "walk_launch"]
 
-# the most programs walked at once: arrays of one number per program stay under 32 MiB
-SHARE_CAP = 1 << 22
+# the most programs walked at once: arrays of one number per program stay under 8 MiB, and a walk past its deadline
+# stops within one share
+SHARE_CAP = 1 << 20
 # operations walked whether or not a value they make is needed
 _ALWAYS = STORES | {"tt.load", "tt.descriptor_load", "scf.for", "scf.if", "scf.while", "tt.call"}
 
@@ -55,7 +56,6 @@ class _Walk(MemoryOps):
         self.deadline = deadline
         self.depth = 0
         self._interesting: dict[int, bool] = {}
-        self.steps = 0
         # the values the walk computes (None: all of them), see _footprint_slice
         self.needed: set[str] | None = None
 
@@ -87,8 +87,7 @@ class _Walk(MemoryOps):
             if op.name in ("scf.yield", "scf.condition", "tt.return"):
                 operands = op.operands()
                 return operands[1:] if op.name == "scf.condition" else operands
-            self.steps += 1
-            if self.steps % 64 == 0 and time.monotonic() > self.deadline:
+            if time.monotonic() > self.deadline:
                 raise OutOfTime()
             self.op(op)
         return []
