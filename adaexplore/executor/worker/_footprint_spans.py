@@ -4,9 +4,11 @@ An access's offsets are a sum of parts that each vary along some of the block's 
 axes fall into groups that vary together (in one part of the offset or of the mask); the bytes reached are then
 every sum of one value per group. One group is kept as runs of consecutive bytes (the one with the longest runs: a
 tile's row), the others are listed value by value, so a 128x128 tile of a row-major matrix is 128 ranges, not 16384
-elements, and a 1-D block over a flat output is one range per program. A group along one axis whose offsets step by
-the element size, masked by comparisons of that axis's index with per-program bounds (`offs < n`), is resolved
-without listing its lanes at all: one lane range per program.
+elements. A group along one axis whose offsets are the same for every program, masked by comparisons of that axis's
+index with per-program bounds (`offs < n`), is resolved without listing its lanes: a lane range per program. Where
+every listed group is of that kind, programs with the same lane ranges are taken together: their runs are merged
+first (a row of tiles makes one range), then added to the listed offsets, so a 1-D block over a flat output, or a
+GEMM's tiles over its output, come to a handful of ranges however many programs there are.
 """
 
 from __future__ import annotations
