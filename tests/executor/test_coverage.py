@@ -62,9 +62,6 @@ async def test_a_fixed_grid_is_correct_at_the_small_sizes_and_a_mismatch_that_sa
         "[63, 999]; what writes into its buffer: scale_relu_kernel over grid (1,)"
     ) in result.message
     assert result.estimate is None and result.estimated_speedup is None
-    honest = await evaluator.evaluate(task, CORRECT)
-    assert honest.status is Status.ok, honest.message
-    assert "coverage" in honest.phases and honest.phases["coverage"] < 1.0
 
 
 @pytest.mark.skipif(not PROBLEM_30.is_file(), reason="the KernelBench problems (shared/data/kernelbench) are absent")
@@ -104,6 +101,7 @@ async def test_a_run_never_makes_a_fixed_grid_kernel_its_best(evaluator: Evaluat
         svc, CompileAndProfileRequest(code=CORRECT, run_id=run.run_id, parent_id=run.root_node_id, action="large")
     )
     assert honest.status == "ok" and honest.is_new_best, honest.message
+    assert honest.evaluation is not None and honest.evaluation.phases["coverage"] < 1.0  # the check ran, quickly
     # an `ok` verdict of the fixed-grid kernel stored under the protocol before the check, with a large estimate,
     # as a run of then would have kept it: identical code must not reuse it
     import adaexplore.executor.host._environment as environment_module
