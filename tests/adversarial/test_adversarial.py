@@ -59,8 +59,7 @@ BATTERY = [
         ("You cannot name a parameter self except", "You cannot set the special attribute __enter__"),
     ),
     ("rt_launch_debt", SCALE_RELU, Status.rejected, "launched none of the candidate's kernels"),
-    # without a GPU the compile check finds the output never written at the task's full sizes before any trial
-    ("h09_stale_memory", SCALE_RELU, Status.mismatch, ("wrong result in trial", "elements are never written")),
+    ("h09_stale_memory", SCALE_RELU, Status.mismatch, "wrong result in trial"),
     ("h10_input_mutation", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
     ("h11_output_aliases_input", SCALE_RELU, Status.rejected, "You cannot return an input"),
     ("h10_list_input_mutation", LIST_INPUT, Status.rejected, "You cannot return an input"),

@@ -5,17 +5,19 @@ The trials run at small sizes, where one program may cover a whole output: a ker
 size passes them and leaves most of a full-size output unwritten on the GPU. The compile check follows the forward
 at the task's full sizes on shape-only tensors and, for each launch, where its stores may write
 (worker/_coverage.py); an output with elements that nothing wrote (or that were computed from such elements) makes
-the kernel a `mismatch`, which says which output, how many elements and where. What the check could not follow is
-taken as written and said in an info flag.
+the kernel a `mismatch`, which says which output, how many elements and where. The verdict is drawn after the trials
+(a rule they find broken outweighs a gap), before the full-size probes. What the check could not follow is taken as
+written and said in an info flag; a verdict given without the check (the interpreter alone, or a forward that
+could not be followed at full size) says so in a warning.
 """
 
 from __future__ import annotations
 
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
-from adaexplore.executor.wire._protocol import Coverage, CoverageGap
+from adaexplore.executor.wire._protocol import CoverageGap
 
-__all__ = ["check", "describe_gap", "interpreted_only"]
+__all__ = ["check", "describe_gap"]
 
 
 def _index(index: list[int]) -> str:
@@ -43,24 +45,38 @@ def describe_gap(gap: CoverageGap) -> str:
     return text
 
 
-def check(ctx: Run, coverage: Coverage | None) -> None:
-    """Raises:
-    Verdict: `mismatch` where an output has elements never written at the task's full sizes.
+def check(ctx: Run) -> None:
+    """Draw the verdict from what the compile check found (`ctx.coverage`), once: after the trials at the small
+    sizes where the interpreter runs them (a rule they find broken outweighs a gap), else after the compile check.
+
+    Raises:
+        Verdict: `mismatch` where an output has elements never written at the task's full sizes.
     """
+    if ctx.coverage_checked:
+        return
+    ctx.coverage_checked = True
+    coverage = ctx.coverage
+    small = ctx.sizes == "small" and bool(ctx.task.small_sizes)
     if coverage is None:
         work = ctx.candidate_work
-        if work is not None and not work.complete and ctx.sizes == "small" and ctx.task.small_sizes:
-            ctx.add_flags(
-                [
-                    AuditFlag(
-                        code="coverage_unchecked",
-                        severity="warn",
-                        message="whether the forward writes every element of its outputs at the task's full sizes "
-                        f"was not checked: it could not be followed to its end there ({work.note[:200]}); a GPU "
-                        "judges it",
-                    )
-                ]
-            )
+        if not small:
+            return  # the trials ran at the full sizes themselves
+        if work is not None and not work.complete:
+            why = f"it could not be followed to its end there ({work.note[:200]})"
+        elif Backend.compile not in ctx.planned:
+            why = "the interpreter alone checked the small sizes (the compile backend, on the automatic path, does)"
+        else:
+            return
+        ctx.add_flags(
+            [
+                AuditFlag(
+                    code="coverage_unchecked",
+                    severity="warn",
+                    message="whether the forward writes every element of its outputs at the task's full sizes was not "
+                    f"checked: {why}; a GPU judges it",
+                )
+            ]
+        )
         return
     ctx.add_phase("coverage", coverage.seconds)
     if coverage.failed:
@@ -77,13 +93,14 @@ def check(ctx: Run, coverage: Coverage | None) -> None:
         return
     if coverage.gaps:
         gaps = "; ".join(describe_gap(g) for g in coverage.gaps[:3])
+        ctx.timing = None  # a kernel that is not correct has no speed
         raise Verdict(
             Status.mismatch,
-            f"at the task's full sizes the forward leaves part of its output unwritten: {gaps}. On a GPU those "
-            "elements hold whatever the memory held (followed on shape-only tensors, from each launch's grid and "
-            "the addresses and masks of its stores; the trials at the small sizes cannot see it, since there a few "
-            "programs cover the whole output). Launch enough programs to cover every element at every size: a "
-            "grid computed from the sizes, such as (triton.cdiv(n, BLOCK),)",
+            f"correct at the small sizes, but at the task's full sizes the forward leaves part of its output "
+            f"unwritten: {gaps}. On a GPU those elements hold whatever the memory held (followed on shape-only "
+            "tensors, from each launch's grid and the addresses and masks of its stores; at the small sizes a few "
+            "programs cover the whole output). Launch enough programs to cover every element at every size: a grid "
+            "computed from the sizes, such as (triton.cdiv(n, BLOCK),)",
         )
     if coverage.notes:
         ctx.add_flags(
@@ -96,21 +113,3 @@ def check(ctx: Run, coverage: Coverage | None) -> None:
                 )
             ]
         )
-
-
-def interpreted_only(ctx: Run) -> None:
-    """A verdict of the interpreter alone at small sizes (`--backend interpret`) has not followed the forward at the
-    task's full sizes: said in a flag."""
-    if Backend.compile in ctx.planned or ctx.sizes != "small" or not ctx.task.small_sizes:
-        return
-    ctx.add_flags(
-        [
-            AuditFlag(
-                code="coverage_unchecked",
-                severity="warn",
-                message="the interpreter alone checked the small sizes: whether the forward writes every element of "
-                "its outputs at the task's full sizes was not checked (the compile backend, part of the automatic "
-                "path, checks it)",
-            )
-        ]
-    )

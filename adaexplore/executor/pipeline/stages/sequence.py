@@ -48,9 +48,9 @@ async def run(
                     lanes, run, chosen, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
                 )
                 if chosen is Backend.interpret:
+                    coverage.check(run)
                     await full_path.run(lanes, run)
                     await precision.run(lanes, run)
-                    coverage.interpreted_only(run)
         result.settle_speed(run, Status.ok, config, environment)
         return Status.ok, result.ok_message(run), None
     except Verdict as verdict:
