@@ -100,6 +100,8 @@ def launch_reach(
     written: dict[str, list[np.ndarray]] = {}
     anywhere: set[str] = set()
     read: dict[str, list[np.ndarray]] = {}
+    unknown: set[str] = set()  # arguments stored into at addresses that depend on data
+    masked: set[str] = set()  # ... under masks that depend on data
 
     def sink(accesses: list[Access]) -> None:
         # every range of this share first, then kept: a share walked again in smaller parts is not counted twice
@@ -118,8 +120,11 @@ def launch_reach(
                         read.setdefault(name, []).append(spans)
                 elif spans is None:
                     anywhere.add(name)
+                    unknown.add(name)
                 else:
                     written.setdefault(name, []).append(spans)
+                    if access.mask is not None and not access.mask.exact:
+                        masked.add(name)
 
     try:
         walk_launch(
@@ -134,6 +139,13 @@ def launch_reach(
         reach.note = "it ran out of time" if isinstance(exc, OutOfTime) else "its blocks are too large to follow"
         anywhere.update(tensors)
         read.clear()
+    else:
+        said = []
+        if unknown:
+            said.append(f"its stores into {', '.join(sorted(unknown))} go where data says")
+        if masked - unknown:
+            said.append(f"its stores into {', '.join(sorted(masked - unknown))} are masked by data")
+        reach.note = "; ".join(said)
     reach.writes = {name: merge(np.concatenate(spans)) for name, spans in written.items()}
     for name in anywhere:
         reach.writes[name] = None
