@@ -113,16 +113,18 @@ class ExecutorConfig(BaseModel):
     trial_timeout_s: float = Field(default=60.0, gt=0)
     # The whole timing phase of one candidate.
     timing_timeout_s: float = Field(default=180.0, gt=0)
-    # What one compile_and_profile call (an MCP client's or a headless step's) lets the candidate take, so that
-    # the call returns before a client's request timeout (60 s in the TypeScript SDK) whatever the kernel does: a
-    # kernel that hangs is a `timeout` within it. On a GPU, wall time over all its phases; on the CPU backends,
-    # the CPU time its worker uses to load it and run its trials in the interpreter (read from the system, so a
-    # busy machine costs the kernel nothing; the sm_90 compile check has its phase's timeout alone). The
-    # reference's work is not counted. None: each phase's own timeout only.
+    # What one MCP compile_and_profile call (and `adaexplore profile` on the CPU backends at small sizes) lets the
+    # candidate take, so that the call returns before a client's request timeout (60 s in the TypeScript SDK)
+    # whatever the kernel does: a kernel that hangs is a `timeout` within it, in whichever phase. On a GPU, wall
+    # time over all its phases; on the CPU backends, the time its own code runs in every phase, the sm_90 compile
+    # check included: its worker's CPU time (read from the system) and its wall time, whichever runs out first,
+    # the Triton compiler's time not counted. The reference's work is not counted. None: each phase's own
+    # timeout only.
     call_budget_s: float | None = Field(default=40.0, gt=0)
-    # The same for an evaluation no client waits on (a headless explore's steps, a bench's problems): KernelBench's
-    # protocol has no call budget, so None (the default) leaves each phase its own timeout (the load and compile,
-    # each trial, the timing), room for an autotune of twenty configs at full size.
+    # The same for an evaluation no client waits on (a headless explore's steps, a bench's problems), in CPU time
+    # alone on the CPU backends, so that a busy machine changes no verdict. None (the default): on a GPU each
+    # phase its own timeout, as KernelBench's protocol has no call budget (room for an autotune of twenty configs
+    # at full size); on the CPU backends at small sizes, call_budget_s.
     protocol_budget_s: float | None = Field(default=None, gt=0)
     # Pre-started candidate workers kept ready per backend (per GPU for `cuda`). Starting one costs seconds of
     # CPU (importing torch and triton, making the CUDA context), so more cores keep more ready. None: from the

@@ -14,6 +14,7 @@ __all__ = [
     "AuditFlag",
     "Backend",
     "Correctness",
+    "Degeneracy",
     "ErrorDetail",
     "Estimate",
     "EstimatePart",
@@ -99,6 +100,9 @@ class TrialResult(_Model):
     max_scaled_error: float | None = None
     norm_rel_error: float | None = None
     reference_norm_rel_error: float | None = None
+    # how far norm_rel_error, measured on a sample of the outputs, may stray from that of all of them (a jackknife's
+    # standard error; the evaluator's check at the full reduction lengths alone reports it)
+    norm_rel_spread: float | None = None
     message: str | None = None
 
 
@@ -156,6 +160,47 @@ class AuditFlag(_Model):
     code: str
     severity: Literal["reject", "warn", "info"]
     message: str
+
+
+# what every place that shows a degenerate task's results says of them
+DEGENERATE_ZERO = "any kernel that writes 0 is correct on this task: its speedups say nothing"
+
+
+class Degeneracy(_Model):
+    """A task whose reference cannot tell kernels apart, found from the reference alone (float32 and float64, two
+    draws of its inputs) under strict's tolerance: one output is a `constant` (zero or one value, the same for both
+    draws), float32 rounding `noise` (PyTorch's float32 reference is no closer to the float64 one than a constant
+    is), or `input_blind` (two different draws give the same output). `sizes`: where it was found."""
+
+    kind: Literal["constant", "noise", "input_blind"]
+    output: int = 0
+    outputs: int = 1
+    value: float | None = None  # the constant a kernel may write (0 for noise)
+    sizes: Literal["full", "small"] = "full"
+
+    def what(self) -> str:
+        """What the output is, in a few words."""
+        which = f"output {self.output}" if self.outputs > 1 else "its output"
+        if self.kind == "noise":
+            return f"{which} is float32 rounding noise around 0, whatever the input"
+        if self.kind == "constant" and self.value == 0:
+            return f"{which} is 0 everywhere, whatever the input"
+        if self.kind == "constant":
+            return f"{which} is one value everywhere ({self.value:.4g} with these weights), whatever the input"
+        return f"{which} does not depend on the inputs (two different draws give the same output)"
+
+    def where(self) -> str:
+        return "at its full sizes" if self.sizes == "full" else "at its small sizes (its full ones were not checked)"
+
+    def line(self) -> str:
+        """The one line every place that shows the task's results gives."""
+        if self.kind == "noise" or (self.kind == "constant" and self.value == 0):
+            consequence = DEGENERATE_ZERO
+        elif self.kind == "constant":
+            consequence = "a kernel that writes that one value is correct on this task: its speedups say nothing"
+        else:
+            consequence = "a kernel that ignores its inputs is correct on this task: its speedups say nothing"
+        return f"degenerate task: {self.what()}, {self.where()}; {consequence}"
 
 
 class KernelCost(_Model):
@@ -242,10 +287,10 @@ class Provenance(_Model):
 
 class SpeedOfLight(_Model):
     """The least time a task can take on a GPU model: its reference's minimum memory traffic (inputs and
-    parameters read once, outputs written once) at the HBM's peak, or its matrix-multiply FLOPs at the fastest
-    tensor-core rate its tolerance admits, whichever is longer (and never under one launch). Where a GPU timed
-    the kernel, `fraction` is this time over the kernel's measured time (1 is the hardware's limit) and
-    `reference_fraction` the same for eager PyTorch."""
+    parameters read once, outputs written once) at the HBM's peak, or its matrix-multiply FLOPs by the fastest
+    path whose error its tolerance admits, whichever is longer (and never under one launch). Where a GPU timed
+    the kernel, `fraction` is this time over the kernel's measured time (1 is the hardware's limit; above 1 the
+    verdict carries a `faster_than_light` warning) and `reference_fraction` the same for eager PyTorch."""
 
     gpu: str
     ms: float
@@ -254,15 +299,27 @@ class SpeedOfLight(_Model):
     compute_ms: float
     bytes: float
     flops: float
-    # how fp32 matrix multiplies count: "tf32x3" (the cheapest way to fp32 accuracy on the tensor cores) where the
-    # tolerance holds fp32 outputs to fp32 accuracy, "tf32" where it admits TF32
-    fp32_matmuls: str = "tf32x3"
+    # how fp32 matrix products count: the fastest path whose error the tolerance admits (roofline/_sol.py):
+    # "bf16x3" (three bf16 products of split operands, fp32 accuracy) where it holds fp32 outputs to fp32 accuracy,
+    # "fp16" (one product, TF32's error) where it admits TF32, "bf16" or "fp8" where it admits theirs; verdicts
+    # stored before this was so say "tf32x3" or "tf32"
+    fp32_matmuls: str = "bf16x3"
+    # the path taken for the products of each operand dtype the reference multiplies in
+    matmul_paths: dict[str, str] = Field(default_factory=dict)
     # operators of the reference whose FLOPs could not be counted (their bytes are)
     uncounted: list[str] = Field(default_factory=list)
     # False: the reference's forward could not be followed to its end on shape-only tensors
     complete: bool = True
     fraction: float | None = None
     reference_fraction: float | None = None
+    # what no kernel beats however it is timed (roofline/_sol.py): the compute bound, and the traffic that cannot stay
+    # in the GPU's L2 cache at the HBM's peak; one launch's cost is a figure measured back to back, and traffic that
+    # fits in the cache may never reach the HBM while a kernel is timed (None in verdicts stored before: `ms`)
+    hard_ms: float | None = None
+
+    @property
+    def floor_ms(self) -> float:
+        return self.hard_ms if self.hard_ms is not None else self.ms
 
 
 class EstimatePart(_Model):
@@ -340,3 +397,36 @@ class Evaluation(_Model):
     @property
     def estimated_speedup(self) -> float | None:
         return self.estimate.speedup if self.estimate else None
+
+    @property
+    def speedup_ceiling(self) -> float | None:
+        """The most speedup over eager PyTorch that the task's speed of light allows: eager's time over its floor
+        (`SpeedOfLight.floor_ms`), eager's measured time where a GPU timed the kernel against a speed of light for
+        that GPU, else eager's estimated time where the kernel has an estimate (None where neither holds)."""
+        sol = self.speed_of_light
+        if sol is None or sol.floor_ms <= 0:
+            return None
+        if self.timing is not None:
+            if sol.fraction is None:  # the speed of light is for another GPU than the one that timed it
+                return None
+            return self.timing.reference.value(self.timing.statistic) / sol.floor_ms
+        if self.estimate is not None and self.estimate.gpu == sol.gpu:
+            return self.estimate.reference_ms / sol.floor_ms
+        return None
+
+    @property
+    def credited_speedup(self) -> float | None:
+        """The measured speedup as rewards and rankings count it: never above `speedup_ceiling` (a kernel
+        measured faster than light is flagged `faster_than_light`, and earns no more than the floor allows)."""
+        return _at_most(self.speedup, self.speedup_ceiling)
+
+    @property
+    def credited_estimated_speedup(self) -> float | None:
+        """The estimated speedup as rewards and rankings count it, held to `speedup_ceiling` the same way."""
+        return _at_most(self.estimated_speedup, self.speedup_ceiling)
+
+
+def _at_most(speedup: float | None, ceiling: float | None) -> float | None:
+    if speedup is None or ceiling is None:
+        return speedup
+    return min(speedup, ceiling)

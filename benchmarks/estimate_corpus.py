@@ -11,12 +11,16 @@ estimates both on an H200 and compares with the measured times.
     python benchmarks/estimate_corpus.py record          # fill the records (cached by code hash; minutes)
     python benchmarks/estimate_corpus.py report          # quality of the calibration in the package
     python benchmarks/estimate_corpus.py fit             # fit the calibration; quality on held-out problems
+    python benchmarks/estimate_corpus.py sol             # each time and estimate against its task's speed of light
 
 Reported: Spearman's rank correlation of estimated and measured speedups per problem (and their mean), the
 median |log(estimated / measured)| of kernel times and of speedups, and how fast the kernel an untimed search
 would call best (the highest estimate among the kernels that are correct on the GPU) runs against the fastest
 of its problem (geometric mean over problems). `fit` fits on all problems but one and reports on that one, for
-each problem in turn, then prints the calibration fitted on all.
+each problem in turn, then prints the calibration fitted on all. `sol` holds every measured time and every estimate
+against its task's speed of light in strict mode on an H200 (the fastest path its tolerance admits, bf16x3 for
+fp32 products) and against the rule before it (fp32 products at a third of the TF32 rate), and prints the largest
+`sol_fraction` of each: none may exceed 1.
 """
 
 from __future__ import annotations
@@ -262,9 +266,71 @@ def fit(rows: list[dict], records: dict, start, rounds: int = 6):
     return best, best_loss
 
 
+def sol_fractions(rows: list[dict], records: dict) -> dict:
+    """Each kernel's measured and estimated share of its task's speed of light, now and under the rule before it."""
+    from adaexplore.domain import Mode
+    from adaexplore.executor import load_task
+    from adaexplore.executor.pipeline.stages import speed
+    from adaexplore.roofline import CALIBRATION, PATHS, ForwardWork, OpWork, TaskWork, estimate_forward, gpu_spec
+
+    gpu = gpu_spec("H200")
+    out = []
+    for row in rows:
+        rec = records.get(_digest(row["task_path"], row["kernel_path"]))
+        if not rec or "error" in rec or rec.get("task") is None:
+            continue
+        task = TaskWork.model_validate(rec["task"])
+        sol = speed.sol_for(load_task(row["task_path"]), Mode.strict, task, gpu)
+        assert sol is not None
+        # before: every fp32 product at a third of the TF32 rate (tf32x3), the others as now
+        compute = 0.0
+        for op in task.forward.steps:
+            if isinstance(op, OpWork) and op.flops:
+                path = PATHS["tf32x3"] if op.dtype == "float32" else PATHS[sol.matmul_paths[op.dtype]]
+                compute += op.flops / ((path.tflops(gpu) or gpu.fp16_tflops) * 1e9)
+        before = max(sol.memory_ms, compute, gpu.launch_us * 1e-3)
+        kernel = ForwardWork.model_validate(rec["kernel"])
+        est = estimate_forward(kernel, gpu, calibration=CALIBRATION).ms if kernel.complete else None
+        measured = row.get("kernel_ms") if row["h200_status"] == "ok" else None
+        out.append(
+            {
+                "kernel": row["kernel"],
+                "sol_ms": sol.ms,
+                "before_ms": before,
+                "path": sol.fp32_matmuls,
+                "measured": sol.ms / measured if measured else None,
+                "measured_before": before / measured if measured else None,
+                # estimates are made of correct kernels only: a verdict that is not ok has none
+                "estimated": sol.ms / est if est and row["h200_status"] == "ok" else None,
+                "estimated_before": before / est if est and row["h200_status"] == "ok" else None,
+            }
+        )
+    return {"kernels": out}
+
+
+def show_sol(result: dict) -> None:
+    rows = result["kernels"]
+    print(f"{'kernel':55s} {'SOL ms':>8} {'before':>8} {'meas.':>6} {'before':>6} {'est.':>6} {'before':>6}")
+
+    def cell(value: float | None) -> str:
+        return f"{value:6.3f}" if value is not None else f"{'-':>6}"
+
+    for r in rows:
+        print(
+            f"{r['kernel']:55s} {r['sol_ms']:8.4f} {r['before_ms']:8.4f} {cell(r['measured'])} "
+            f"{cell(r['measured_before'])} {cell(r['estimated'])} {cell(r['estimated_before'])}"
+        )
+    for key in ("measured", "measured_before", "estimated", "estimated_before"):
+        values = [(r[key], r["kernel"]) for r in rows if r[key] is not None]
+        top = max(values) if values else (None, "-")
+        result[f"max_{key}"] = top[0]
+        over = sum(1 for v, _ in values if v > 1)
+        print(f"max sol_fraction {key:17s} {cell(top[0])} ({top[1]}); {over} of {len(values)} over 1")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["record", "report", "fit", "record-one"])
+    parser.add_argument("action", choices=["record", "report", "fit", "sol", "record-one"])
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--json", type=Path, help="write the numbers here too")
     args = parser.parse_args()
@@ -284,7 +350,10 @@ def main() -> None:
     if missing:
         sys.exit(f"{len(missing)} kernels have no record yet: run `{sys.argv[0]} record` first")
     result: dict = {}
-    if args.action == "report":
+    if args.action == "sol":
+        result = sol_fractions(rows, records)
+        show_sol(result)
+    elif args.action == "report":
         result["package"] = quality(estimates(rows, records, CALIBRATION))
         show(result["package"], "the calibration in the package")
     else:

@@ -90,10 +90,12 @@ case "${1:-tests}" in
     python3 benchmarks/kernelbench_suite.py --summarize "$OUT/suite.jsonl" | tee "$OUT/suite-summary.txt"
     ;;
   truth)
-    # ONLY=level2/12 measures some kernels; it resumes from benchmarks/gpu_truth/truth.jsonl, copied to $OUT
-    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/gpu_truth/measure.py ${ONLY:+--only "$ONLY"} 2>&1 | tail -5
+    # ONLY=level2/12 measures some kernels; it resumes from benchmarks/gpu_truth/truth.jsonl, copied to $OUT;
+    # KERNELBENCH_DIR: the folder of KernelBench's levels where the shared data is not beside the checkout
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/gpu_truth/measure.py ${ONLY:+--only "$ONLY"} \
+      ${KERNELBENCH_DIR:+--kernelbench "$KERNELBENCH_DIR"} 2>&1 | tail -"${TAIL:-12}"
     cp benchmarks/gpu_truth/truth.jsonl benchmarks/gpu_truth/provenance.json "$OUT/" 2>/dev/null
-    python3 benchmarks/sol_check.py | tee "$OUT/sol_check.txt"
+    python3 benchmarks/sol_check.py ${KERNELBENCH_DIR:+--kernelbench "$KERNELBENCH_DIR"} | tee "$OUT/sol_check.txt"
     ;;
   draws)
     level=${LEVEL_DIR:-../shared/data/kernelbench/level2}

@@ -37,6 +37,7 @@ END_TO_END = (
     "agent/test_adapt.py",
     "agent/test_explore.py",
     "agent/test_one_best_replay.py",
+    "agent/test_own_kernels.py",
     "agent/test_small_step_contract.py",
     "agent/test_synth.py",
     "benchmarks/",

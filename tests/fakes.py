@@ -16,6 +16,7 @@ from adaexplore.executor import (
     Stats,
     Status,
     Task,
+    TaskCheck,
     Timing,
     code_hash,
 )
@@ -74,6 +75,7 @@ class FakeEvaluator:
         self.calls = 0
         self.fresh_seeds: list[bool] = []  # what each call asked for
         self.budgets: list[float | None] = []  # the candidate budget each call gave
+        self.budget_walls: list[bool] = []  # and whether it bounds wall time too
         self.checked: list[str] = []  # the tasks check_task was asked about
         self.checked_modes: list[str | None] = []  # and the mode each check was asked for (None: the settings')
 
@@ -83,6 +85,7 @@ class FakeEvaluator:
         options = options or EvaluationOptions()
         self.calls += 1
         self.budgets.append(options.candidate_budget_s)
+        self.budget_walls.append(options.candidate_budget_wall)
         self.fresh_seeds.append(options.fresh_seeds)
         status, speedup = self.script(code, self.calls)
         # the path a GPU machine takes, or the backend asked for
@@ -90,9 +93,10 @@ class FakeEvaluator:
         backends = (Backend.cuda,) if backend in (None, "auto") else (Backend(backend),)
         return make_evaluation(task, code, status, speedup, options.mode or "strict", backends)
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         self.checked.append(task.name)  # records nothing of the reference: its tasks get no speed of light
         self.checked_modes.append(options.mode.value if options is not None and options.mode is not None else None)
+        return TaskCheck()
 
     async def ready(self, progress: object = None) -> None:
         return None

@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from adaexplore.agent._abandon import Abandonable, deaf_to_signals
 from adaexplore.agent._explore import Budget, Explorer, StepRecord, TaskSummary, rule_from_reply, run_all
 from adaexplore.agent._extract import apply_edits, extract_code, parse_edits, syntax_problem
 from adaexplore.agent._headless import AdaptOptions, ExploreOptions, adapt, connect_model, explore, parse_duration
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from adaexplore.agent._client import ModelClient
 
 __all__ = [
+    "Abandonable",
     "AdaptOptions",
     "Budget",
     "ExploreOptions",
@@ -28,6 +30,7 @@ __all__ = [
     "adapt",
     "apply_edits",
     "connect_model",
+    "deaf_to_signals",
     "explore",
     "extract_code",
     "parse_duration",

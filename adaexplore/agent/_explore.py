@@ -18,15 +18,15 @@ from typing import Protocol
 import anyio
 
 from adaexplore import tools
+from adaexplore.agent._abandon import Abandonable
 from adaexplore.agent._extract import extract_code, read_step_reply, syntax_problem
 from adaexplore.agent._messages import Reply
 from adaexplore.agent._writers import CURRENT_STEP, Feedback, LargeRequest, SmallRequest, StepScope, Writer
 from adaexplore.domain import Evaluation, Status
 from adaexplore.errors import ConflictError, ModelError, RequestError, TaskError
-from adaexplore.executor import EvaluationOptions, EvaluatorProtocol, ProgressUpdate, Task
+from adaexplore.executor import EvaluationOptions, EvaluatorProtocol, ProgressUpdate, Task, TaskCheck
 from adaexplore.memory import NO_GUIDANCE, check_rule_text
 from adaexplore.prompts import DistillContext, KernelContext
-from adaexplore.roofline import TaskWork
 from adaexplore.store import UsageTotals
 
 __all__ = [
@@ -207,7 +207,7 @@ class _TimedEvaluator:
         finally:
             self.seconds += time.perf_counter() - start
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         return await self.inner.check_task(task, options)
 
     async def ready(self, progress: tools.Progress | None = None) -> None:
@@ -246,10 +246,18 @@ class Explorer:
         agent = svc.settings.agent
         self.memory_updates = agent.memory_updates if memory_updates is None else memory_updates
         self._stop: str | None = None
+        # the steps (and final re-evaluations) under way, which `interrupt` abandons
+        self._in_flight = Abandonable()
 
     def stop(self, reason: str) -> None:
-        """Let every run stop after its current step (for a signal or a shared budget)."""
+        """Let every run stop after its current step (for a shared budget)."""
         self._stop = self._stop or reason
+
+    def interrupt(self, reason: str) -> None:
+        """Stop every run now (for a signal): the steps under way are abandoned, each run stops resumably with
+        `reason`, and what every finished step added stays in the store."""
+        self.stop(reason)
+        self._in_flight.abandon()
 
     # ---- one run ------------------------------------------------------------------------------------
     async def run(self, run_id: str) -> TaskSummary:
@@ -288,7 +296,11 @@ class Explorer:
                 reason = stop
                 break
             try:
-                record = await self._step(state)
+                with self._in_flight.scope() as step:
+                    record = await self._step(state)
+                if step.cancelled_caught:
+                    reason = self._stop or "interrupted"
+                    break
             except ModelError as exc:
                 reason = f"the model failed: {exc}"
                 break
@@ -333,14 +345,17 @@ class Explorer:
                     counts[record.status] = counts.get(record.status, 0) + 1
             if self.observer:
                 self.observer.step_done(run.run_id, record, dict(counts))
-        finished = not reason
-        if not finished:
-            tools.stop_run(svc, run.run_id, reason)  # kept for `runs list` and get_run until a step is added
-        if finished:
+        if not reason:
             if self.observer:
                 timed = state.best_speedup is not None  # untimed kernels are not re-measured
                 self.observer.phase(run.run_id, "re-evaluating the best candidates" if timed else "finishing")
-            await tools.finish_run(svc, tools.FinishRunRequest(run_id=run.run_id))
+            with self._in_flight.scope() as finishing:
+                await tools.finish_run(svc, tools.FinishRunRequest(run_id=run.run_id))
+            if finishing.cancelled_caught:  # every step is in; a resume finishes it
+                reason = self._stop or "interrupted"
+        finished = not reason
+        if not finished:
+            tools.stop_run(svc, run.run_id, reason)  # kept for `runs list` and get_run until a step is added
         return self._summary(run.run_id, finished, reason, records, failed_steps, rules)
 
     def _refresh(self, run: tools.RunResult) -> tools.RunResult:

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Literal, TextIO
 import anyio
 
 from adaexplore import tools
+from adaexplore.agent import _replay as replay
+from adaexplore.agent._abandon import deaf_to_signals
 from adaexplore.agent._display import TerminalDisplay, best_text, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
-from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer, replay_kernels
+from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer
 from adaexplore.config import BackendChoice, ModeName, Settings
 from adaexplore.errors import RequestError, TaskError
 
@@ -58,6 +60,8 @@ class ExploreOptions:
     memory_updates: bool | None = None
     out_dir: Path | None = None
     small_sizes: bool = True  # False: CPU checks at full sizes (no derived SMALL_SIZES, the modules' own ignored)
+    # a folder of one's own kernels that the offline generator (replay) serves, in place of a model
+    kernels: Path | None = None
 
 
 @dataclass
@@ -77,10 +81,8 @@ def _banner(settings: Settings, writer: Writer, out: TextIO) -> None:
         where = settings.model.base_url or "the OpenAI API"
         out.write(f"model: {writer.label} at {where}\n")
     else:
-        out.write(
-            "model: replay: the offline generator, NOT a language model. It serves the sample kernels beside each "
-            "example task (examples/kernels/<task>/). Set OPENAI_API_KEY or --base-url to use a model.\n"
-        )
+        folders = list(writer.folders.values()) if isinstance(writer, ReplayWriter) else []
+        out.write(replay.banner(folders) + "\n")
 
 
 async def _model_writer(settings: Settings, display: TerminalDisplay) -> ModelClient:
@@ -146,8 +148,9 @@ INTERRUPTED = "interrupted"
 
 
 async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: int) -> list[TaskSummary]:
-    """`run_all`, where a first SIGINT or SIGTERM lets each run finish its current step and stop (resumably,
-    with the summary printed), and a second one stops at once.
+    """`run_all`, where a first SIGINT or SIGTERM stops every run at once (resumably: the steps under way are
+    abandoned, every finished one is in the store, and the summary is printed), and a second one, while the first
+    stops them, leaves without the summary.
 
     Raises:
         KeyboardInterrupt: the second signal came; the steps in flight were abandoned (the store holds
@@ -156,6 +159,7 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
     if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
         return await run_all(explorer, run_ids, parallel)
     summaries: list[TaskSummary] | None = None
+    first: list[str] = []
     second: list[str] = []
     async with anyio.create_task_group() as group:
 
@@ -168,18 +172,21 @@ async def _run_interruptibly(explorer: Explorer, run_ids: list[str], parallel: i
                         second.append(signal.Signals(signum).name)
                         group.cancel_scope.cancel()
                         return
-                    explorer.stop(f"{INTERRUPTED} ({signal.Signals(signum).name})")
                     sys.stderr.write(
-                        f"\n{signal.Signals(signum).name}: stopping after the current step; "
-                        "send it again to stop at once\n"
+                        f"\n{signal.Signals(signum).name}: stopping now; the steps under way are abandoned, every "
+                        "finished one is kept\n"
                     )
                     sys.stderr.flush()
+                    first.append(signal.Signals(signum).name)
+                    explorer.interrupt(f"{INTERRUPTED} ({signal.Signals(signum).name})")
 
         group.start_soon(watch)
         try:
             summaries = await run_all(explorer, run_ids, parallel)
         finally:
             group.cancel_scope.cancel()
+    if first and summaries is not None:
+        deaf_to_signals()
     if summaries is None:
         # The runs are open still: say so in the store, so `runs list` does not show them running.
         for run_id in run_ids:
@@ -200,7 +207,7 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
 
     Raises:
         TaskError: a task file is missing or unusable (before any run starts).
-        RequestError: an option is wrong, or replay has no sample kernels for a task.
+        RequestError: an option is wrong, or replay has no kernels for a task.
         ModelError: the endpoint is unreachable, refuses the key, or does not know the model (before any
             run starts).
     """
@@ -227,6 +234,8 @@ async def explore(settings: Settings, options: ExploreOptions, *, out: TextIO = 
             )
         options.resume = list(dict.fromkeys(options.resume))  # a run named twice is resumed once
     _check_out_dir(options.out_dir)
+    if options.kernels is not None:
+        replay.check_option(options.kernels, settings.model.resolved_name())
     for path in options.tasks:
         tools.check_task_file(path)  # a missing or broken task stops everything before a run starts
     if options.resume:
@@ -279,8 +288,9 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
             )
         for run in runs:
             if isinstance(writer, ReplayWriter):
-                path = by_name.get(run.task_name) or Path("examples/tasks") / f"{run.task_name}.py"
-                _add_replay(writer, run.task_id, path)
+                stored = tools.run_record(svc, run.run_id).kernels
+                served = replay.for_resume(run, stored, by_name.get(run.task_name), options.kernels)
+                replay.serve(writer, svc, run.task_id, run.run_id, served)
             run_ids.append(run.run_id)
         return run_ids
     # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
@@ -293,10 +303,9 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
         )
         for path in options.tasks
     ]
-    if isinstance(writer, ReplayWriter):
-        for path, task in zip(options.tasks, tasks, strict=True):
-            _add_replay(writer, task.task_id, path)
-    for task in tasks:
+    replaying = isinstance(writer, ReplayWriter)
+    found = [replay.for_task(path, options.kernels) for path in options.tasks] if replaying else []
+    for i, task in enumerate(tasks):
         started = tools.start_run(
             svc,
             tools.StartRunRequest(
@@ -309,6 +318,8 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
                 model=writer.label,
             ),
         )
+        if isinstance(writer, ReplayWriter):
+            replay.serve(writer, svc, task.task_id, started.run_id, found[i])
         run_ids.append(started.run_id)
     return run_ids
 
@@ -357,17 +368,6 @@ def _check_resumable(svc: tools.Services, run_id: str) -> tools.RunResult:
     if run.status == "finished":
         raise RequestError(f"run {run_id} is already finished; `adaexplore runs show {run_id}` shows its tree")
     return run
-
-
-def _add_replay(writer: ReplayWriter, task_id: str, path: Path) -> None:
-    kernels = replay_kernels(path)
-    if not kernels:
-        raise RequestError(
-            f"replay has no sample kernels for task {path.stem} (it looks in "
-            f"{path.resolve().parent.parent / 'kernels' / path.stem}); replay serves only the example tasks. "
-            "For other tasks use a model: --model NAME with OPENAI_API_KEY or --base-url"
-        )
-    writer.kernels[task_id] = kernels
 
 
 async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.stdout) -> int:

@@ -47,6 +47,8 @@ __all__ = [
     "SmallRequest",
     "StepScope",
     "Writer",
+    "kernels_folder",
+    "kernels_in",
     "replay_kernels",
 ]
 
@@ -203,8 +205,21 @@ class ModelWriter:
 
 
 # ---- replay ----------------------------------------------------------------------------------------------
-# Sample kernels the replay generator never serves: a hang spends the whole trial timeout of the evaluator.
+# Sample kernels of the examples the replay generator does not serve: a hang spends the whole budget of a step
+# (a folder of one's own, `explore --kernels DIR`, is served whole).
 _SKIPPED_SAMPLES = {"hang"}
+
+
+def kernels_folder(folder: Path, task_name: str) -> Path:
+    """Where `explore --kernels DIR` finds a task's kernels: `DIR/<task name>/` where that folder is (as
+    examples/kernels/ holds them), else DIR itself."""
+    own = folder / task_name
+    return own if own.is_dir() else folder
+
+
+def kernels_in(folder: Path) -> dict[str, str]:
+    """Every kernel module (`*.py`) of a folder of one's own, by file stem."""
+    return {p.stem: p.read_text() for p in sorted(folder.glob("*.py")) if p.is_file()}
 
 
 def replay_kernels(task_path: Path) -> dict[str, str]:
@@ -228,12 +243,14 @@ def _fenced(code: str) -> str:
 
 @dataclass
 class ReplayWriter:
-    """The offline generator: NOT a language model. It answers each request with one of the sample kernels
-    that ship beside the example tasks (examples/kernels/<task>/), chosen by a seeded draw, so a search runs
-    end to end with real evaluations and no network. A small step's edit replaces the whole kernel."""
+    """The offline generator: NOT a language model. It answers each request with one of the kernels of a folder:
+    the sample kernels that ship beside the example tasks (examples/kernels/<task>/), or a folder of one's own
+    (`explore --kernels DIR`), chosen by a seeded draw, so a search runs end to end with real evaluations and no
+    network. A small step's edit replaces the whole kernel."""
 
     kernels: dict[str, dict[str, str]]  # task id -> sample name -> code
     svc: tools.Services  # where (zero-cost) calls are filed
+    folders: dict[str, Path] = field(default_factory=dict)  # task id -> the folder its kernels came from
     label: str = "replay"
     is_model: bool = False
     served: dict[str, int] = field(default_factory=dict)

@@ -14,7 +14,16 @@ from typing import TextIO
 import anyio
 
 from adaexplore import tools
-from adaexplore.agent import Budget, Explorer, ModelWriter, ReplayWriter, Writer, connect_model, replay_kernels
+from adaexplore.agent import (
+    Budget,
+    Explorer,
+    ModelWriter,
+    ReplayWriter,
+    Writer,
+    connect_model,
+    deaf_to_signals,
+    replay_kernels,
+)
 from adaexplore.bench._display import BenchDisplay
 from adaexplore.bench._runner import BenchRunner, FileWriter, bench_provenance
 from adaexplore.bench._suite import EXAMPLES, Suite, read_suite, replay_files
@@ -218,8 +227,9 @@ def _add_samples(writer: ReplayWriter, svc: tools.Services, path: Path) -> None:
 
 
 async def _run_interruptibly(runner: BenchRunner, svc: tools.Services, bench_id: str) -> None:
-    """The runner, where a first SIGINT or SIGTERM lets each problem finish its current step and the bench stop
-    (resumably), and a second one stops at once (the steps in flight are dropped; the bench still resumes)."""
+    """The runner, where a first SIGINT or SIGTERM stops the bench at once (resumably: the steps and task checks
+    under way are abandoned, every finished problem and step is kept, and the table is printed), and a second
+    one, while the first stops it, leaves without the table."""
     if threading.current_thread() is not threading.main_thread():
         await runner.run()
         return
@@ -238,15 +248,19 @@ async def _run_interruptibly(runner: BenchRunner, svc: tools.Services, bench_id:
                         runner.stop(f"{INTERRUPTED} twice ({name})")
                         group.cancel_scope.cancel()
                         return
-                    runner.stop(f"{INTERRUPTED} ({name})")
-                    sys.stderr.write(f"\n{name}: stopping after the current steps; send it again to stop at once\n")
+                    sys.stderr.write(
+                        f"\n{name}: stopping now; the steps under way are abandoned, every finished one is kept\n"
+                    )
                     sys.stderr.flush()
+                    runner.interrupt(f"{INTERRUPTED} ({name})")
 
         group.start_soon(watch)
         try:
             await runner.run()
         finally:
             group.cancel_scope.cancel()
+    if runner.stopped is not None and runner.stopped.startswith(INTERRUPTED) and not second:
+        deaf_to_signals()
     if second:
         for row in tools.bench_rows(svc, bench_id):
             if not row.done and row.run_id is not None and tools.run_record(svc, row.run_id).status == "running":

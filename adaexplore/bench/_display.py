@@ -79,6 +79,8 @@ class BenchDisplay:
             what += f" ({format_speedup(row.compile_speedup)} vs torch.compile)"
         seconds = f" in {row.seconds:.1f} s" if row.seconds is not None else ""
         line = f"[{self._done}/{self._total}] {row.problem_id} {row.name}: {what}{seconds}"
+        if row.degenerate:
+            line += f" ({row.degenerate})"
         if status not in ("ok", "pending") and row.message:
             line += f": {row.message.splitlines()[0][:160]}"
         if self._progress is not None and self._task is not None:

@@ -10,6 +10,10 @@ A correct kernel whose speedup was not measured (no GPU) counts for the correct 
 numbers are then None ("not timed"), never a guess. Its estimated speedup is summed apart (`estimated`: the same
 numbers over the estimates, labelled as estimates), and where kernels were timed, the mean share of the speed of
 light they reach (`sol_fraction`) is given beside them.
+
+A problem whose task is degenerate (its reference's output is a constant, float32 rounding noise or blind to its
+inputs, so any kernel that writes that one value is correct and its speedup says nothing) is left out of every
+number, T included, and listed apart (`degenerate`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class ProblemScore:
     compile_speedup: float | None = None  # vs torch.compile
     estimated_speedup: float | None = None  # vs eager PyTorch, estimated where nothing timed it
     sol_fraction: float | None = None  # the timed kernel's share of its task's speed of light
+    degenerate: bool = False  # its task is degenerate: left out of the numbers
+    name: str = ""
 
     @property
     def correct(self) -> bool:
@@ -71,6 +77,8 @@ class BenchSummary:
     # the mean share of the speed of light of the timed correct problems, and how many
     sol_fraction: float | None = None
     sol_timed: int = 0
+    # the problems left out because their tasks are degenerate, by name
+    degenerate: list[str] = field(default_factory=list)
 
     @property
     def correct_rate(self) -> float:
@@ -88,6 +96,7 @@ class BenchSummary:
             "estimated_vs_eager": self.estimated.as_dict() if self.estimated else None,
             "mean_sol_fraction": self.sol_fraction,
             "sol_timed": self.sol_timed,
+            "degenerate": list(self.degenerate),
             "notes": list(self.notes),
         }
 
@@ -107,8 +116,11 @@ def _speedups(scores: Sequence[ProblemScore], baseline: str, values: list[float 
     )
 
 
-def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
-    """The bench's numbers over every problem in `scores` (pending ones count as not correct)."""
+def summarize(every: Sequence[ProblemScore]) -> BenchSummary:
+    """The bench's numbers over every problem in `every` whose task is not degenerate (pending ones count as not
+    correct); the degenerate ones are listed apart."""
+    scores = [s for s in every if not s.degenerate]
+    degenerate = [s.name for s in every if s.degenerate]
     by_status: dict[str, int] = {}
     for s in scores:
         key = s.status or "pending"
@@ -139,6 +151,11 @@ def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
     pending = by_status.get("pending", 0)
     if pending:
         notes.append(f"{pending} problem(s) not evaluated yet: they count as not correct")
+    if degenerate:
+        notes.append(
+            f"{len(degenerate)} problem(s) left out of every number above, their tasks being degenerate (any kernel "
+            f"that writes one value is correct on them: their speedups say nothing): {', '.join(degenerate)}"
+        )
     return BenchSummary(
         problems=len(scores),
         done=len(scores) - pending,
@@ -150,4 +167,5 @@ def summarize(scores: Sequence[ProblemScore]) -> BenchSummary:
         estimated=estimated,
         sol_fraction=sum(fractions) / len(fractions) if fractions else None,
         sol_timed=len(fractions),
+        degenerate=degenerate,
     )

@@ -48,6 +48,7 @@ def bench_page_data(svc: tools.Services, bench_id: str) -> dict[str, Any]:
             "sol_fraction": row.sol_fraction,
             "triton_share": row.triton_share,
             "flags": list(row.flags),
+            "degenerate": row.degenerate,
             "seconds": row.seconds,
             "has_run": False,
         }

@@ -20,7 +20,7 @@ from typing import Protocol
 import anyio
 
 from adaexplore import __version__, tools
-from adaexplore.agent import Explorer, Reply, Usage
+from adaexplore.agent import Abandonable, Explorer, Reply, Usage
 from adaexplore.agent._writers import Feedback, LargeRequest, SmallRequest
 from adaexplore.bench._suite import Problem, Suite
 from adaexplore.domain import Evaluation, Status
@@ -137,6 +137,7 @@ class BenchRunner:
         self.observer = observer
         self.parallel = max(1, parallel)
         self.stopped: str | None = None  # why the bench stopped short, if it did
+        self._checks = Abandonable()  # the task checks under way, which `interrupt` abandons
         options = bench.options_dict
         self.steps = 1 if kernels is not None else int(options["steps"])
         self.seed: int | None = options.get("seed")
@@ -146,6 +147,13 @@ class BenchRunner:
         """Let every problem stop after its current step; the ones not started stay pending."""
         self.stopped = self.stopped or reason
         self.explorer.stop(reason)
+
+    def interrupt(self, reason: str) -> None:
+        """Stop every problem now (for a signal): the steps and task checks under way are abandoned, and those
+        problems stay pending, their runs resumable; every finished problem and step is kept."""
+        self.stopped = self.stopped or reason
+        self.explorer.interrupt(reason)
+        self._checks.abandon()
 
     async def run(self) -> None:
         rows = {r.problem_id: r for r in tools.bench_rows(self.svc, self.bench.id)}
@@ -171,13 +179,16 @@ class BenchRunner:
         if run_id is None:
             self.observer.problem_started(problem, None)
             try:
-                task = await tools.create_checked_task(
-                    self.svc,
-                    problem.task_request(),
-                    origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
-                    backend=self.bench.backend,
-                    mode=self.bench.mode,
-                )
+                with self._checks.scope() as check:
+                    task = await tools.create_checked_task(
+                        self.svc,
+                        problem.task_request(),
+                        origin=f"bench:{self.suite.name}:{problem.id}:{problem.file_hash[:16]}",
+                        backend=self.bench.backend,
+                        mode=self.bench.mode,
+                    )
+                if check.cancelled_caught:
+                    return  # interrupted: it stays pending
             except TaskError as exc:
                 verdict = ProblemVerdict(status=TASK_ERROR, message=str(exc), seconds=time.perf_counter() - started)
                 self._finish(problem, verdict)

@@ -33,6 +33,7 @@ _COLUMNS = [
     "sol_fraction",
     "triton_share",
     "flags",
+    "degenerate",
     "seconds",
     "task_id",
     "run_id",
@@ -55,7 +56,18 @@ def status_counts(counts: dict[str, int]) -> str:
 
 def bench_summary(rows: Sequence[BenchProblemRecord]) -> BenchSummary:
     return summarize(
-        [ProblemScore(r.status, r.speedup, r.compile_speedup, r.estimated_speedup, r.sol_fraction) for r in rows]
+        [
+            ProblemScore(
+                r.status,
+                r.speedup,
+                r.compile_speedup,
+                r.estimated_speedup,
+                r.sol_fraction,
+                degenerate=r.degenerate is not None,
+                name=r.name,
+            )
+            for r in rows
+        ]
     )
 
 
@@ -83,6 +95,7 @@ def write_csv(bench: BenchRecord, rows: Sequence[BenchProblemRecord]) -> str:
     writer.writerow(["bench", bench.id])
     for key in ("problems", "done", "correct", "correct_rate"):
         writer.writerow([key, summary[key]])
+    writer.writerow(["degenerate_left_out", " ".join(bench_summary(rows).degenerate)])
     writer.writerow(
         ["mean_sol_fraction", summary["mean_sol_fraction"] if summary["mean_sol_fraction"] is not None else ""]
     )
@@ -113,6 +126,7 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
         ("of SOL", "right"),
         ("triton share", "right"),
         ("audit", "left"),
+        ("task", "left"),
         ("seconds", "right"),
     )
     for name, justify in columns:
@@ -128,6 +142,7 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
             _share(r.sol_fraction),
             _share(r.triton_share),
             ",".join(r.flags) or "-",
+            "degenerate" if r.degenerate else "-",
             "-" if r.seconds is None else f"{r.seconds:.1f}",
         )
     return table
@@ -179,7 +194,8 @@ def render_bench(bench: BenchRecord, rows: Sequence[BenchProblemRecord], *, widt
         f"bench {bench.id}: {bench.suite} ({bench.source}), {summary.done} of {summary.problems} problems done, "
         f"status {bench.status}" + (f" ({bench.stop_reason})" if bench.stop_reason else ""),
         f"correct: {summary.correct} of {summary.problems} ({100 * summary.correct_rate:.0f}%); "
-        f"statuses: {status_counts(summary.by_status)}",
+        f"statuses: {status_counts(summary.by_status)}"
+        + (f"; {len(summary.degenerate)} degenerate left out" if summary.degenerate else ""),
         *_speedup_lines(summary.eager, "eager", summary),
         *_speedup_lines(summary.compile, "torch.compile", summary),
         *_estimate_lines(summary),

@@ -85,8 +85,9 @@ def _parser() -> argparse.ArgumentParser:
         help="search for fast kernels for tasks, unattended, with the built-in model client",
         description="Run the AdaExplore search on each TASK: pick a node of the tree, the model writes a kernel "
         "from it, the kernel is evaluated, and failures are distilled into the skill memory (the same steps an "
-        "MCP client takes). Without an API key or --base-url the model is `replay`, an offline generator that "
-        "serves the sample kernels of examples/kernels (not a language model). Without a GPU kernels are "
+        "MCP client takes). With --kernels DIR, or without an API key or --base-url, the model is `replay`, an "
+        "offline generator (not a language model) that serves the kernels of DIR (your own: DIR/TASK/*.py, or "
+        "DIR/*.py for one task) or else the sample kernels of examples/kernels. Without a GPU kernels are "
         "checked by the compile and interpret backends and speedups are not measured.",
     )
     explore.add_argument("tasks", nargs="*", type=Path, help="task modules (KernelBench format)")
@@ -107,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
         "--no-small-sizes",
         action="store_true",
         help="check kernels on the CPU at the tasks' full sizes: derive no SMALL_SIZES, ignore the tasks' own",
+    )
+    explore.add_argument(
+        "--kernels",
+        type=Path,
+        metavar="DIR",
+        help="search with your own kernels, no API key: replay serves the modules of DIR (DIR/TASK/*.py, or DIR/*.py "
+        "for one task), each defining ModelNew",
     )
     explore.add_argument("--out", type=Path, help="where best kernels are written (default: $ADAEXPLORE_HOME/runs)")
     budget_options(explore)
@@ -339,8 +347,11 @@ async def _explore(args: argparse.Namespace, settings: Settings, budgets: Budget
         memory_updates=False if args.no_memory_updates else None,
         out_dir=args.out,
         small_sizes=not args.no_small_sizes,
+        kernels=args.kernels,
         **budgets,
     )
+    if args.kernels is not None and args.model is None:  # your own kernels, served in place of any model
+        settings = settings.model_copy(update={"model": settings.model.model_copy(update={"name": "replay"})})
     return await explore(settings, options)
 
 

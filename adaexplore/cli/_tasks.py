@@ -82,6 +82,8 @@ async def _create(args: argparse.Namespace, settings: Settings) -> int:
         lines.append(f"  input sets: {len(created.input_sets)} ({sets}), each judged at full size on a GPU")
     lines.append(f"  forward({', '.join(created.forward_params)})")
     lines.append(f"  small sizes: {created.small_sizes_note or ('yes' if created.small_sizes else 'none')}")
+    if created.degenerate:
+        lines.append(f"  {created.degenerate}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(source)

@@ -28,8 +28,16 @@ from adaexplore.cluster._probe import bad_address, scheduler_unanswered
 from adaexplore.config import Settings
 from adaexplore.domain import Backend, Evaluation, Mode, Provenance, Status
 from adaexplore.errors import AdaexploreError, ConfigError, EvaluatorError
-from adaexplore.executor import Environment, EvaluationOptions, Evaluator, Progress, ProgressUpdate, Task, code_hash
-from adaexplore.roofline import TaskWork
+from adaexplore.executor import (
+    Environment,
+    EvaluationOptions,
+    Evaluator,
+    Progress,
+    ProgressUpdate,
+    Task,
+    TaskCheck,
+    code_hash,
+)
 
 __all__ = ["ClusterEvaluator", "open_evaluator"]
 
@@ -231,9 +239,9 @@ class ClusterEvaluator:
         assert isinstance(result, Evaluation)
         return result
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         """Load `task` on a worker as an evaluation under `options` would (`Evaluator.check_task`); what its
-        reference does at full size, where the worker could follow it.
+        reference does at full size, where the worker could follow it, and whether the task is degenerate.
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -244,7 +252,7 @@ class ClusterEvaluator:
         result = await self._run(request, None)
         if isinstance(result, Evaluation):  # the check itself was lost with its workers
             raise EvaluatorError(f"could not check task {task.name} on the Dask cluster: {result.message}")
-        return result if isinstance(result, TaskWork) else None
+        return result if isinstance(result, TaskCheck) else TaskCheck()
 
     def _request(self, task: Task, code: str, options: EvaluationOptions, report: bool) -> Request:
         backend = options.backend or self.config.backend

@@ -40,11 +40,11 @@ from adaexplore.executor import (
     Progress,
     ProgressUpdate,
     SandboxPlan,
+    TaskCheck,
     detect_sandbox,
     probe_environment,
     worker_env,
 )
-from adaexplore.roofline import TaskWork
 
 __all__ = ["EvaluatorPlugin", "describe", "run_request", "worker_settings"]
 
@@ -134,7 +134,7 @@ class _Host:
             "served": self.served,
         }
 
-    async def run(self, request: Request, progress: Progress | None) -> Evaluation | TaskWork | None:
+    async def run(self, request: Request, progress: Progress | None) -> Evaluation | TaskCheck | None:
         held = await self._evaluator(request.protocol)
         held.in_flight += 1
         held.used = time.monotonic()
@@ -298,7 +298,7 @@ def _plugin() -> tuple[Any, EvaluatorPlugin]:
     return worker, plugin
 
 
-def run_request(request: Request) -> Evaluation | TaskWork | None:
+def run_request(request: Request) -> Evaluation | TaskCheck | None:
     """A Dask task: one evaluation (or task check) on this worker's evaluator; blocks its worker thread."""
     worker, plugin = _plugin()
     assert plugin.portal is not None and plugin.host is not None

@@ -142,6 +142,8 @@ class RunBriefContext(BaseModel):
     task_source: str
     precision: PrecisionContext
     speed: str = ""
+    # the task is degenerate: the one line that says so (Degeneracy.line), "" where it is not
+    degenerate: str = ""
 
 
 @cache

@@ -1,6 +1,7 @@
 """How fast a task can go and how fast a kernel will go on a GPU, computed without one (DESIGN §7).
 
-`speed_of_light` bounds a task's time on a GPU model from what its reference must compute and move at full size;
+`speed_of_light` bounds a task's time on a GPU model from what its reference must compute and move at full size,
+its products by the fastest path its tolerance admits (`matmul_path`);
 `estimate` predicts a kernel's time from the launches and library calls of its forward. Both read the records
 the workers make (`TaskWork`, `ForwardWork`) and the peaks of the GPU table (`GPUS`). Pure Python, no torch.
 """
@@ -14,7 +15,14 @@ from adaexplore.roofline._estimate import (
     kernel_estimate,
 )
 from adaexplore.roofline._gpus import DEFAULT_TARGET, GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
-from adaexplore.roofline._sol import fp32_matmul_path, speed_of_light
+from adaexplore.roofline._sol import (
+    PATHS,
+    STRICT_FP32_BUDGET,
+    MatmulPath,
+    matmul_path,
+    normwise_budget,
+    speed_of_light,
+)
 from adaexplore.roofline._ttir import KernelIR, ProgramCounts, count_launch, parse_ttir
 from adaexplore.roofline._work import DOT_PRECISIONS, ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
 
@@ -23,12 +31,15 @@ __all__ = [
     "DEFAULT_TARGET",
     "DOT_PRECISIONS",
     "GPUS",
+    "PATHS",
+    "STRICT_FP32_BUDGET",
     "Calibration",
     "ForwardWork",
     "GpuSpec",
     "KernelIR",
     "LaunchConfig",
     "LaunchWork",
+    "MatmulPath",
     "OpWork",
     "Part",
     "ProgramCounts",
@@ -36,11 +47,12 @@ __all__ = [
     "count_launch",
     "estimate_forward",
     "estimate_reference",
-    "fp32_matmul_path",
     "gpu_for_device",
     "gpu_spec",
     "kernel_estimate",
     "known_gpus",
+    "matmul_path",
+    "normwise_budget",
     "parse_ttir",
     "speed_of_light",
 ]

@@ -78,7 +78,9 @@ class Part:
 
     step: str
     ms: float
-    limit: str  # "tensor cores (tf32x3)", "CUDA cores (fp32)", "memory", "caches", "launch"
+    # "tensor cores (tf32x3)", "CUDA cores (fp32 dots)", "CUDA cores (element-wise)", "CUDA cores (fp32)" (a library
+    # call), "memory", "caches", "launch"
+    limit: str
     flops: float = 0.0
     bytes: float = 0.0
     detail: str = ""
@@ -133,11 +135,12 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     # the CUDA cores' issue slots: element-wise work and the special-function units' operations (a quarter warp's
     # lanes each), and ieee dots (one fused multiply-add per two FLOPs), each at its own efficiency
     lane_rate = gpu.fp32_tflops / 2 * 1e12
-    cuda_s = (config.simt + 8 * config.special) / (lane_rate * cal.elementwise)
+    elementwise_s = (config.simt + 8 * config.special) / (lane_rate * cal.elementwise)
+    fma_s = 0.0
     for precision, amount in config.dot_flops.items():
         flops += amount
         if precision == "ieee":
-            cuda_s += amount / 2 / (lane_rate * cal.cuda_cores)
+            fma_s += amount / 2 / (lane_rate * cal.cuda_cores)
             continue
         rate, products, unit_here = _dot_rate(gpu, precision)
         efficiency = cal.split_products if precision == "tf32x3" else cal.tensor_cores
@@ -150,10 +153,12 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
         if seconds > tensor_s:
             unit = unit_here
         tensor_s += seconds
-    cuda_s *= waves
+    cuda_s = (elementwise_s + fma_s) * waves
     compute_s = max(tensor_s, cuda_s) + cal.serial_share * min(tensor_s, cuda_s)
     if cuda_s > tensor_s:
-        unit = "CUDA cores (fp32)"
+        # the CUDA cores bound the launch: by its fp32 dots, or by its element-wise work (an operand split in the
+        # loop, an epilogue) while its fp16, bf16 or tf32 dots stay on the tensor cores
+        unit = "CUDA cores (fp32 dots)" if fma_s > elementwise_s else "CUDA cores (element-wise)"
     moved = config.bytes_read + config.bytes_written
     memory_s = moved / (gpu.hbm_gbps * 1e9 * cal.memory * max(busy, 1e-3))
     cache_s = config.requested_bytes / (gpu.hbm_gbps * 1e9 * cal.cache_rate)
@@ -164,9 +169,7 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     if longest < launch_s:
         limit = "launch"
     total = longest + program_s + launch_s
-    detail = []
-    if flops:
-        detail.append(f"{flops / 1e9:.3g} GFLOP of dots")
+    detail = [_dots_said(config.dot_flops)] if flops else []
     detail.append(f"{moved / 1e6:.3g} MB")
     if config.serialized_mma:
         detail.append("its MMAs are serialized")
@@ -175,6 +178,17 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     if flops and not config.wgmma and any(p != "ieee" for p in config.dot_flops):
         detail.append("tiles too small for wgmma")
     return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))
+
+
+def _dots_said(dot_flops: dict[str, float]) -> str:
+    """Say "412 GFLOP of bf16 dots (tensor cores)": each precision's FLOPs and the unit that does them."""
+    said = []
+    for precision, amount in sorted(dot_flops.items(), key=lambda item: -item[1]):
+        if precision == "ieee":
+            said.append(f"{amount / 1e9:.3g} GFLOP of fp32 dots (CUDA cores)")
+        else:
+            said.append(f"{amount / 1e9:.3g} GFLOP of {precision} dots (tensor cores)")
+    return ", ".join(said)
 
 
 def _op_part(op: OpWork, gpu: GpuSpec, cal: Calibration, tf32_matmul: bool, tf32_conv: bool) -> Part | None:

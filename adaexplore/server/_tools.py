@@ -51,9 +51,11 @@ def _register_search(mcp: MCPServer) -> None:
 
         # the task's own code runs here (a slow get_inputs, a big Model): progress keeps the client waiting
         result = await with_progress(ctx, check)
+        degenerate = f"; {result.degenerate}" if result.degenerate else ""
         return answer(
             result,
-            f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)}); {result.small_sizes_note}",
+            f"task {result.task_id} ({result.name}); Model({', '.join(result.init_params)}); {result.small_sizes_note}"
+            + degenerate,
         )
 
     @mcp.tool(title="Start a search run", annotations=WRITES)

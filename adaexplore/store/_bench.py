@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adaexplore.domain import Degeneracy
 from adaexplore.errors import NotFoundError
 from adaexplore.store._db import Database, Row
 
@@ -92,6 +93,8 @@ class BenchProblemRecord(BaseModel):
     seconds: float | None
     estimated_speedup: float | None = None
     sol_fraction: float | None = None
+    # the problem's task is degenerate: the one line that says so (read from its task, not stored with the row)
+    degenerate: str | None = None
 
     @property
     def done(self) -> bool:
@@ -157,7 +160,11 @@ class BenchTables:
 
     def bench_problems(self, bench_id: str) -> list[BenchProblemRecord]:
         self.bench(bench_id)
-        rows = self._db.execute("SELECT * FROM bench_problems WHERE bench_id=? ORDER BY problem_id", (bench_id,))
+        rows = self._db.execute(
+            "SELECT bench_problems.*, tasks.degenerate AS task_degenerate FROM bench_problems LEFT JOIN tasks "
+            "ON tasks.id = bench_problems.task_id WHERE bench_id=? ORDER BY problem_id",
+            (bench_id,),
+        )
         return [_problem(r) for r in rows]
 
     def start_bench_problem(self, bench_id: str, problem_id: int, *, task_id: str | None, run_id: str | None) -> None:
@@ -208,4 +215,6 @@ class BenchTables:
 def _problem(row: Row) -> BenchProblemRecord:
     values = dict(row)
     values["flags"] = json.loads(values["flags"])
+    degenerate = values.pop("task_degenerate", None)
+    values["degenerate"] = Degeneracy.model_validate_json(degenerate).line() if degenerate else None
     return BenchProblemRecord(**values)

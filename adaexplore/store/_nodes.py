@@ -127,6 +127,13 @@ class NodeTables:
             raise NotFoundError(f"run {run_id} has no node {node_id}")
         return row[0]
 
+    def run_holds_evaluation(self, run_id: str, evaluation_id: int) -> bool:
+        """Whether a node of the run holds the evaluation."""
+        row = self._db.execute(
+            "SELECT 1 FROM nodes WHERE run_id=? AND evaluation_id=? LIMIT 1", (run_id, evaluation_id)
+        ).fetchone()
+        return row is not None
+
     def latest_evaluated_node(self, run_id: str) -> int | None:
         """The run's newest node that holds an evaluation (None: only the root)."""
         row = self._db.execute(

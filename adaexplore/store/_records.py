@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.domain import Kind
+from adaexplore.domain import Degeneracy, Kind
 
 __all__ = ["MAX_INTEGER", "EvaluationRecord", "ExpansionRecord", "NodeRecord", "RunRecord", "TaskRecord", "fits"]
 
@@ -28,6 +28,14 @@ class TaskRecord(_Record):
     created_at: str
     # what the task's reference does at its full sizes (roofline.TaskWork as JSON), where it was recorded
     work: str | None = None
+    # the task is degenerate (domain.Degeneracy as JSON; None: it is not, or it was not checked), and the sizes at
+    # which the check decided: "full", "small", or None where no check said
+    degenerate: str | None = None
+    degeneracy_checked: str | None = None
+
+    @property
+    def degeneracy(self) -> Degeneracy | None:
+        return Degeneracy.model_validate_json(self.degenerate) if self.degenerate else None
 
 
 class RunRecord(_Record):
@@ -52,6 +60,8 @@ class RunRecord(_Record):
     with_compile: bool = False  # every evaluation also times torch.compile of the reference
     # the version of the run's brief last given to its client (start_run, expand_node)
     brief_version: str | None = None
+    # the folder the offline generator (replay) served its kernels from (None: another generator)
+    kernels: str | None = None
 
 
 class EvaluationRecord(_Record):

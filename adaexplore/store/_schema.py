@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 13
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -221,4 +221,13 @@ UPGRADES: dict[int, list[str]] = {
     # 11: the version of the run's brief (the task, its precision, the rules and the skill memory) last given to
     # its client, so that the step answers send the brief again only when it changed
     10: ["ALTER TABLE runs ADD COLUMN brief_version TEXT"],
+    # 12: the folder the offline generator (replay) served a run's kernels from, so that a resume and `runs show`
+    # name it
+    11: ["ALTER TABLE runs ADD COLUMN kernels TEXT"],
+    # 13: whether a task is degenerate (its reference's output a constant, rounding noise or blind to its inputs: any
+    # kernel that writes that passes), as the check of the task found it, and at which sizes it decided
+    12: [
+        "ALTER TABLE tasks ADD COLUMN degenerate TEXT",
+        "ALTER TABLE tasks ADD COLUMN degeneracy_checked TEXT",
+    ],
 }

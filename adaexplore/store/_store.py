@@ -205,6 +205,17 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
                 db.execute("UPDATE tasks SET work=? WHERE id=? AND work IS NULL", (work, task_id))
         return self.task(task_id)
 
+    def set_task_degeneracy(self, task_id: str, degenerate: str | None, checked: str) -> TaskRecord:
+        """Record what a check of the task found of its degeneracy (`degenerate`: domain.Degeneracy as JSON, or None)
+        at `checked` sizes ("full" or "small"). A finding at full size is not replaced by one at small sizes."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE tasks SET degenerate=?, degeneracy_checked=? WHERE id=? AND "
+                "(degeneracy_checked IS NULL OR degeneracy_checked <> 'full' OR ? = 'full')",
+                (degenerate, checked, task_id, checked),
+            )
+        return self.task(task_id)
+
     def task(self, task_id: str) -> TaskRecord:
         row = self._db.execute("SELECT * FROM tasks WHERE id=?", (task_id,)).fetchone()
         if row is None:
@@ -257,6 +268,16 @@ class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
                 (reason, _now(), run_id),
             )
         return self.run(run_id)
+
+    def set_run_kernels(self, run_id: str, folder: str) -> None:
+        """Record the folder the offline generator serves the run's kernels from.
+
+        Raises:
+            NotFoundError: the run id is unknown.
+        """
+        self.run(run_id)
+        with self._write() as db:
+            db.execute("UPDATE runs SET kernels=? WHERE id=?", (folder, run_id))
 
     def give_brief(self, run_id: str, version: str) -> bool:
         """Record that the run's client now holds the run's brief of `version`; whether it held another (or none)

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from adaexplore.executor import Task, task_from_source
 from adaexplore.prompts import PrecisionContext, RunBriefContext, render_run_brief, render_with_memory
-from adaexplore.store import RunRecord
+from adaexplore.store import RunRecord, TaskRecord
 from adaexplore.tools._memory import GetSkillMemoryRequest, get_skill_memory
 from adaexplore.tools._precision import precision_context
 from adaexplore.tools._service import Services
 from adaexplore.tools._speed import ranking_sentence
 
-__all__ = ["RunBrief", "compose_brief", "run_brief", "run_brief_text"]
+__all__ = ["RunBrief", "compose_brief", "degenerate_line", "run_brief", "run_brief_text"]
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,21 @@ def run_brief(svc: Services, run: RunRecord) -> RunBrief:
     task = svc.store.task(run.task_id)
     parsed = task_from_source(task.source, name=task.name)
     precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
-    return compose_brief(svc, parsed, precision, ranking_sentence(svc, run, parsed, task))
+    return compose_brief(svc, parsed, precision, ranking_sentence(svc, run, parsed, task), degenerate_line(task))
 
 
-def compose_brief(svc: Services, task: Task, precision: PrecisionContext, speed: str) -> RunBrief:
+def degenerate_line(record: TaskRecord) -> str:
+    """The one line that says the task is degenerate, "" where it is not (or was not checked)."""
+    degeneracy = record.degeneracy
+    return degeneracy.line() if degeneracy is not None else ""
+
+
+def compose_brief(svc: Services, task: Task, precision: PrecisionContext, speed: str, degenerate: str = "") -> RunBrief:
     """The brief of a run on `task`, from what a step has already worked out (its precision and speed
-    paragraphs), with the skill memory as it stands."""
-    shared = render_run_brief(RunBriefContext(task_source=task.model_view, precision=precision, speed=speed))
+    paragraphs, and whether the task is degenerate), with the skill memory as it stands."""
+    shared = render_run_brief(
+        RunBriefContext(task_source=task.model_view, precision=precision, speed=speed, degenerate=degenerate)
+    )
     memory = get_skill_memory(svc, GetSkillMemoryRequest()).prompt or ""
     version = hashlib.sha256(f"{memory}\n\x00\n{shared}".encode()).hexdigest()[:8]
     return RunBrief(memory=memory, shared=shared, version=version)

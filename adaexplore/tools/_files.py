@@ -86,7 +86,8 @@ async def profile_kernel(
     """Evaluate a kernel file against a task file outside any run: nothing is stored, and no database is made.
     On the CPU backends the task gets small sizes as a search's task does (its SMALL_SIZES, else sizes derived in
     a sandboxed worker); `full_size` keeps its own. Returns the verdict and a sentence on the sizes the CPU
-    checks ran at (None where the kernel ran on a GPU, always at full size).
+    checks ran at (None where the kernel ran on a GPU, always at full size). There, at small sizes, the candidate
+    gets the budget of an MCP call (`executor.call_budget_s`): a kernel that does not return is a `timeout` in it.
 
     Raises:
         TaskError: a file is missing or not usable.
@@ -97,8 +98,10 @@ async def profile_kernel(
     chosen = run_mode(settings, mode, task)
     began = time.monotonic()
     async with open_evaluator(single_use(settings)) as evaluator:  # here, or on the cluster the settings name
-        note = None
+        note, budget = None, None
         if checks_on_cpu(evaluator, settings, backend):
+            # a person waits, as an MCP client does: at small sizes, the call's budget (see tools/_budget.py)
+            budget = None if full_size else settings.executor.call_budget_s
             if progress is not None and task.small_sizes is None and not full_size:
                 message = "deriving small sizes for the CPU checks (--full-size checks at the task's full sizes)"
                 await progress(ProgressUpdate(stage="sizes", message=message, elapsed_s=time.monotonic() - began))
@@ -113,7 +116,11 @@ async def profile_kernel(
             if progress is not None:
                 await progress(ProgressUpdate(stage="sizes", message=note, elapsed_s=time.monotonic() - began))
         options = EvaluationOptions(
-            mode=Mode(chosen), backend=backend, with_compile=with_compile, fresh_reference=fresh_reference
+            mode=Mode(chosen),
+            backend=backend,
+            with_compile=with_compile,
+            fresh_reference=fresh_reference,
+            candidate_budget_s=budget,
         )
         evaluation = await evaluator.evaluate(task, code, options, progress=progress)
     return evaluation, note

@@ -70,14 +70,15 @@ class CreateTaskRequest(_In):
 
 class CreateTaskResult(_Out):
     task_id: str
-    name: str = Field(description="the task's name in the store: the first name the same task was given")
+    name: str = Field(description="the first name the same task was given")
     init_params: list[str]
     forward_params: list[str]
     small_sizes: bool
-    small_sizes_note: str = Field(default="", description="where the small sizes came from, or why there are none")
+    small_sizes_note: str = Field(default="", description="where the small sizes came from, or why none")
     input_sets: list[str] = Field(default_factory=list, description="sets a kernel is judged on (at full size)")
     speed_of_light: str = Field(default="", description="least time on the target GPU, and why")
-    speed_of_light_ms: float | None = Field(default=None, description="that time, ms")
+    speed_of_light_ms: float | None = None  # that time, ms
+    degenerate: str | None = None  # where the task is degenerate, the one line that says so
 
 
 class StartRunRequest(_In):

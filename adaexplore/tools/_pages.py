@@ -33,8 +33,11 @@ def run_page_data(svc: Services, run_id: str) -> dict[str, Any]:
     """
     store = svc.store
     run = store.run(run_id)
+    degenerate = None
     try:
-        task_name = store.task(run.task_id).name
+        task = store.task(run.task_id)
+        task_name = task.name
+        degenerate = degeneracy.line() if (degeneracy := task.degeneracy) is not None else None
     except NotFoundError:
         task_name = run.task_id
     nodes = store.nodes(run.id)
@@ -85,6 +88,7 @@ def run_page_data(svc: Services, run_id: str) -> dict[str, Any]:
         "id": run.id,
         "task_id": run.task_id,
         "task_name": task_name,
+        "task_degenerate": degenerate,  # the one line that says the task is degenerate, where it is
         "status": run.status,
         "stop_reason": run.stop_reason,
         "steps": run.steps,

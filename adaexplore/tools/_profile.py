@@ -17,6 +17,7 @@ from adaexplore.executor import (
 from adaexplore.search import reward, untimed_note
 from adaexplore.store import ClaimSpec, NewEvaluation, NodeRecord, RunRecord
 from adaexplore.tools._best import TIE_RULE, run_best
+from adaexplore.tools._budget import protocol_budget
 from adaexplore.tools._models import (
     CompileAndProfileRequest,
     CompileAndProfileResult,
@@ -105,7 +106,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
         gpu = evaluation.estimate.gpu if evaluation.estimate is not None else ""
         note = untimed_note(
             evaluation.status.value,
-            evaluation.speedup,
+            node.speedup,
             run_config(svc.store.run(expansion.run_id)).reward_cap,
             node.estimated_speedup,
             gpu,
@@ -115,7 +116,7 @@ def _repeated_step(svc: Services, req: CompileAndProfileRequest, expansion_id: i
             status=evaluation.status.value,
             message=f"{evaluation.message} (this code was sent for expansion {expansion_id} before: the result "
             f"of node {node.id}, no new step)" + (f" (reward {note}{ties})" if note else ""),
-            speedup=evaluation.speedup,
+            speedup=node.speedup,  # as the run credits it (never above what the speed of light allows)
             timed=evaluation.timed,
             estimated_speedup=node.estimated_speedup,
             sol_fraction=evaluation.sol_fraction,
@@ -161,23 +162,33 @@ async def _evaluate_step(
         await svc.evaluator.ready(progress)  # the fingerprint of its machine is known once it has started
         for record in svc.store.find_evaluations(task_id, digest, svc.evaluator.fingerprint(), mode):
             candidate = Evaluation.model_validate_json(record.result)
-            if _same_backends(candidate, backend) and (not with_compile or _timed_compile(candidate)):
+            if (
+                _same_backends(candidate, backend)
+                and (not with_compile or _timed_compile(candidate))
+                and (candidate.status is not Status.timeout or _in_run(svc, run, record.id))
+            ):
                 reused, earlier = record, candidate
                 break
     if earlier is not None:
         evaluation = earlier
     else:
-        executor = svc.settings.executor
         options = EvaluationOptions(
             mode=Mode(mode),
             backend=backend,
             with_compile=with_compile,
-            candidate_budget_s=executor.call_budget_s if budget == "call" else executor.protocol_budget_s,
+            candidate_budget_s=(
+                svc.settings.executor.call_budget_s
+                if budget == "call"
+                else protocol_budget(svc.settings, svc.evaluator, backend, task)
+            ),
+            candidate_budget_wall=budget == "call",  # a client waits for the answer (see tools/_budget.py)
         )
         evaluation = await svc.evaluator.evaluate(task, req.code, options, progress=progress)
-    speedup = evaluation.speedup
-    # where nothing timed a correct kernel, the search ranks and rewards it by its estimate (labelled as one)
-    estimated = evaluation.estimated_speedup if speedup is None else None
+    # the speedups a run ranks and rewards by, never above what the task's speed of light allows (a kernel
+    # measured or estimated under it carries a faster_than_light warning); where nothing timed a correct kernel,
+    # the search ranks and rewards it by its estimate (labelled as one)
+    speedup = evaluation.credited_speedup
+    estimated = evaluation.credited_estimated_speedup if speedup is None else None
     node: NodeRecord | None = None
     score = None
     best_id = None
@@ -243,6 +254,12 @@ def _best_id(svc: Services, run_id: str) -> int | None:
     return best.node_id if best is not None else None
 
 
+def _in_run(svc: Services, run: RunRecord | None, evaluation_id: int) -> bool:
+    """Whether a node of `run` holds the evaluation: a `timeout` is reused within the run that saw it alone, since
+    on another day (another load of the machine, another budget) the same code may finish."""
+    return run is not None and svc.store.run_holds_evaluation(run.id, evaluation_id)
+
+
 def _timed_compile(evaluation: Evaluation) -> bool:
     """Whether an evaluation holds torch.compile's timing, or could not have (it was not timed at all)."""
     return evaluation.timing is None or evaluation.timing.speedup_vs_compile is not None
@@ -252,9 +269,12 @@ def _same_backends(evaluation: Evaluation, backend: str | None) -> bool:
     """Whether a stored verdict came from the backends a new evaluation asked for `backend` would use: the
     machine's automatic path (the GPU, or compile then interpret), or exactly the one named."""
     used = [b.value for b in evaluation.backends]
-    if backend in (None, "auto"):
-        return used in (["cuda"], ["compile", "interpret"])
-    return used == [backend]
+    paths = (["cuda"], ["compile", "interpret"]) if backend in (None, "auto") else ([backend],)
+    if evaluation.status is Status.ok:
+        return used in paths
+    # a failure ends the path where it is found: one in the static checks or the sm_90 compile check used a
+    # first part of it, which the same code on the same path meets again
+    return any(used == path[: len(used)] for path in paths)
 
 
 def _target(

@@ -185,6 +185,11 @@ def stop_run(svc: Services, run_id: str, reason: str) -> None:
     svc.store.stop_run(run_id, reason)
 
 
+def set_run_kernels(svc: Services, run_id: str, folder: str) -> None:
+    """Record the folder the offline generator (replay) serves the run's kernels from, which a resume reads."""
+    svc.store.set_run_kernels(run_id, folder)
+
+
 def node_note(svc: Services, node_id: int) -> str:
     """What the writer of a node noted about it (a problem with its reply), or ""."""
     return svc.store.note(node_id) or ""

@@ -101,7 +101,9 @@ def render_run_tree(svc: Services, run_id: str) -> str:
         )
     if run.status == "stopped":
         command = f"adaexplore explore --resume {run.id}" + ("" if run.model == "replay" else f" --model {run.model}")
-        endpoint = "" if run.model == "replay" else ", with the --base-url it used"
+        endpoint = ", with the --base-url it used"
+        if run.model == "replay":
+            endpoint = f", replay serving the kernels of {run.kernels}" if run.kernels else ""
         lines.append(
             f"stopped: {run.stop_reason}; `{command}` continues it{endpoint} (so does an MCP client's next step)"
         )

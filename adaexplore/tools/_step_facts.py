@@ -16,7 +16,7 @@ __all__ = ["child_lines", "failure_line", "task_facts", "what_changed"]
 _LINE = 60
 _REASON = 200
 # the audit flags that are about the task, not the kernel
-_TASK_FLAGS = ("ill_posed_task", "reference_imprecise")
+_TASK_FLAGS = ("ill_posed_task", "reference_imprecise", "degenerate_task", "degenerate_sizes")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -22,7 +22,7 @@ from adaexplore.prompts import (
 from adaexplore.search import NodeStats, pool, select, tie_phrase, working_memory
 from adaexplore.store import NodeRecord, RunRecord
 from adaexplore.tools._best import tie_break_key
-from adaexplore.tools._brief import RunBrief, compose_brief
+from adaexplore.tools._brief import RunBrief, compose_brief, degenerate_line
 from adaexplore.tools._models import (
     ContextKernel,
     ExpandNodeRequest,
@@ -176,7 +176,7 @@ def _step_context(svc: Services, req: ExpandNodeRequest) -> _StepContext:
     precision = precision_context(run.mode, parsed.allowed_precision, parsed.tolerance)
     speed = ranking_sentence(svc, run, parsed, task)
     facts = task_facts(svc, run)
-    brief = compose_brief(svc, parsed, precision, speed)
+    brief = compose_brief(svc, parsed, precision, speed, degenerate_line(task))
     citation = brief.citation(run.id)
     if action is Kind.small:
         refuse_full_node(node, config, under_way, "; take a large step from it, or call select_uct again")

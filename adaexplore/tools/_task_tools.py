@@ -9,6 +9,7 @@ from adaexplore.executor import (
     EvaluationOptions,
     Mode,
     Task,
+    TaskCheck,
     gpu_device_present,
     read_task_file,
     task_from_source,
@@ -19,7 +20,7 @@ from adaexplore.tools._models import (
     CreateTaskResult,
 )
 from adaexplore.tools._service import Services
-from adaexplore.tools._speed import TaskWork, describe_sol, stored_work, task_speed_of_light
+from adaexplore.tools._speed import describe_sol, stored_work, task_speed_of_light
 from adaexplore.tools._task_sizes import checks_on_cpu, given_sizes, sized_task
 
 __all__ = ["create_checked_task", "create_task"]
@@ -71,8 +72,8 @@ async def create_checked_task(
         task, note = given_sizes(task, req.small_sizes)
         if req.small_sizes is None and task.small_sizes is None:
             note += ": not derived, since candidates are judged on the GPU at the task's full sizes"
-    work = await svc.evaluator.check_task(task, EvaluationOptions(mode=Mode(mode)) if mode is not None else None)
-    return _stored_task(svc, task, origin or requested, note, work)
+    check = await svc.evaluator.check_task(task, EvaluationOptions(mode=Mode(mode)) if mode is not None else None)
+    return _stored_task(svc, task, origin or requested, note, check, given=bool(req.small_sizes))
 
 
 def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
@@ -103,10 +104,17 @@ def _requested_task(req: CreateTaskRequest) -> tuple[Task, str]:
     return task_from_source(read_task_file(path), name=req.name or path.stem), f"file:{path.name}"
 
 
-def _stored_task(svc: Services, task: Task, origin: str, note: str, work: TaskWork | None = None) -> CreateTaskResult:
+def _stored_task(
+    svc: Services, task: Task, origin: str, note: str, check: TaskCheck | None = None, *, given: bool = False
+) -> CreateTaskResult:
+    work = check.work if check is not None else None
     stored = svc.store.put_task(
         task.hash, task.name, task.source, origin, work.model_dump_json() if work is not None else None
     )
+    if check is not None and check.checked is not None:
+        found = check.degeneracy.model_dump_json() if check.degeneracy is not None else None
+        stored = svc.store.set_task_degeneracy(task.hash, found, check.checked)
+    note += _sizes_warning(check, given)
     sol = task_speed_of_light(svc, task, stored_work(stored), svc.settings.executor.mode)
     if sol is not None:
         said = describe_sol(sol)
@@ -124,4 +132,22 @@ def _stored_task(svc: Services, task: Task, origin: str, note: str, work: TaskWo
         input_sets=list(task.input_sets or {}),
         speed_of_light=said,
         speed_of_light_ms=sol.ms if sol is not None else None,
+        degenerate=degeneracy.line() if (degeneracy := stored.degeneracy) is not None else None,
+    )
+
+
+def _sizes_warning(check: TaskCheck | None, given: bool) -> str:
+    """A warning where the small sizes the CPU checks run at make the task degenerate, though its full sizes do not
+    (or were not checked, for sizes given with the request): such sizes are accepted, not silently."""
+    if check is None:
+        return ""
+    if check.small_degeneracy is not None:
+        found, full = check.small_degeneracy, "though at its full sizes it is not"
+    elif given and check.degeneracy is not None and check.degeneracy.sizes == "small":
+        found, full = check.degeneracy, "and its full sizes were not checked"
+    else:
+        return ""
+    return (
+        f"; WARNING: at these small sizes {found.what()}, {full}: the CPU checks there cannot tell a kernel that "
+        "writes one value from a correct one; give other small_sizes"
     )

@@ -3,7 +3,10 @@ one row per kernel in truth.jsonl (the schema of the shared corpus, `../shared/d
 share of the speed of light beside it.
 
     python benchmarks/gpu_truth/measure.py                  # on a GPU machine; resumes where it stopped
-    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels
+    python benchmarks/gpu_truth/measure.py --only level2/12  # some kernels (several: level2/12/,level2/76/)
+    python benchmarks/gpu_truth/measure.py --kernelbench DIR # KernelBench's levels elsewhere (default: the shared
+                                                             # data beside the checkout)
+    python benchmarks/gpu_truth/measure.py --parallel 4      # evaluations under way at once
 
 Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status`, `strict_speedup`
 (None unless ok), `kernel_ms` and `eager_ms` (medians of strict timing), `sol_fraction`, the `message` of a kernel
@@ -16,56 +19,82 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import anyio
 
 from adaexplore.config import Settings
+from adaexplore.errors import TaskError
 from adaexplore.executor import EvaluationOptions, Evaluator, code_hash, load_task
 
 HERE = Path(__file__).resolve().parent
 KERNELBENCH = HERE.parents[2] / "shared" / "data" / "kernelbench"
 
 
-def kernels(only: str | None) -> list[tuple[int, Path, Path]]:
-    """(level, task file, kernel file) for each kernel of the corpus."""
+def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None = None) -> list[tuple[int, Path, Path]]:
+    """(level, task file, kernel file) for each kernel of the corpus (of those whose path holds one of the
+    comma-separated parts of `only`, and not `skip`)."""
+    parts = [part for part in (only or "").split(",") if part]
     found = []
     for level in (1, 2):
         for folder in sorted((HERE / f"level{level}").iterdir(), key=lambda p: int(p.name)):
-            task = next(KERNELBENCH.glob(f"level{level}/{folder.name}_*.py"), None)
+            chosen = [
+                k
+                for k in sorted(folder.glob("*.py"))
+                if (not parts or any(p in str(k.relative_to(HERE)) for p in parts))
+                and (skip is None or skip not in str(k.relative_to(HERE)))
+            ]
+            if not chosen:
+                continue
+            task = next(kernelbench.glob(f"level{level}/{folder.name}_*.py"), None)
             if task is None:
-                sys.exit(f"no KernelBench problem {folder.name} in {KERNELBENCH / f'level{level}'}")
-            for kernel in sorted(folder.glob("*.py")):
-                if only is None or only in str(kernel.relative_to(HERE)):
-                    found.append((level, task, kernel))
+                sys.exit(
+                    f"no KernelBench problem {folder.name} in {kernelbench / f'level{level}'}: give the folder of "
+                    "KernelBench's levels with --kernelbench"
+                )
+            found.extend((level, task, kernel) for kernel in chosen)
     return found
 
 
-async def main(only: str | None, out: Path) -> None:
+async def main(only: str | None, out: Path, kernelbench: Path, parallel: int, skip: str | None) -> None:
     done = {}
     if out.is_file():
         for line in out.read_text().splitlines():
             row = json.loads(line)
             done[(row["kernel"], row["code_hash"])] = row
-    todo = kernels(only)
+    todo = [
+        (level, task, kernel, (str(kernel.relative_to(HERE)), code_hash(kernel.read_text())))
+        for level, task, kernel in kernels(only, kernelbench, skip)
+    ]
+    todo = [item for item in todo if item[3] not in done]
+    rows = dict(done)
+    provenance: dict[str, object] = {}
+    finished = 0
+    began = time.monotonic()
     async with Evaluator(Settings()) as evaluator:
         environment = evaluator.environment
         assert environment is not None
         if not environment.has_gpu:
             sys.exit("the corpus is measured on a GPU; this machine has none")
-        rows = dict(done)
-        for i, (level, task_path, kernel_path) in enumerate(todo, 1):
-            code = kernel_path.read_text()
-            name = str(kernel_path.relative_to(HERE))
-            key = (name, code_hash(code))
-            if key in done:
-                continue
-            evaluation = await evaluator.evaluate(load_task(task_path), code, EvaluationOptions(mode="strict"))
+        # several at a time: compiles overlap, while the device is taken by one evaluation at a time (its lock)
+        limit = anyio.Semaphore(parallel)
+
+        async def measure(level: int, task_path: Path, kernel_path: Path, key: tuple[str, str]) -> None:
+            nonlocal finished
+            async with limit:
+                started = time.monotonic()
+                options = EvaluationOptions(mode="strict")
+                try:
+                    evaluation = await evaluator.evaluate(load_task(task_path), kernel_path.read_text(), options)
+                except TaskError as exc:  # the task's reference did not fit beside the others: not a verdict
+                    print(f"{key[0]}: not measured: {str(exc)[:300]}", flush=True)
+                    return
             timing = evaluation.timing if evaluation.status.value == "ok" else None
             rows[key] = {
                 "level": level,
                 "problem": task_path.name,
-                "kernel": name,
+                "kernel": key[0],
                 "h200_status": evaluation.status.value,
                 "strict_speedup": round(timing.speedup, 4) if timing else None,
                 "kernel_ms": round(timing.candidate.median_ms, 4) if timing else None,
@@ -73,18 +102,60 @@ async def main(only: str | None, out: Path) -> None:
                 "sol_fraction": round(evaluation.sol_fraction, 4) if evaluation.sol_fraction is not None else None,
                 "message": None if timing else evaluation.message[:400],
                 "code_hash": key[1],
+                "seconds": round(time.monotonic() - started, 2),
+                # the verdict's warnings (faster_than_light: measured under the task's speed of light)
+                "warnings": [f.code for f in evaluation.audit.flags if f.severity == "warn"],
             }
-            print(f"[{i}/{len(todo)}] {name}: {evaluation.status.value} {rows[key]['strict_speedup']}", flush=True)
+            provenance.update(evaluation.provenance.model_dump())
+            if evaluation.status.value == "infra_error":  # adaexplore's own failure says nothing of the kernel
+                del rows[key]
+                print(f"{key[0]}: infra_error, not recorded: {evaluation.message[:600]}", flush=True)
+                return
+            finished += 1
+            print(
+                f"[{finished}/{len(todo)} {time.monotonic() - began:.0f}s] {key[0]}: {evaluation.status.value} "
+                f"{rows[key]['strict_speedup']}",
+                flush=True,
+            )
             out.write_text("".join(json.dumps(r) + "\n" for r in rows.values()))
-        provenance = evaluation.provenance.model_dump() if todo else {}
+
+        async with anyio.create_task_group() as tg:
+            for item in todo:
+                tg.start_soon(measure, *item)
+    if provenance:
+        fields = ("gpu", "driver", "cuda", "torch", "triton", "python")
         (out.parent / "provenance.json").write_text(
-            json.dumps({k: provenance.get(k) for k in ("gpu", "driver", "cuda", "torch", "triton", "python")}, indent=2)
+            json.dumps({k: provenance.get(k) for k in fields} | {"date": time.strftime("%Y-%m-%d")}, indent=2)
         )
+    asked = {item[3][0] for item in todo}
+    show([row for key, row in rows.items() if key[0] in asked])
+
+
+def show(rows: list[dict[str, object]]) -> None:
+    """The kernels measured now, one line each: status, times, speedup, share of the speed of light, warnings."""
+    print(f"{'kernel':34s} {'status':9s} {'ms':>8} {'eager':>8} {'speedup':>8} {'sol_frac':>8}  warnings / message")
+
+    def cell(value: object) -> str:
+        return f"{value:8.4g}" if isinstance(value, float | int) else f"{'-':>8}"
+
+    for r in rows:
+        warnings = r.get("warnings")
+        note = ", ".join(warnings) if isinstance(warnings, list) and warnings else str(r.get("message") or "")[:90]
+        times = " ".join(cell(r.get(key)) for key in ("kernel_ms", "eager_ms", "strict_speedup", "sol_fraction"))
+        print(f"{r['kernel']!s:34s} {r['h200_status']!s:9s} {times}  {note}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help="measure the kernels whose path holds this text")
+    parser.add_argument("--only", help="measure the kernels whose path holds this text (or one of several, a,b)")
+    parser.add_argument("--skip", help="leave out the kernels whose path holds this text")
     parser.add_argument("--out", type=Path, default=HERE / "truth.jsonl")
+    parser.add_argument(
+        "--kernelbench",
+        type=Path,
+        default=KERNELBENCH,
+        help="the KernelBench folder (default: ../shared/data/kernelbench)",
+    )
+    parser.add_argument("--parallel", type=int, default=4, help="evaluations under way at once (default 4)")
     args = parser.parse_args()
-    anyio.run(main, args.only, args.out)
+    anyio.run(main, args.only, args.out, args.kernelbench, args.parallel, args.skip)

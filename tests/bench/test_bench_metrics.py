@@ -59,3 +59,16 @@ def test_a_problem_whose_reference_torch_compile_failed_is_named_and_not_faster_
     assert summary.compile.fast[1.0] == pytest.approx(1 / 2)
     assert any("no torch.compile timing" in note for note in summary.notes)
     assert not any("no torch.compile timing" in note for note in summarize([ProblemScore("ok", 2.0)]).notes)
+
+
+def test_a_degenerate_problem_is_left_out_of_every_number_and_listed_apart() -> None:
+    scores = [
+        ProblemScore("ok", 2.0, name="gemm"),
+        ProblemScore("mismatch", None, name="conv"),
+        ProblemScore("ok", 250.0, degenerate=True, name="groups_of_one"),  # a kernel that writes 0
+    ]
+    summary = summarize(scores)
+    assert summary.problems == 2 and summary.correct == 1 and summary.by_status == {"ok": 1, "mismatch": 1}
+    assert summary.eager is not None and summary.eager.mean == pytest.approx(1.0) and summary.eager.timed == 1
+    assert summary.degenerate == ["groups_of_one"] and summary.as_dict()["degenerate"] == ["groups_of_one"]
+    assert any("left out" in note and "groups_of_one" in note for note in summary.notes)

@@ -15,9 +15,9 @@ from adaexplore.bench._command import replay_settings
 from adaexplore.bench._display import BenchDisplay
 from adaexplore.bench._runner import BenchRunner, FileWriter
 from adaexplore.bench._suite import Suite, read_suite
-from adaexplore.bench._table import bench_summary, render_bench
+from adaexplore.bench._table import bench_summary, render_bench, write_csv
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluation, EvaluationOptions, Status, Task, Timing
+from adaexplore.executor import Degeneracy, Evaluation, EvaluationOptions, Status, Task, TaskCheck, Timing
 from adaexplore.store import open_store
 from tests.fakes import FakeEvaluator
 
@@ -110,4 +110,42 @@ async def test_each_problem_is_checked_in_the_benchs_mode_so_its_first_evaluatio
         svc, explorer, bench, suite, kernels={1: "x = 1\n", 2: "x = 2\n", 3: "x = 3\n"}, observer=display
     ).run()
     assert evaluator.checked_modes == ["kernelbench"] * 3
+    store.close()
+
+
+async def test_a_problem_whose_task_is_degenerate_is_named_and_left_out_of_the_summary(tmp_path: Path) -> None:
+    """The task check names problem 2's task degenerate: create_task stores it, its row says it, and the bench's
+    numbers leave it out and list it apart."""
+    found = Degeneracy(kind="noise", sizes="full")
+
+    class DegenerateTwo(CompileTimingEvaluator):
+        async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
+            await super().check_task(task, options)
+            return TaskCheck(degeneracy=found if "PROBLEM = 2" in task.source else None, checked="full")
+
+    settings = replay_settings(Settings(home=tmp_path / "home"))
+    folder = _suite(tmp_path)
+    for path in folder.iterdir():  # three tasks, not one (a comment leaves a task's id as it is)
+        path.write_text(path.read_text() + f"PROBLEM = {path.name.split('_')[0]}\n")
+    suite = read_suite(str(folder))
+    store = open_store(settings.database_url)
+    svc = tools.Services(settings, store, DegenerateTwo())  # type: ignore[arg-type]
+    bench = _bench(store, suite, "strict", with_compile=False)
+    stream = io.StringIO()
+    display = BenchDisplay(stream, live=False)
+    explorer = Explorer(svc, FileWriter(kernels={}, label="file:k"), observer=display, memory_updates=False)
+    kernels = {1: "x = 1\n", 2: "y = 1\n", 3: "z = 2\n"}
+    await BenchRunner(svc, explorer, bench, suite, kernels=kernels, observer=display).run()
+
+    rows = store.bench_problems(bench.id)
+    assert [r.degenerate for r in rows] == [None, found.line(), None]
+    assert store.task(rows[1].task_id or "").degeneracy == found
+    summary = bench_summary(rows)
+    assert summary.problems == 2 and summary.degenerate == [rows[1].name]
+    text = render_bench(store.bench(bench.id), rows)
+    problem_two = next(line for line in text.splitlines() if line.lstrip().startswith("2 "))
+    assert "1 degenerate left out" in text and "degenerate" in problem_two
+    assert f"{found.line()}" in stream.getvalue()  # the problem's line as it finishes
+    csv_text = write_csv(store.bench(bench.id), rows)
+    assert found.line() in csv_text and "degenerate_left_out" in csv_text
     store.close()

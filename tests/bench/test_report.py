@@ -16,7 +16,7 @@ from adaexplore.bench._report_data import bench_page_data, run_page_data
 from adaexplore.bench._report_html import render_bench_html, render_run_html
 from adaexplore.cli._report import add_report_parser, run_report
 from adaexplore.config import SearchConfig, Settings
-from adaexplore.domain import Kind
+from adaexplore.domain import Degeneracy, Kind
 from adaexplore.errors import NotFoundError, RequestError
 from adaexplore.executor import AuditFlag, Status, code_hash, task_from_source
 from adaexplore.search import reward
@@ -284,3 +284,21 @@ def test_a_deep_tree_of_thousands_of_nodes_renders_in_time(store: Store) -> None
     html = render_run_html(data)
     assert time.perf_counter() - start < 2.0
     assert len(Elements(html).with_attr("data-node-id")) == len(nodes)
+
+
+def test_a_degenerate_task_is_named_on_its_run_page_and_left_out_of_its_bench_summary(store: Store) -> None:
+    run_id, _ = make_run(store)
+    bench_id = make_bench(store, run_id)
+    found = Degeneracy(kind="constant", value=0.0, sizes="full")
+    store.set_task_degeneracy(store.run(run_id).task_id, found.model_dump_json(), "full")
+    run_html = render_run_html(run_page_data(services_over(store), run_id))
+    assert "The task is degenerate: its output is 0 everywhere" in run_html
+    data = bench_page_data(services_over(store), bench_id)
+    assert [p["degenerate"] for p in data["problems"]] == [found.line(), None, None]
+    assert data["summary"]["degenerate"] == ["row_softmax"] and data["summary"]["problems"] == 2
+    html = render_bench_html(data)
+    assert "0/2</span> problems correct" in html and "1 degenerate left out" in html
+    assert any("left out of every number" in note for note in data["notes"])
+    # a check at small sizes does not undo what one at full size found
+    store.set_task_degeneracy(store.run(run_id).task_id, None, "small")
+    assert store.task(store.run(run_id).task_id).degeneracy == found

@@ -41,10 +41,15 @@ from adaexplore.executor.wire._protocol import (
     TrialsDone,
 )
 from adaexplore.executor.wire._side import SideSocket, side_pair
+from adaexplore.roofline import ForwardWork, TaskWork
 
-__all__ = ["Die", "Hang", "Pause", "ScriptedSpawner", "ScriptedWorker", "fake_environment", "no_sandbox"]
+__all__ = ["Die", "Hang", "Pause", "ScriptedSpawner", "ScriptedWorker", "Turns", "fake_environment", "no_sandbox"]
 
 TRIALS = 5
+# the device a scripted judge reports, and what it says a task's reference does at full size: an evaluation of
+# it reserves a few GiB (pipeline/stages/footprint.py), so that several fit side by side
+DEVICE_BYTES = 80 << 30
+SMALL_WORK = TaskWork(forward=ForwardWork(), input_bytes=1 << 20, parameter_bytes=1 << 20, output_bytes=1 << 20)
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,17 @@ class Pause:
 
 
 Step = Event | Die | Hang | Pause
-Script = dict[str, Sequence[Step]]
+
+
+@dataclass(frozen=True)
+class Turns:
+    """Answers that change from one command of a kind to the next: the n-th such command gets `answers[n]`, and
+    those after the last a healthy worker's."""
+
+    answers: tuple[Sequence[Step], ...]
+
+
+Script = dict[str, Sequence[Step] | Turns]
 
 
 def _stats(ms: float) -> Stats:
@@ -101,7 +116,16 @@ def healthy(role: str, kind: str, backend: str) -> list[Step]:
             ],
             "compare": [Compared(results=[TrialResult(index=i, seed=i, passed=True) for i in range(TRIALS)])],
             "time_reference": [ReferenceTimed(stats=_stats(2.0))],
-            "memory": [MemoryReport(judge="cuda:0", budget_bytes=1 << 30, cached_bytes=1 << 20, entries=1)],
+            "memory": [
+                MemoryReport(
+                    judge="cuda:0",
+                    budget_bytes=1 << 30,
+                    cached_bytes=1 << 20,
+                    entries=1,
+                    total_bytes=DEVICE_BYTES,
+                    work=SMALL_WORK,
+                )
+            ],
         }
         return answers.get(kind, [Done()])
     compiled = Compiled(kernels=["k"], load_s=0.01, compile_s=0.01)
@@ -179,9 +203,13 @@ class ScriptedWorker:
             raise WorkerDied(self._returncode, "the worker stopped reading commands")
         if self._ended:
             raise WorkerDied(None, "the worker stopped reading commands")
-        self.received.append(message)
         kind = getattr(message, "kind", "")
-        steps = self._script[kind] if kind in self._script else healthy(self.role, kind, self.backend)
+        turn = sum(1 for m in self.received if getattr(m, "kind", "") == kind)
+        self.received.append(message)
+        scripted = self._script.get(kind)
+        if isinstance(scripted, Turns):
+            scripted = scripted.answers[turn] if turn < len(scripted.answers) else None
+        steps = list(scripted) if scripted is not None else healthy(self.role, kind, self.backend)
         if self.peer is not None and self.role == "judge" and isinstance(message, Load):
             fd = os.open(os.devnull, os.O_RDONLY)
             self.peer.send_fd(fd, f"{message.job.job_id}:inputs")

@@ -15,12 +15,12 @@ import pytest
 
 from adaexplore.agent import Explorer, ReplayWriter, run_all
 from adaexplore.config import SearchConfig
-from adaexplore.domain import Evaluation, Status
+from adaexplore.domain import Evaluation, Mode, Status
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, load_task
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._spawn import SpawnRequest
-from adaexplore.executor.wire._protocol import ReferenceTimed, Timed
+from adaexplore.executor.wire._protocol import JobSpec, Load, ReferenceTimed, Timed
 from adaexplore.store import open_store
 from adaexplore.tools import (
     CompileAndProfileRequest,
@@ -237,9 +237,23 @@ async def test_releasing_a_job_of_a_judge_that_has_ended_starts_no_judge(tmp_pat
     request = SpawnRequest(role="judge", backend="cuda", device=0, env={}, exchange=tmp_path / "judge")
     judge = JudgeClient(lambda: spawner.spawn(request), ready_timeout=5)
     await judge.start()
-    await judge.release("a job")  # a judge that runs is asked
+    await judge.request(Load(job=_job("a job", tmp_path)), timeout=5)
+    await judge.release("a job")  # a judge that runs and holds it is asked
+    await judge.release("never loaded")  # one it never held: nothing to ask
     (started,) = spawner.of("judge")
-    assert [getattr(m, "kind", "") for m in started.received] == ["release"]
+    assert [getattr(m, "kind", "") for m in started.received] == ["load", "release"]
+    await judge.request(Load(job=_job("another job", tmp_path)), timeout=5)
     await judge.aclose()
     await judge.release("another job")  # its judge ended (an evaluator closing, say): nothing to drop
     assert len(spawner.of("judge")) == 1
+
+
+def _job(job_id: str, where: Path) -> JobSpec:
+    return JobSpec(
+        job_id=job_id,
+        task_path=str(where / "task.py"),
+        exchange_dir=str(where),
+        sizes="full",
+        mode=Mode.strict,
+        trials=5,
+    )

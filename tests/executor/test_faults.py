@@ -19,7 +19,7 @@ from adaexplore.executor.host._pool import CorePlan, default_warm_workers, plan_
 from adaexplore.executor.host._process import WorkerProcess
 from adaexplore.executor.host._spawn import WorkerChannel, pin_process_tree
 from adaexplore.executor.host._watch import OutputCapture
-from adaexplore.executor.wire._protocol import Compared, Failed, MemoryReport, TaskFailed
+from adaexplore.executor.wire._protocol import Compared, Failed, MemoryQuery, MemoryReport, TaskFailed
 from tests.conftest import fast_settings
 from tests.executor.scripted import Die, Hang, ScriptedSpawner, fake_environment, no_sandbox
 
@@ -181,6 +181,11 @@ def memory(cached: int, budget: int = 4 << 30) -> MemoryReport:
     return MemoryReport(judge="cuda:0", budget_bytes=budget, cached_bytes=cached, entries=3)
 
 
+def _asks_memory(command: object) -> bool:
+    """A question about what the judge holds (not the one every evaluation on a GPU asks first: its task's size)."""
+    return isinstance(command, MemoryQuery) and command.task_path is None
+
+
 async def test_out_of_memory_while_the_judge_holds_more_than_its_budget_is_infra(tmp_path) -> None:
     spawner = ScriptedSpawner(candidates=[{"proceed": [OOM]}], judges=[{"memory": [memory(cached=6 << 30)]}])
     result, _ = await evaluate(tmp_path, spawner)
@@ -195,7 +200,7 @@ async def test_out_of_memory_with_the_judge_within_budget_is_the_candidates(tmp_
     result, _ = await evaluate(tmp_path, spawner)
     assert result.status is Status.runtime_error, result.message
     assert "CUDA out of memory" in result.message and result.provenance.attempts == 1
-    assert any(type(c).__name__ == "MemoryQuery" for c in spawner.of("judge")[0].received)
+    assert any(_asks_memory(c) for c in spawner.of("judge")[0].received)
 
 
 async def test_a_candidate_exception_stays_the_candidates(tmp_path) -> None:
@@ -205,7 +210,7 @@ async def test_a_candidate_exception_stays_the_candidates(tmp_path) -> None:
     assert result.status is Status.runtime_error and result.message == "ValueError: boom"
     assert result.provenance.attempts == 1
     # an exception that is not an out-of-memory never asks the judge about its memory
-    assert not any(type(c).__name__ == "MemoryQuery" for c in spawner.of("judge")[0].received)
+    assert not any(_asks_memory(c) for c in spawner.of("judge")[0].received)
 
 
 async def test_a_task_error_is_raised_and_never_retried(tmp_path) -> None:

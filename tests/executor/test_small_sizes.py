@@ -54,14 +54,20 @@ GROUPED = textwrap.dedent("""
 def test_candidates_keep_structure_and_divisibility() -> None:
     found, reason = candidates(GROUPED)
     assert reason is None
-    first = found[0].sizes
-    assert first["batch_size"] == 2
-    assert first["channels"] % 12 == 0 and first["channels"] <= 17  # still divisible by its groups
-    assert "groups" not in first and "kernel_size" not in first  # structural numbers stay
-    assert (first["height"], first["width"]) == (17, 17)
-    assert first["wide"] == 2 * first["width"]  # a derived name follows the one it is computed from
+    # first, at each cap, the groups scaled down with the channels, so that each group keeps its 96 / 12 = 8
+    shared, plain = found[0].sizes, found[1].sizes
+    assert shared["channels"] <= 17 and shared["channels"] // shared["groups"] == 8
+    assert shared["channels"] % shared["groups"] == 0
+    # then the groups kept as written, the channels still divisible by them
+    assert plain["batch_size"] == 2
+    assert plain["channels"] % 12 == 0 and plain["channels"] <= 17
+    assert "groups" not in plain and "kernel_size" not in plain and "kernel_size" not in shared  # structural
+    assert (plain["height"], plain["width"]) == (17, 17) == (shared["height"], shared["width"])
+    assert plain["wide"] == 2 * plain["width"]  # a derived name follows the one it is computed from
     # smallest first, a ragged size before the power of two; the last lowers only the batch
-    assert [c.sizes.get("height") for c in found] == [17, 16, 33, 32, 65, 64, 129, 128, 257, 256, None]
+    heights = [c.sizes.get("height") for c in found]
+    assert heights == [17, 17, 16, 16, 33, 33, 32, 32, 65, 65, 64, 64, 129, 128, 257, 256, None]
+    assert all(c.sizes["channels"] // c.sizes["groups"] == 8 for c in found if "groups" in c.sizes)
     assert found[-1].sizes == {"batch_size": 2}
     assert module_sizes(GROUPED)[0]["height"] == 300
 
@@ -81,7 +87,8 @@ def settings(tmp_path: Path) -> Settings:
 async def test_the_probe_derives_sizes_under_which_the_reference_runs(settings: Settings) -> None:
     derivation = await derive_small_sizes(GROUPED, settings=settings, timeout_s=60)
     assert derivation.sizes is not None, derivation.reason
-    assert derivation.sizes["channels"] % 12 == 0
+    # the groups scaled with the channels: each keeps its eight channels, as at full size
+    assert derivation.sizes["channels"] == 8 * derivation.sizes["groups"]
     chosen = derivation.chosen
     assert chosen is not None and chosen.forward_s is not None and chosen.forward_s < BUDGET_S
     assert "SMALL_SIZES derived" in derivation.note() and "channels=" in derivation.note()
@@ -188,7 +195,7 @@ async def test_module_code_cannot_write_outside_its_directory_nor_list_the_home(
         except ConfigError as exc:
             pytest.skip(f"no {kind} sandbox on this machine: {exc}")
         assert derivation.sizes, derivation.note()  # the module ran, and saw nothing
-        assert derivation.sizes["channels"] % 12 == 0
+        assert derivation.sizes["channels"] % derivation.sizes["groups"] == 0
         assert [t for t in targets if t.exists()] == []
     finally:
         secret.unlink(missing_ok=True)
@@ -281,3 +288,132 @@ def test_a_size_a_tuple_is_built_from_is_scaled_and_the_tuple_follows(tmp_path: 
     assert module.bias_shape == (first["out_features"],) and module.out_features == first["out_features"]
     model = module.Model(*module.get_init_inputs())
     assert tuple(model(*module.get_inputs()).shape) == (first["batch_size"], first["out_features"])
+
+
+# KernelBench Level 2 problem 62's layers: capped as written, 8192 channels in 512 groups become 512 channels in 512
+# groups of one, and a GroupNorm of one channel outputs rounding noise around zero
+GROUPS_OF_SIXTEEN = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, input_size, hidden_size, num_groups):
+            super().__init__()
+            self.fc = nn.Linear(input_size, hidden_size)
+            self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=hidden_size)
+
+        def forward(self, x):
+            x = torch.nn.functional.leaky_relu(self.gn(self.fc(x)), 0.01)
+            return x + x
+
+    batch_size = 1024
+    input_size = 8192
+    hidden_size = 8192
+    num_groups = 512
+
+    def get_inputs():
+        return [torch.rand(batch_size, input_size)]
+
+    def get_init_inputs():
+        return [input_size, hidden_size, num_groups]
+""")
+
+# zero whatever the input at every size: the largest of each row minus the mean of that one value (Level 2 problem
+# 80's layers), small enough at full size for the probe to check it there
+ZERO_EVERYWHERE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.gemm = nn.Linear(in_features, out_features)
+
+        def forward(self, x):
+            x = torch.max(self.gemm(x), dim=1, keepdim=True).values
+            return torch.nn.functional.gelu(x - x.mean(dim=1, keepdim=True))
+
+    batch_size = 64
+    in_features = 256
+    out_features = 256
+
+    def get_inputs():
+        return [torch.rand(batch_size, in_features)]
+
+    def get_init_inputs():
+        return [in_features, out_features]
+""")
+
+# zero at a batch of 2 (every candidate lowers the batch), the input itself at the full batch of 16
+ZERO_WHEN_SMALL = (
+    ZERO_EVERYWHERE.replace("x = torch.max(self.gemm(x), dim=1, keepdim=True).values", "x = self.gemm(x)")
+    .replace("return torch.nn.functional.gelu(x - x.mean(dim=1, keepdim=True))", "return x * (len(x) >= 8)")
+    .replace("batch_size = 64", "batch_size = 16")
+)
+
+
+# zero at every size under some weights: a switch drawn with the weights is on for seed 42 (0.34), off for 1234 (0.05)
+ZERO_UNDER_SOME_WEIGHTS = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, features):
+            super().__init__()
+            self.switch = nn.Parameter(torch.randn(1))
+            self.gemm = nn.Linear(features, features)
+
+        def forward(self, x):
+            return self.gemm(x) * (self.switch > 0.2).to(x.dtype)
+
+    batch_size = 64
+    features = 256
+
+    def get_inputs():
+        return [torch.rand(batch_size, features)]
+
+    def get_init_inputs():
+        return [features]
+""")
+
+
+@pytest.mark.anyio
+async def test_sizes_where_the_task_is_degenerate_are_refused_for_groups_that_keep_their_channels(
+    settings: Settings,
+) -> None:
+    async with SizeProber(settings) as prober:
+        derivation = await prober.derive(GROUPS_OF_SIXTEEN, timeout_s=60)
+        sizes = derivation.sizes
+        assert sizes is not None and derivation.degenerate is None, derivation.note()
+        assert sizes["hidden_size"] == 16 * sizes["num_groups"] and sizes["num_groups"] >= 2
+        refused = derivation.attempts[0]
+        assert refused.sizes["hidden_size"] == 512 and "num_groups" not in refused.sizes  # 512 groups of one
+        assert not refused.ok and refused.degenerate is not None and refused.degenerate.kind == "noise"
+        assert "degenerate at these sizes" in (refused.reason or "")
+        # degenerate at every size and at full size: the smallest sizes are kept, and the task named
+        derivation = await prober.derive(ZERO_EVERYWHERE, timeout_s=60)
+        found = derivation.degenerate
+        assert found is not None and found.kind == "constant" and found.value == 0 and found.sizes == "full"
+        assert derivation.sizes == derivation.attempts[0].sizes
+        assert derivation.attempts[-1].how == "the task's full sizes"
+        assert (
+            found.line() in derivation.note() and "degenerate at every size tried and at its full" in derivation.note()
+        )
+        # degenerate at every smaller size, not at full size: no small sizes, the CPU checks run at full size
+        derivation = await prober.derive(ZERO_WHEN_SMALL, timeout_s=60)
+        assert derivation.sizes is None and derivation.degenerate is None, derivation.note()
+        assert "at its full sizes it is not" in (derivation.reason or "")
+        assert "CPU checks run at the task's full sizes" in derivation.note()
+        # degenerate at every size under another draw of the weights only: the weights decide, not the sizes, so
+        # the first sizes are kept, and the note says so without naming the task degenerate
+        derivation = await prober.derive(ZERO_UNDER_SOME_WEIGHTS, timeout_s=60)
+        assert derivation.sizes == derivation.attempts[0].sizes and derivation.degenerate is None
+        assert derivation.fragile is not None and derivation.fragile.kind == "constant"
+        assert "under another draw of the weights, the task is degenerate at every size tried" in derivation.note()
+        # a model that cannot run in float64 is checked in its own dtype, and still gets its sizes
+        float32_only = ZERO_UNDER_SOME_WEIGHTS.replace(
+            "return self.gemm(x) * (self.switch > 0.2).to(x.dtype)",
+            'assert x.dtype == torch.float32, "float32 only"\n        return self.gemm(x)',
+        )
+        derivation = await prober.derive(float32_only, timeout_s=60)
+        assert derivation.sizes == derivation.attempts[0].sizes and derivation.attempts[0].ok, derivation.note()

@@ -1,11 +1,14 @@
 """On a machine without a GPU, a correct kernel's verdict carries its estimated time on the target GPU and the task's
-speed of light; a kernel whose tf32 products are chained by hand is judged again at the task's full reduction
-length, where the H200 shows their error."""
+speed of light; a kernel whose dots take rounded or split fp32 operands (tf32 by hand, Triton's tf32x3, bf16
+halves) is judged again at the task's full reduction length, where the H200 shows the error of products chained on
+one accumulator, and the verdict names the path and the error it measured there."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -14,10 +17,20 @@ from tests.conftest import ON_GPU
 
 DATA = Path(__file__).parent / "data"
 TASK = load_task(DATA / "long_linear_task.py")
-_spec = importlib.util.spec_from_file_location("long_linear_kernels", DATA / "long_linear_kernels.py")
-assert _spec is not None and _spec.loader is not None
-kernels = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(kernels)
+# KernelBench Level 2 problem 12: a GEMM over in_features = 8192, checked at 17
+GEMM_TASK = load_task(DATA / "gemm_leaky_task.py")
+
+
+def _data_module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+kernels = _data_module("long_linear_kernels")
+splits = _data_module("split_gemm_kernels")
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(ON_GPU, reason="checks the path of machines without a GPU")]
 
@@ -39,10 +52,44 @@ async def test_tritons_own_split_and_fp32_products_pass_and_are_estimated(evalua
     for precision in ("tf32x3", "ieee"):
         result = await evaluator.evaluate(TASK, kernels.kernel(precision, False))
         assert result.status is Status.ok, (precision, result.message)
-        # no plain tf32 products: nothing to check at the full reduction length
-        assert not any(f.code.startswith("precision_") for f in result.audit.flags)
+        checked = [f for f in result.audit.flags if f.code.startswith("precision_")]
+        if precision == "ieee":  # fp32 products on the CUDA cores: nothing to check at the full reduction length
+            assert not checked
+        else:  # Triton's split is checked there too, and passes: its small products are summed apart
+            assert [f.code for f in checked] == ["precision_checked"], checked
+            assert 'input_precision="tf32x3"' in checked[0].message and "in_features=8192" in checked[0].message
         estimate = result.estimate
         assert estimate is not None and estimate.gpu == "H200" and estimate.ms > 0 and estimate.exact
         assert estimate.reference_ms > 0 and estimate.speedup == pytest.approx(estimate.reference_ms / estimate.ms)
         assert "_linear" in {p.step for p in estimate.parts}
         assert estimate.summary in result.message and "not measured" in estimate.summary
+
+
+def _normwise(text: str) -> float:
+    found = re.search(r"normwise error ([0-9.e+-]+)", text)
+    assert found, text
+    return float(found.group(1))
+
+
+async def test_bf16_halves_chained_on_one_accumulator_fail_at_the_full_reduction_length(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(GEMM_TASK, splits.kernel(*splits.LOSSY["bf16x3_chained"]))
+    assert result.status is Status.mismatch, result.message
+    # five trials passed over in_features = 17; over 8192 the tensor cores' accumulation loses the small products
+    assert result.correctness is not None and result.correctness.passed
+    assert "wrong at the task's full reduction length (in_features=8192)" in result.message
+    assert "three bf16 products per multiply-add of the task (its fp32 operands split into bf16 parts)" in (
+        result.message
+    )
+    assert _normwise(result.message) > 4e-5  # twice strict's 2e-5: no sample's spread makes it a pass
+    assert result.estimate is None
+    assert result.phases["precision"] < 60  # seconds, not the minutes of a whole reduction at a GEMM's batch
+
+
+async def test_honest_bf16_halves_pass_with_their_error_at_the_full_reduction_length(evaluator: Evaluator) -> None:
+    result = await evaluator.evaluate(GEMM_TASK, splits.kernel(*splits.HONEST["bf16x3"]))
+    assert result.status is Status.ok, result.message
+    flag = next(f for f in result.audit.flags if f.code.startswith("precision_"))
+    assert flag.code == "precision_checked" and flag.severity == "info", flag
+    assert "three bf16 products per multiply-add of the task" in flag.message and "in_features=8192" in flag.message
+    assert 0 < _normwise(flag.message) < 1e-5, flag.message
+    assert result.estimate is not None

@@ -52,10 +52,11 @@ FLATTEN = (
     "You cannot wrap a matmul's K loop in tl.range(flatten=True) when it has an epilogue: the epilogue buffer "
     "stays alive, 327 KB of shared memory."
 )
-# The evaluator's words when a candidate runs past its budget (executor/pipeline/stages/worker.py).
+# The evaluator's words when a candidate runs past its budget (executor/pipeline/stages/budget.py).
 BUDGET_RAN_OUT = (
-    "forward was still running when the kernel's budget of 40 s (over all its phases: loading, trials and timing) "
-    "ran out, after 38.2 s in this phase, and was killed; look for a loop that never ends or a wait on another program"
+    "trial 1 of 5 was still running when the kernel's budget of 40 s (over all its phases: loading, trials and "
+    "timing) ran out, after 38.2 s in this phase, and was killed; it was at line 20 of the candidate, in forward: "
+    "`while True:`. Look for a loop that never ends or a wait on another program"
 )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import adaexplore.prompts as prompts
+from adaexplore.domain import Degeneracy
 from adaexplore.prompts import (
     DistillContext,
     JudgeRuleContext,
@@ -113,6 +114,13 @@ CASES: dict[str, Callable[[], str]] = {
             origin="Node 5 (large step) failed: mismatch: wrong result. Do not repeat its mistake.",
             task_facts=["an all-zero output 0 passes the tolerance on this task"],
             brief=BRIEF,
+        )
+    ),
+    "run_brief-degenerate": lambda: prompts.render_run_brief(
+        RunBriefContext(
+            task_source=TASK,
+            precision=KERNELBENCH,
+            degenerate=Degeneracy(kind="noise", sizes="full").line(),
         )
     ),
     "run_brief": lambda: prompts.render_run_brief(

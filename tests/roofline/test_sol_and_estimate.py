@@ -13,7 +13,6 @@ from adaexplore.roofline import (
     OpWork,
     TaskWork,
     estimate_forward,
-    fp32_matmul_path,
     gpu_for_device,
     gpu_spec,
     speed_of_light,
@@ -34,15 +33,16 @@ def gemm_task(extra: list[OpWork] | None = None) -> TaskWork:
 
 
 def test_a_gemm_is_compute_bound_at_the_cheapest_rate_its_tolerance_admits() -> None:
-    strict = speed_of_light(gemm_task(), H200, fp32_matmul_path(1e-4))
-    assert strict.bound == "compute" and strict.fp32_matmuls == "tf32x3"
-    # three tf32 products per FLOP at the H200's 494.7 TFLOP/s
-    assert strict.ms == pytest.approx(GEMM_FLOPS * 3 / 494.7e12 * 1e3)
+    strict = speed_of_light(gemm_task(), H200, 2e-5)  # strict mode's normwise bound on fp32 outputs
+    assert strict.bound == "compute" and strict.fp32_matmuls == "bf16x3"
+    # three bf16 products per FLOP at the H200's 989.4 TFLOP/s: twice as fast as three tf32 products
+    assert strict.ms == pytest.approx(GEMM_FLOPS * 3 / 989.4e12 * 1e3)
+    assert strict.ms == pytest.approx(GEMM_FLOPS * 3 / 494.7e12 * 1e3 / 2)
     assert strict.memory_ms == pytest.approx((33.5e6 + 268.5e6 + 33.5e6) / 4.8e12 * 1e3)
-    loose = speed_of_light(gemm_task(), H200, fp32_matmul_path(5e-2))
-    assert loose.fp32_matmuls == "tf32" and loose.ms == pytest.approx(strict.ms / 3)
+    loose = speed_of_light(gemm_task(), H200, 1e-2)  # paper mode's 5e-2, elementwise
+    assert loose.fp32_matmuls == "fp16" and loose.ms == pytest.approx(strict.ms / 3)
     # a faster memory makes no difference to a compute-bound task; more FLOP/s does
-    assert speed_of_light(gemm_task(), GPUS["B200"], "tf32x3").ms < strict.ms
+    assert speed_of_light(gemm_task(), GPUS["B200"], 2e-5).ms < strict.ms
 
 
 def test_a_memory_bound_task_is_its_bytes_at_the_hbm_peak() -> None:

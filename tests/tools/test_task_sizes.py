@@ -59,6 +59,8 @@ async def test_a_task_without_small_sizes_gets_derived_ones_that_the_judge_accep
     result = await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, name="norm"))
     assert result.small_sizes, result.small_sizes_note
     assert "SMALL_SIZES derived" in result.small_sizes_note and "features=" in result.small_sizes_note
+    # not degenerate at the sizes the judge checked it at (its full sizes are too dear for the CPU)
+    assert result.degenerate is None and svc.store.task(result.task_id).degeneracy_checked == "small"
     stored = task_from_source(svc.store.task(result.task_id).source)
     assert stored.small_sizes is not None
     assert stored.small_sizes["batch_size"] == 2 and stored.small_sizes["features"] % 6 == 0
@@ -120,3 +122,37 @@ async def test_a_task_whose_code_tries_to_escape_gets_sizes_and_leaves_nothing_b
         secret.unlink(missing_ok=True)
         for target in targets:
             target.unlink(missing_ok=True)
+
+
+@ON_CPU_ONLY
+@pytest.mark.slow
+async def test_a_degenerate_task_is_named_by_create_task_and_the_run_brief(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    from adaexplore.tools import StartRunRequest, run_brief_text, start_run
+    from tests.executor.test_small_sizes import ZERO_EVERYWHERE
+
+    svc = services(evaluator, tmp_path)
+    result = await create_checked_task(svc, CreateTaskRequest(source=ZERO_EVERYWHERE, name="zero"))
+    line = result.degenerate
+    assert line is not None and line.startswith("degenerate task: its output is 0 everywhere")
+    assert "at its full sizes" in line and line.endswith(
+        "any kernel that writes 0 is correct on this task: its speedups say nothing"
+    )
+    stored = svc.store.task(result.task_id)
+    assert stored.degeneracy is not None and stored.degeneracy_checked == "full"
+    run = start_run(svc, StartRunRequest(task_id=result.task_id, total_steps=2))
+    assert line in run.brief and line in run_brief_text(svc, run.run_id)
+
+
+@ON_CPU_ONLY
+@pytest.mark.slow
+async def test_small_sizes_given_that_make_the_task_degenerate_are_accepted_with_a_warning(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    svc = services(evaluator, tmp_path)
+    # as many groups as channels and a length of one: each GroupNorm group holds one number, normalized to zero
+    given = {"batch_size": 2, "features": 6, "length": 1}
+    result = await create_checked_task(svc, CreateTaskRequest(source=UNSIZED, small_sizes=given))
+    assert result.small_sizes and "WARNING: at these small sizes its output is" in result.small_sizes_note
+    assert "give other small_sizes" in result.small_sizes_note

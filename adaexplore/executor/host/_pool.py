@@ -11,11 +11,20 @@ import anyio
 from anyio.abc import TaskGroup
 
 from adaexplore.errors import EvaluatorError
+from adaexplore.executor.host._gpu_memory import GpuMemory
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.wire._protocol import Event, MemoryQuery, MemoryReport, Phase, Ready, Release
+from adaexplore.executor.wire._protocol import Event, Load, MemoryQuery, MemoryReport, Phase, Ready, Release
 
-__all__ = ["CorePlan", "JudgeClient", "JudgeLost", "WorkerPool", "default_warm_workers", "plan_cores"]
+__all__ = [
+    "CorePlan",
+    "JudgeClient",
+    "JudgeLost",
+    "JudgeReplaced",
+    "WorkerPool",
+    "default_warm_workers",
+    "plan_cores",
+]
 
 # Below this many cores, worker starts share the cores of the measurement, so the evaluator waits for them.
 MIN_CORES_TO_SEPARATE = 8
@@ -79,6 +88,11 @@ class JudgeLost(EvaluatorError):
         self.returncode = returncode  # negative: the signal that killed it
 
 
+class JudgeReplaced(EvaluatorError):
+    """A request for a job that the judge's process does not hold: the job was loaded in a judge process that has
+    been replaced since (it died, timed out, or was restarted), so its reference went with it. Nothing was sent."""
+
+
 Spawn = Callable[[], Awaitable[WorkerChannel]]
 
 
@@ -98,6 +112,15 @@ class WorkerPool:
     def fill(self) -> None:
         for _ in range(self._warm - len(self._spares) - self._spawning):
             # counted from now, so that `wait_warm` called right after waits for it
+            self._starting += 1
+            self._spawning += 1
+            self._tg.start_soon(self._add_spare)
+
+    def start_one_more(self) -> None:
+        """Start one spare beyond `warm` now, for an evaluation that will want a second worker as soon as its
+        first is done (the check at the full reduction lengths): it starts while the first one works, and `fill`
+        starts no replacement while the spares are as many as `warm`."""
+        if not self._closed:
             self._starting += 1
             self._spawning += 1
             self._tg.start_soon(self._add_spare)
@@ -166,9 +189,15 @@ class WorkerPool:
 
 
 class JudgeClient:
-    """The judge process of one device: one request at a time, restarted if it dies."""
+    """The judge process of one device: one request at a time, restarted if it dies.
 
-    def __init__(self, spawn: Spawn, *, ready_timeout: float) -> None:
+    It serves every evaluation of its device at once, so it knows which process each job was loaded in (its
+    `generation`, counted up with each process started): a request for a job of a process that has been replaced
+    since fails at once (`JudgeReplaced`) without being sent, and that evaluation's retry loads the job again. A
+    process that must go for one evaluation's sake without having failed itself is `retire`d: replaced once it
+    holds no other evaluation's job."""
+
+    def __init__(self, spawn: Spawn, *, ready_timeout: float, book: GpuMemory | None = None) -> None:
         self._spawn = spawn
         self._ready_timeout = ready_timeout
         self._worker: WorkerChannel | None = None
@@ -176,6 +205,29 @@ class JudgeClient:
         self.ready: Ready | None = None
         self._owed = 0  # answers the judge will still send for requests that were cancelled
         self._owed_timeout = 0.0
+        self.generation = 0
+        self._loaded: dict[str, int] = {}  # job id -> the generation of the process it was loaded in
+        self._retiring: WorkerChannel | None = None
+        # the device's book of reservations, told the device's memory and the references the judge keeps unused
+        self.book = book
+
+    def holds(self, job_id: str) -> bool:
+        """Whether the judge's process now is the one `job_id` was loaded in (and still runs)."""
+        return self._worker is not None and self._loaded.get(job_id) == self.generation
+
+    def _jobs_held(self) -> int:
+        return sum(1 for generation in self._loaded.values() if generation == self.generation)
+
+    async def _drop(self, worker: WorkerChannel) -> None:
+        """End the judge's process `worker` (the next request starts another): what it held is gone."""
+        if self._worker is worker:
+            self._worker, self.ready = None, None
+        if self._retiring is worker:
+            self._retiring = None
+        if self.book is not None:
+            self.book.learn(idle=0)
+        with anyio.CancelScope(shield=True):
+            await worker.aclose()
 
     async def start(self) -> Ready:
         async with self._lock:
@@ -199,6 +251,7 @@ class JudgeClient:
                 raise
             self._worker, self.ready = worker, ready
             self._owed, self._owed_timeout = 0, 0.0
+            self.generation += 1
         assert self.ready is not None
         return self.ready
 
@@ -213,13 +266,38 @@ class JudgeClient:
         return answer
 
     async def _request(self, command: object, timeout: float, *, start: bool) -> Event | None:
-        """`request`; without `start`, None (nothing sent) where no judge runs when its turn comes."""
+        """`request`; without `start`, None (nothing sent) where no judge runs when its turn comes.
+
+        Raises:
+            JudgeReplaced: `command` names a job the judge's process now does not hold (not for a `Release`,
+                which then has nothing to do and returns None).
+        """
+        loading = command.job.job_id if isinstance(command, Load) else None
+        job_id: str | None = getattr(command, "job_id", None)
         async with self._lock:
+            held = job_id is not None and self.holds(job_id)
+            if isinstance(command, Release) and job_id is not None:
+                self._loaded.pop(job_id, None)  # sent now, or nothing to release
+                if not held:
+                    return None
+            elif loading is None and job_id is not None and not held:
+                forgotten = self._loaded.pop(job_id, None)
+                raise JudgeReplaced(
+                    f"the judge that loaded this evaluation's job was replaced since (another evaluation's failure "
+                    f"or its own ended it), and its reference with it; nothing was sent for this "
+                    f"{getattr(command, 'kind', 'request')} request"
+                    if forgotten is not None
+                    else f"the judge was never asked to load job {job_id!r}"
+                )
+            if self._retiring is not None and self._retiring is self._worker and not self._jobs_held():
+                await self._drop(self._retiring)  # retired: no job of any evaluation is lost with it
             if not start and self._worker is None:
                 return None
             await self._ensure()
             assert self._worker is not None
             worker = self._worker
+            if loading is not None:
+                self._loaded[loading] = self.generation
             sent = False
             try:
                 # Answers still owed to cancelled requests come first: each is read and dropped, so this
@@ -232,20 +310,17 @@ class JudgeClient:
                 while True:
                     event = await worker.receive(timeout)
                     if not isinstance(event, Phase):
-                        return event
+                        break
             except BaseException as exc:
                 if not isinstance(exc, WorkerDied | WorkerTimeout):
                     if sent:  # cancelled while the judge works on it: its answer is owed
                         self._owed += 1
                         self._owed_timeout = max(self._owed_timeout, timeout)
                     else:  # cancelled while sending: the judge may hold half a command
-                        self._worker = None
-                        with anyio.CancelScope(shield=True):
-                            await worker.aclose()
+                        await self._drop(worker)
                     raise
                 output = worker.output.text()[-3000:]
-                await worker.aclose()
-                self._worker = None
+                await self._drop(worker)
                 timed_out = isinstance(exc, WorkerTimeout)
                 what = "timed out" if timed_out else "died"
                 raise JudgeLost(
@@ -254,29 +329,46 @@ class JudgeClient:
                     output=output,
                     returncode=worker.returncode,
                 ) from exc
+            if isinstance(event, MemoryReport) and self.book is not None:
+                self.book.learn(total=event.total_bytes, idle=event.idle_bytes)
+            if isinstance(command, Release) and self._retiring is worker and not self._jobs_held():
+                await self._drop(worker)
+            return event
 
     async def restart(self, worker: WorkerChannel | None = None) -> None:
         """Stop the judge once its current request is answered, so that the next request starts a fresh one
-        (its loaded jobs are lost). With `worker`: only if that is still the judge's process."""
+        (every job loaded in it is lost: their evaluations' next requests fail with `JudgeReplaced`). With
+        `worker`: only if that is still the judge's process. For a judge that broke (it answered out of turn)."""
         async with self._lock:
             if self._worker is not None and (worker is None or worker is self._worker):
-                await self._worker.aclose()
-                self._worker, self.ready = None, None
+                await self._drop(self._worker)
+
+    async def retire(self, worker: WorkerChannel) -> None:
+        """Replace the judge's process `worker` once it holds no job (at once if it holds none now): for a judge
+        suspected of holding memory it should not, whose other evaluations must not lose their jobs to it."""
+        async with self._lock:
+            if worker is not self._worker:
+                return
+            if self._jobs_held():
+                self._retiring = worker
+            else:
+                await self._drop(worker)
 
     @property
     def worker(self) -> WorkerChannel | None:
         """The judge's process now, if it runs."""
         return self._worker
 
-    async def memory(self, timeout: float = 30) -> MemoryReport | None:
-        """The judge's memory report, or None when no judge runs or it does not answer with one.
+    async def memory(self, timeout: float = 30, query: MemoryQuery | None = None) -> MemoryReport | None:
+        """The judge's memory report (with what `query` asks besides), or None when no judge runs or it does not
+        answer with one.
 
         Raises:
             EvaluatorError: the judge died or did not answer in time.
         """
         if self._worker is None:
             return None
-        event = await self.request(MemoryQuery(), timeout)
+        event = await self.request(query or MemoryQuery(), timeout)
         return event if isinstance(event, MemoryReport) else None
 
     async def release(self, job_id: str) -> None:
@@ -286,5 +378,4 @@ class JudgeClient:
 
     async def aclose(self) -> None:
         if self._worker is not None:
-            await self._worker.aclose()
-            self._worker = None
+            await self._drop(self._worker)

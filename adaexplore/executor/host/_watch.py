@@ -31,6 +31,17 @@ class OutputCapture:
                 del self.tail[:excess]
                 self.dropped += excess
 
+    @property
+    def fed(self) -> int:
+        """Bytes written so far, kept or not."""
+        return len(self.head) + len(self.tail) + self.dropped
+
+    def since(self, fed: int) -> str:
+        """What was written after the first `fed` bytes, as far as it is kept."""
+        kept = bytes(self.head) + bytes(self.tail)
+        new = self.fed - fed
+        return kept[-new:].decode(errors="replace") if new > 0 else ""
+
     def text(self) -> str:
         body = self.head.decode(errors="replace")
         if self.dropped:

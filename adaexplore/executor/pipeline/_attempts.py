@@ -1,6 +1,8 @@
-"""One task's evaluation as attempts: the stages run once, and once more on a fresh worker (and a fresh judge,
-where the judge was at fault) when the first attempt failed through no fault of the candidate (`infra_error`);
-the result says so (`provenance.attempts`), and a second such failure is reported with both causes."""
+"""One task's evaluation as attempts: the stages run once, and once more on a fresh worker when the first attempt
+failed through no fault of the candidate (`infra_error`); the result says so (`provenance.attempts`), and a second
+such failure is reported with both causes. The judge is started again only where it broke; one that holds memory
+it should not is replaced once no other evaluation's job is in it; a retry after the device's memory ran out
+holds the device alone (`stages/footprint.py`)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ async def evaluate(
     fresh_seeds: bool,
     progress: Progress | None,
     budget: float | None,
+    budget_wall: bool = True,
 ) -> tuple[Evaluation, float]:
     """`code`'s verdict on `task` (see `Evaluator.evaluate`), and the time the candidate spent of its budget."""
     first: Verdict | None = None
@@ -42,6 +45,9 @@ async def evaluate(
         run = Run(task, code, mode, progress)
         run.started = started  # a retry's phases and progress count from the evaluation's start
         run.candidate_budget_s = budget
+        # the device's memory ran out the first time: the retry waits for the device to itself
+        run.alone = first is not None and first.memory
+        run.candidate_budget_wall = budget_wall
         if fresh_seeds and not run.spec.fresh_seeds:
             run.spec = run.spec.model_copy(update={"fresh_seeds": True})
         status, message, error = await sequence.run(
@@ -52,7 +58,10 @@ async def evaluate(
         first = run.fault
         await run.report("retrying", f"retrying on a fresh worker after a failure of adaexplore's own: {message}")
         if first.judge is not None and run.judge is not None:
-            await run.judge.restart(first.judge)  # type: ignore[arg-type]
+            if first.retire:  # it holds memory it should not: replaced once no other evaluation's job is in it
+                await run.judge.retire(first.judge)  # type: ignore[arg-type]
+            else:  # it broke: the other evaluations' jobs in it fail at their next request, and are retried
+                await run.judge.restart(first.judge)  # type: ignore[arg-type]
     if first is not None and run.fault is not None:
         message = faults.infra_twice(first, run.fault)
     elif first is not None:

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -35,11 +35,11 @@ from adaexplore.executor.host._spawn import ProcessSpawner, Spawner
 from adaexplore.executor.pipeline import _attempts as attempts
 from adaexplore.executor.pipeline import _input_sets as input_sets
 from adaexplore.executor.pipeline._lanes import LaneBook
-from adaexplore.executor.pipeline._request import EvaluationOptions
+from adaexplore.executor.pipeline._request import EvaluationOptions, TaskCheck
 from adaexplore.executor.pipeline.stages import task_check
 from adaexplore.executor.pipeline.stages.context import Progress, ProgressUpdate, Run, Verdict
 from adaexplore.executor.tasks._task import Task
-from adaexplore.roofline import TaskWork, gpu_spec
+from adaexplore.roofline import gpu_spec
 
 __all__ = ["Evaluator", "Progress", "ProgressUpdate"]
 
@@ -53,6 +53,13 @@ class _Start:
 
     done: anyio.Event = field(default_factory=anyio.Event)
     failure: AdaexploreError | None = None
+
+
+def _least_checked(checked: list[Literal["full", "small"] | None]) -> Literal["full", "small"] | None:
+    """Of the input sets' checks, the one made at the smallest sizes says how far the task was checked."""
+    if "small" in checked:
+        return "small"
+    return "full" if "full" in checked else None
 
 
 class Evaluator:
@@ -328,6 +335,7 @@ class Evaluator:
                 fresh_seeds=options.fresh_seeds,
                 progress=part_progress,
                 budget=budget,
+                budget_wall=options.candidate_budget_wall,
             )
 
         if task.input_sets is None:
@@ -341,14 +349,14 @@ class Evaluator:
         note = f"; on a GPU each of the task's {len(task.input_sets)} input sets is judged at full size"
         return evaluation.model_copy(update={"message": evaluation.message + note})
 
-    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskWork | None:
+    async def check_task(self, task: Task, options: EvaluationOptions | None = None) -> TaskCheck:
         """Load `task` in the judge as an evaluation under `options` (its mode; by default the settings') would:
         import its module, build `Model` from `get_init_inputs()`, draw `get_inputs()` and compute the reference
         outputs. A task that fails here would fail every evaluation, so a search checks it before it spends
         anything on candidates. The judge keeps the imported module, and the reference for the task's first
         evaluation in that mode (on fresh seeds, their reference built ahead). Returns what the reference does at
-        its full sizes (its speed of light comes from it), or None where the judge could not follow it on
-        shape-only tensors.
+        its full sizes (its speed of light comes from it; None where the judge could not follow it on shape-only
+        tensors) and whether the task is degenerate (`TaskCheck`).
 
         Raises:
             TaskError: the task's own code failed, with the reason.
@@ -359,9 +367,17 @@ class Evaluator:
         assert lanes is not None
         mode = Mode((options.mode if options is not None else None) or self.config.mode)
         if task.input_sets is not None and Backend.cuda in lanes.backends():
-            works = [
+            checks = [
                 await task_check.run(lanes, input_sets.set_task(task, label), mode)  # each set at full size, as
                 for label in task.input_sets  # its evaluations will run it
             ]
-            return works[0] if works else None
-        return await task_check.run(lanes, task, mode)
+        else:
+            checks = [await task_check.run(lanes, task, mode)]
+        prepared = [p for _, p in checks if p is not None]
+        return TaskCheck(
+            work=checks[0][0] if checks else None,
+            # an input set on which the task is degenerate names the task so
+            degeneracy=next((p.degeneracy for p in prepared if p.degeneracy is not None), None),
+            small_degeneracy=next((p.small_degeneracy for p in prepared if p.small_degeneracy is not None), None),
+            checked=_least_checked([p.degeneracy_checked for p in prepared]),
+        )

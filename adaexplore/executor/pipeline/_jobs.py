@@ -41,5 +41,6 @@ def job(run: Run, backend: Backend, exchange: Path, task_path: Path, config: Exe
         enforce_policy=config.policy_on,
         runtime_guard=not config.disable_guards_for_tests,
         one_config=run.one_config,
+        reduction_check=run.reduction_check,
         **seeds,
     )

@@ -22,6 +22,7 @@ from adaexplore.errors import ConfigError
 from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._device_lock import DeviceLock, default_lock_dir, physical_gpu
 from adaexplore.executor.host._environment import Environment
+from adaexplore.executor.host._gpu_memory import GpuMemory
 from adaexplore.executor.host._pool import CorePlan, JudgeClient, WorkerPool
 from adaexplore.executor.host._spawn import Spawner, SpawnRequest, WorkerChannel
 from adaexplore.executor.pipeline import _jobs as jobs
@@ -29,7 +30,7 @@ from adaexplore.executor.pipeline.stages.ahead import SeedsAhead
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.pipeline.stages.lane import Lane
 from adaexplore.executor.tasks._task import Task
-from adaexplore.executor.wire._protocol import JobSpec
+from adaexplore.executor.wire._protocol import JobSpec, MemoryQuery
 
 __all__ = ["LaneBook"]
 
@@ -58,6 +59,7 @@ class LaneBook:
         self.judges: dict[str, JudgeClient] = {}
         self.slots: dict[tuple[Backend, int], anyio.Semaphore] = {}
         self.locks: dict[int, DeviceLock] = {}
+        self.memories: dict[int, GpuMemory] = {}
         self.ahead = SeedsAhead()
         self.under_way: Counter[tuple[Backend, int]] = Counter()
         self._next_device = 0
@@ -131,6 +133,20 @@ class LaneBook:
             self.locks[device] = DeviceLock(folder / f"cuda-{name}.lock")
         return self.locks[device]
 
+    def memory(self, device: int) -> GpuMemory:
+        """The book of memory reservations on GPU `device`. A CUDA context is held, whatever runs, by its judge, its
+        spare workers and the workers of the evaluations that hold a slot (waiting for their turn or not); its
+        judge drops the references no evaluation uses when a reservation needs their room."""
+        if device not in self.memories:
+            book = self.memories[device] = GpuMemory(resident=1 + self.warm + self.config.max_concurrent)
+            judge = self.judge(Backend.cuda, device)
+
+            async def evict_idle() -> None:
+                await judge.memory(self.config.load_timeout_s, MemoryQuery(evict_idle=True))
+
+            book.evict_idle = evict_idle
+        return self.memories[device]
+
     def pool(self, backend: Backend, device: int) -> WorkerPool:
         key = (backend, device)
         if key not in self.pools:
@@ -150,6 +166,8 @@ class LaneBook:
             self.judges[key] = JudgeClient(
                 self._spawn_for("judge", judge_backend, device), ready_timeout=self.config.load_timeout_s
             )
+            if backend is Backend.cuda:
+                self.judges[key].book = self.memory(device)
         return self.judges[key]
 
     def task_file(self, task: Task) -> Path:
@@ -184,6 +202,7 @@ class LaneBook:
             slot=self.slots[(backend, device)],
             judge=None if backend is Backend.compile else self.judge(backend, device),
             lock=self.lock(device) if gpu else None,
+            memory=self.memory(device) if gpu else None,
             group=self.group,
             job=self.job,
             pin_for_measuring=pin,

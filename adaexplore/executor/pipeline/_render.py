@@ -134,9 +134,11 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
     speed = []
     if ev.speed_of_light is not None:
         sol = ev.speed_of_light
+        paths = sorted(set((sol.matmul_paths or {"float32": sol.fp32_matmuls}).values()))
+        taken = f" taken by {', '.join(paths)}" if sol.flops else ""
         speed.append(
             f"speed of light {sol.ms:.4g} ms on an {sol.gpu} ({sol.bound}-bound: {sol.bytes / 1e6:.4g} MB at least, "
-            f"{sol.flops / 1e9:.4g} GFLOP of matrix products)"
+            f"{sol.flops / 1e9:.4g} GFLOP of matrix products{taken})"
         )
         if sol.fraction is not None:
             speed.append(f"this kernel reaches {sol.fraction:.1%} of it, eager PyTorch {sol.reference_fraction:.1%}")

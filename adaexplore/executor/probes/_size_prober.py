@@ -29,7 +29,16 @@ from adaexplore.executor.host import _workspace as workspace
 from adaexplore.executor.host._process import WorkerDied, WorkerTimeout
 from adaexplore.executor.host._sandbox import SandboxPlan, detect_sandbox
 from adaexplore.executor.host._spawn import ProcessSpawner, SpawnRequest, WorkerChannel
-from adaexplore.executor.tasks._small_sizes import BUDGET_S, Attempt, Candidate, Derivation, candidates, sequence_sizes
+from adaexplore.executor.tasks._small_sizes import (
+    BUDGET_S,
+    FULL_CHECK_BUDGET_S,
+    FULL_SIZES,
+    Attempt,
+    Candidate,
+    Derivation,
+    candidates,
+    sequence_sizes,
+)
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 
 __all__ = ["SizeProber", "derive_small_sizes"]
@@ -43,7 +52,9 @@ class SizeProber:
 
     `settings`: the sandbox and the workers' limits (default: the settings file and environment, as every
     command reads them). `sandbox`: the plan already found for these settings (an evaluator's), else found
-    here. `threads`: torch's CPU threads in the worker (default: torch's own choice).
+    here. `threads`: torch's CPU threads in the worker (default: torch's own choice). `budget_s`: the most CPU
+    seconds one forward at the chosen sizes may take; `full_check_s`: the most a check of the task at its full sizes
+    may be expected to take, where every candidate makes it degenerate.
 
     Raises (on entry):
         ConfigError: no sandbox is available and the settings do not accept running without one.
@@ -56,11 +67,13 @@ class SizeProber:
         sandbox: SandboxPlan | None = None,
         threads: int | None = None,
         budget_s: float = BUDGET_S,
+        full_check_s: float = FULL_CHECK_BUDGET_S,
     ) -> None:
         self.settings = settings if settings is not None else Settings()
         self.sandbox = sandbox
         self.threads = threads
         self.budget_s = budget_s
+        self.full_check_s = full_check_s
         self._stack: contextlib.AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._root: Path | None = None
@@ -154,13 +167,12 @@ class SizeProber:
                 attempts, lost = await self._ask(worker, path, tried, timeout_s)
             finally:
                 path.unlink(missing_ok=True)
-        if lost is not None:
+        if lost is not None and len(attempts) < len(tried):
             return self._refused(source, lost, attempts, began, unconfined)
-        chosen = next((a for a in attempts if a.ok), None)
-        if chosen is not None:
-            return Derivation(
-                sizes=chosen.sizes, attempts=attempts, seconds=time.monotonic() - began, unconfined=unconfined
-            )
+        # (lost past the candidates: in the check at the full sizes, which then counts as not made)
+        kept = self._kept(attempts, began, unconfined)
+        if kept is not None:
+            return kept
         last = attempts[-1]
         reason = (
             f"the reference is too slow: {last.reason} ({last.how})"
@@ -169,6 +181,46 @@ class SizeProber:
         )
         return self._refused(source, reason, attempts, began, unconfined)
 
+    def _kept(self, attempts: list[Attempt], began: float, unconfined: bool) -> Derivation | None:
+        """The derivation where a candidate ran: the first that keeps the task under both draws of the weights; else,
+        where every one that ran keeps it under the probe's own weights and none under the other, the first (the
+        weights decide, not the sizes: said, not named); else, where every one that ran made the task degenerate
+        under either, the full sizes if they keep it, or the smallest of them, named as degenerate."""
+        seconds = time.monotonic() - began
+        chosen = next((a for a in attempts if a.ok), None)
+        smaller = [a for a in attempts if a.degenerate is not None and a.how != FULL_SIZES]
+        if chosen is not None and chosen.how == FULL_SIZES:
+            degenerate = smaller[0].degenerate
+            assert degenerate is not None
+            return Derivation(
+                sizes=None,
+                reason=f"at every smaller size tried the task is degenerate ({degenerate.what()}), and at its full "
+                "sizes it is not",
+                attempts=attempts,
+                seconds=seconds,
+                unconfined=unconfined,
+            )
+        if chosen is not None:
+            return Derivation(sizes=chosen.sizes, attempts=attempts, seconds=seconds, unconfined=unconfined)
+        fragile = next((a for a in attempts if a.fragile is not None), None)
+        if fragile is not None and not smaller:
+            # every size clean under the probe's weights and degenerate under others: the weights decide, not sizes
+            return Derivation(
+                sizes=fragile.sizes, attempts=attempts, seconds=seconds, unconfined=unconfined, fragile=fragile.fragile
+            )
+        if not smaller:
+            return None
+        # where some sizes are degenerate under the probe's own weights too, those only so under others are as bad
+        smaller = [a for a in attempts if (a.degenerate or a.fragile) is not None and a.how != FULL_SIZES]
+        full = next((a.degenerate for a in attempts if a.how == FULL_SIZES and a.degenerate is not None), None)
+        return Derivation(
+            sizes=smaller[0].sizes,
+            attempts=attempts,
+            seconds=seconds,
+            unconfined=unconfined,
+            degenerate=full or smaller[0].degenerate or smaller[0].fragile,
+        )
+
     async def _ask(
         self, worker: WorkerChannel, path: Path, tried: list[Candidate], timeout_s: float
     ) -> tuple[list[Attempt], str | None]:
@@ -176,7 +228,13 @@ class SizeProber:
         closed)."""
         deadline = time.monotonic() + timeout_s
         attempts: list[Attempt] = []
-        request = ProbeSizes(task_path=str(path), candidates=tried, budget_s=self.budget_s, threads=self.threads)
+        request = ProbeSizes(
+            task_path=str(path),
+            candidates=tried,
+            budget_s=self.budget_s,
+            threads=self.threads,
+            full_check_s=self.full_check_s,
+        )
         try:
             await worker.send(request)
             while not isinstance(event := await worker.receive(max(0.0, deadline - time.monotonic())), Done):
@@ -184,7 +242,7 @@ class SizeProber:
                     raise WorkerDied(worker.returncode, f"the size probe answered {event.kind!r}")
                 attempts.append(event.attempt)
         except (WorkerDied, WorkerTimeout) as exc:
-            at = tried[len(attempts)].how if len(attempts) < len(tried) else "the last candidate"
+            at = tried[len(attempts)].how if len(attempts) < len(tried) else FULL_SIZES
             await self._close_worker()
             if isinstance(exc, WorkerTimeout):
                 return attempts, f"the reference took longer than {timeout_s:g} s at {at}"

@@ -9,11 +9,18 @@ follows. Structural numbers (kernel sizes, strides, padding, dilation, groups, h
 any integer of at most 8 stay as written (a `dim` of 393216 is a size, not an axis); the batch becomes 2, and
 every other size is capped, smallest cap first, at a multiple of what it shares with the groups, heads,
 chunks and splits, so that channels stay divisible by groups and an embedding by its heads (spatial sizes
-and lengths excepted). Names derived from others (`n = 2 * m`) are recomputed from the scaled values. The
-probe tries the candidates in turn and keeps the first under which `Model(*get_init_inputs())(*get_inputs())`
-runs, returns non-empty tensors, and takes at most the budget in CPU time; a kernel larger than its input, or
-a layer whose width is fixed by a full-size input, shows up there as an error and the next, larger
-candidate is tried.
+and lengths excepted). At each cap, a candidate that keeps what a group computes comes first: the groups (heads,
+chunks) are divided by the factor their multiples are divided by, so that the channels per group stay at their
+full-size count and at least two groups remain (a GroupNorm of 8192 channels in 512 groups becomes 32 channels in
+2 groups at the cap of 33, where the plain candidates give 512 channels in 512 groups of one, whose output is
+zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
+values. The probe tries the candidates in turn and keeps the first under which
+`Model(*get_init_inputs())(*get_inputs())` runs, returns non-empty tensors, takes at most the budget in CPU time,
+and keeps the task (`executor/worker/_degenerate.py`: its output is not a constant, float32 rounding noise, or the
+same for two draws of its inputs); a kernel larger than its input, or a layer whose width is fixed by a full-size
+input, shows up there as an error and the next, larger candidate is tried. Where every candidate that runs makes
+the task degenerate, the probe checks the task at its full sizes when the CPU can afford it: a task that is
+degenerate there too keeps the smallest sizes, named as degenerate; one that is not is checked at full size.
 """
 
 from __future__ import annotations
@@ -24,9 +31,14 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from adaexplore.domain import Degeneracy
+
 __all__ = [
     "BATCH_NAME",
     "BUDGET_S",
+    "FULL_CHECK_BUDGET_S",
+    "FULL_CHECK_MEMORY",
+    "FULL_SIZES",
     "Attempt",
     "Candidate",
     "Derivation",
@@ -37,6 +49,11 @@ __all__ = [
 ]
 
 BUDGET_S = 2.0  # the most one reference forward may take on the CPU at the chosen sizes
+# the most CPU seconds a check of whether a task is degenerate at its full sizes may be expected to take (four
+# forwards and two draws of its inputs, estimated from what its reference does there); a dearer one is not run
+FULL_CHECK_BUDGET_S = 4.0
+FULL_CHECK_MEMORY = 1 << 30  # and the most memory it may be expected to hold, in bytes
+FULL_SIZES = "the task's full sizes"  # how the probe's check at the module's own sizes is named
 # a size just above a power of two first, so that kernels meet a ragged tail; the power itself where the
 # model needs even sizes (pooling pyramids, skip connections)
 _CAPS = (17, 16, 33, 32, 65, 64, 129, 128, 257, 256)
@@ -62,6 +79,11 @@ class Attempt(BaseModel):
     reason: str | None = None  # why it was refused: the error, empty outputs, or the time over budget
     build_s: float | None = None  # importing the module, building Model and drawing the inputs
     forward_s: float | None = None  # one reference forward, in CPU seconds (all threads), whatever the load
+    # the task is degenerate at these sizes (its reference's output is a constant, noise or blind to its inputs)
+    degenerate: Degeneracy | None = None
+    # not so under the probe's weights, but under a second draw of them (the judge draws its own)
+    fragile: Degeneracy | None = None
+    check_s: float | None = None  # the check that it is not, in CPU seconds
 
 
 class Derivation(BaseModel):
@@ -75,10 +97,19 @@ class Derivation(BaseModel):
     seconds: float = 0.0  # wall time of the whole derivation, probe start included
     # the reference ran without a sandbox: the settings say executor.sandbox = 'none', as for candidates
     unconfined: bool = False
+    # every candidate that ran made the task degenerate: the sizes kept are the smallest of them, and this says how
+    # the task is degenerate (at its full sizes where they were checked)
+    degenerate: Degeneracy | None = None
+    # every candidate that ran made the task degenerate under some draw of the weights, and the sizes kept are the
+    # first that do not under the probe's own: how it is under the other
+    fragile: Degeneracy | None = None
 
     @property
     def chosen(self) -> Attempt | None:
-        return next((a for a in self.attempts if a.ok), None)
+        found = next((a for a in self.attempts if a.ok), None)
+        if found is None and (self.degenerate is not None or self.fragile is not None):
+            return next((a for a in self.attempts if not a.ok and a.sizes == self.sizes), None)
+        return found
 
     def note(self) -> str:
         """One sentence for the caller: which sizes were derived and how, or why none were."""
@@ -90,14 +121,27 @@ class Derivation(BaseModel):
         if self.sizes is None or chosen is None:
             return f"no small sizes derived: {self.reason}; CPU checks run at the task's full sizes"
         if not self.sizes:
+            degenerate = f"; {self.degenerate.line()}" if self.degenerate is not None else ""
             return (
                 f"no small sizes needed: the reference's forward takes {chosen.forward_s:.2f} CPU s at the "
-                "module's own sizes"
+                f"module's own sizes{degenerate}"
             )
         sizes = ", ".join(f"{name}={value}" for name, value in self.sizes.items())
+        if self.degenerate is not None:
+            full = "and at its full sizes" if self.degenerate.sizes == "full" else "(its full sizes too dear to check)"
+            return (
+                f"SMALL_SIZES derived ({chosen.how}): {sizes}, though the task is degenerate at every size tried "
+                f"{full}: {self.degenerate.line()}; give small_sizes to choose others"
+            )
+        fragile = (
+            f"; under another draw of the weights, the task is degenerate at every size tried ({self.fragile.what()}): "
+            "the judge's own draws may make it so"
+            if self.fragile is not None
+            else ""
+        )
         return (
             f"SMALL_SIZES derived ({chosen.how}): {sizes}; the reference ran there in {chosen.forward_s:.2f} CPU s "
-            f"(after {len(self.attempts)} attempt(s)); give small_sizes to choose others"
+            f"(after {len(self.attempts)} attempt(s)){fragile}; give small_sizes to choose others"
         )
 
 
@@ -217,17 +261,44 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
 
     batch = {n: _capped(v, _BATCH_CAP, 1) for n, v in leaves.items() if _BATCH.search(n) and v > _BATCH_CAP}
     lowered = f", the batch at {_BATCH_CAP}" if batch else ""
+    groups = {n: v for n, v in leaves.items() if 1 < v and _DIVIDES.search(n)}
     for cap in _CAPS:
         # at a power of two a size also keeps the factors of two it shares with the cap: a channel count
         # split in four and then in groups stays divisible by both
         even = cap if cap & (cap - 1) == 0 else 1
         scaled = {n: _capped(v, cap, math.lcm(even, 1 if _SPATIAL.search(n) else keep)) for n, v in scalable.items()}
+        shares = _group_shares(groups, scalable, keep, cap)
+        if shares is not None:
+            names = ", ".join(f"{n}={v}" for n, v in shares.items() if n in groups)
+            how = f"sizes capped at {cap}{lowered}, {names} so that each group keeps its full-size share"
+            add(how, scaled | shares | batch)
         add(f"sizes capped at {cap}{lowered}", scaled | batch)
     if batch:
         add(f"only the batch lowered, to {_BATCH_CAP}", batch)
     if not found:
         return [], "scaling changes none of its sizes"
     return found, None
+
+
+def _group_shares(groups: dict[str, int], scalable: dict[str, int], keep: int, cap: int) -> dict[str, int] | None:
+    """The groups (heads, chunks) and their multiples divided by one factor, the least under which the multiples
+    fit `cap` while every group count stays at least 2, so that each group keeps as many channels as at full size
+    and a kernel still meets more than one group; None where no size is a multiple of the groups, where the
+    multiples fit as they are (the plain candidate keeps the groups then), or where no such factor exists."""
+    multiples = {
+        n: v
+        for n, v in scalable.items()
+        if not _SPATIAL.search(n) and not _BATCH.search(n) and keep > 1 and v % keep == 0 and v > keep
+    }
+    common = math.gcd(*groups.values()) if groups else 1
+    if common <= 1 or not multiples:
+        return None
+    largest = max(multiples.values())
+    factors = [f for f in range(1, common + 1) if common % f == 0]
+    factor = next((f for f in factors if largest // f <= cap and min(groups.values()) // f >= 2), None)
+    if factor is None or factor == 1:
+        return None
+    return {n: v // factor for n, v in groups.items()} | {n: v // factor for n, v in multiples.items()}
 
 
 def with_small_sizes(source: str, sizes: dict[str, int | float], how: str) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from adaexplore.executor.tasks._small_sizes import Candidate
+from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S, Candidate
 from adaexplore.executor.wire._data import DeviceExchange, InputPattern, JobSpec, Msg, SharedInputs, TensorFile
 from adaexplore.executor.wire._modes import TimingSpec
 
@@ -129,9 +129,15 @@ class Release(Msg):
 
 
 class MemoryQuery(Msg):
-    """How much memory the judge holds, and for what."""
+    """How much memory the judge holds, and for what. With `task_path`: also what that task's reference does at
+    its full sizes (recorded on shape-only tensors, so nothing is allocated on the device), from which the
+    evaluator estimates the device memory an evaluation of it takes. With `evict_idle`: first drop the kept
+    references that no job uses."""
 
     kind: Literal["memory"] = "memory"
+    task_path: str | None = None
+    cast_floats_to: str | None = None
+    evict_idle: bool = False
 
 
 class Synthesize(Msg):
@@ -145,13 +151,15 @@ class Synthesize(Msg):
 class ProbeSizes(Msg):
     """A size probe's request (`executor/worker/_size_probe.py`): run the reference of the task module at
     `task_path` at each candidate's sizes in turn, until one runs within `budget_s` CPU seconds or is slower.
-    `threads`: torch's CPU threads for it (None: torch's own choice)."""
+    `threads`: torch's CPU threads for it (None: torch's own choice). Where every candidate that ran makes the task
+    degenerate, the task is checked at its full sizes if that is expected to take at most `full_check_s` CPU s."""
 
     kind: Literal["probe_sizes"] = "probe_sizes"
     task_path: str
     candidates: list[Candidate]
     budget_s: float
     threads: int | None = None
+    full_check_s: float = FULL_CHECK_BUDGET_S
 
 
 Command = Annotated[

@@ -108,6 +108,10 @@ class JobSpec(Msg):
     # the interpreter runs only the first config of an autotuned kernel (a check at larger sizes, where running
     # every config once would multiply its cost)
     one_config: bool = False
+    # the evaluator's check at the task's full reduction lengths (pipeline/stages/precision.py): the interpreter's
+    # launches are not compiled for sm_90 again (they were, at the small and the full sizes), and the judge says how
+    # far the normwise error of the sample it compares may stray from that of every output (norm_rel_spread)
+    reduction_check: bool = False
     # the judge keeps this job's reference, fresh seeds and all, for the one evaluation that will take them
     # (a reference built ahead), and keeps its inputs on a GPU
     keep_reference: bool = False

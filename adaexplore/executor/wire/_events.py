@@ -6,12 +6,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from adaexplore.domain import AuditFlag, ErrorDetail, KernelCost, Stats, Status, Tolerance, TrialResult
+from adaexplore.domain import AuditFlag, Degeneracy, ErrorDetail, KernelCost, Stats, Status, Tolerance, TrialResult
 from adaexplore.executor.tasks._small_sizes import Attempt
 from adaexplore.executor.wire._data import DeviceExchange, InputPattern, Msg, SharedInputs, TensorFile
 from adaexplore.roofline import ForwardWork, TaskWork
 
 __all__ = [
+    "COMPILED",
+    "COMPILING",
     "Compared",
     "Compiled",
     "Coverage",
@@ -47,6 +49,12 @@ class Ready(Msg):
     pid: int
     startup_s: float
     versions: dict[str, str | None]
+
+
+# The phases a worker says as a kernel's compile starts (its name the detail) and ends: the compiler's time is not
+# charged to the candidate's budget on the CPU backends.
+COMPILING = "kernel_compile"
+COMPILED = "kernel_compiled"
 
 
 class Phase(Msg):
@@ -152,6 +160,11 @@ class Prepared(Msg):
     timing_seed: int
     tolerances: list[Tolerance]
     task_flags: list[AuditFlag] = Field(default_factory=list)
+    # the task is degenerate (at full size where the judge could check it there, else at the sizes it runs)
+    degeneracy: Degeneracy | None = None
+    # the small sizes the judge runs make the task degenerate, though its full sizes do not
+    small_degeneracy: Degeneracy | None = None
+    degeneracy_checked: Literal["full", "small"] | None = None  # where that was decided
     reference_mutates_inputs: bool = False
     reference_aliases_inputs: bool = False
     # The most elements the reference's outputs hold together in any trial.
@@ -183,7 +196,8 @@ class Loaded(Msg):
 
 
 class MemoryReport(Msg):
-    """The judge's memory: its cache of references against its budget, and the device's own counters."""
+    """The judge's memory: its cache of references against its budget, and the device's own counters. Also the
+    judge's answer to a `Release`, so that the evaluator knows what the judge keeps after it."""
 
     kind: Literal["memory_report"] = "memory_report"
     judge: str
@@ -194,6 +208,11 @@ class MemoryReport(Msg):
     reserved_bytes: int = 0
     free_bytes: int = 0
     total_bytes: int = 0
+    # the references it keeps that no job uses (kept for a later job of their task and seeds, or built ahead)
+    idle_bytes: int = 0
+    # the task a query named: what its reference does at full size (None: it could not be followed, or no task)
+    work: TaskWork | None = None
+    work_note: str = ""
 
 
 class Compared(Msg):

@@ -40,6 +40,8 @@ from adaexplore.executor.wire._data import (
     TensorSlot,
 )
 from adaexplore.executor.wire._events import (
+    COMPILED,
+    COMPILING,
     Compared,
     Compiled,
     Coverage,
@@ -64,6 +66,8 @@ from adaexplore.executor.wire._events import (
 )
 
 __all__ = [
+    "COMPILED",
+    "COMPILING",
     "Command",
     "Compare",
     "Compared",

@@ -34,6 +34,17 @@ def _harden(role: str) -> None:
         pass
 
 
+def _sample_on_request() -> None:
+    """On `STACK_SIGNAL` the worker writes every thread's Python stack to stderr: the evaluator sends it to a worker
+    that ran out of time before it kills it, to say where the candidate was (`host._stack`). Python's C handler
+    writes it, so a loop that never returns to the interpreter's checks is caught as well as one that does."""
+    import faulthandler
+
+    from adaexplore.executor.wire._signals import STACK_SIGNAL
+
+    faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
+
+
 def _driver_version() -> str | None:
     path = Path("/proc/driver/nvidia/version")
     if not path.exists():
@@ -70,6 +81,7 @@ def main() -> None:
     side = SideSocket.inherited(options.side_fd) if options.side_fd is not None else None
     channel = Channel()
     _harden(options.role)
+    _sample_on_request()
     if options.backend == "interpret" and options.role == "candidate":
         if os.environ.get("TRITON_INTERPRET") != "1":
             raise SystemExit("the interpret backend needs TRITON_INTERPRET=1 in the environment")

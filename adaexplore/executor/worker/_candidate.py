@@ -20,6 +20,8 @@ import torch
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, resolve_dotted
 from adaexplore.executor.wire._protocol import (
+    COMPILED,
+    COMPILING,
     Compiled,
     Done,
     Inputs,
@@ -34,11 +36,12 @@ from adaexplore.executor.worker._candidate_base import Stop
 from adaexplore.executor.worker._candidate_compile import CompilePass
 from adaexplore.executor.worker._candidate_timing import Timing
 from adaexplore.executor.worker._candidate_trials import Trials
+from adaexplore.executor.worker._compile_clock import listen
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._faults import CANDIDATE_MODULE, TaskFault
 from adaexplore.executor.worker._guard import Guard
 from adaexplore.executor.worker._importing import candidate_builtins, import_file
-from adaexplore.executor.worker._shared import OutputSink, copy_inputs
+from adaexplore.executor.worker._shared import OutputSink, SharedInputsView
 from adaexplore.executor.worker._static_cost import capture_ptxas_logs
 from adaexplore.executor.worker._taskrun import build_model, load_task_module, make_args, resolve_seeds
 
@@ -69,19 +72,26 @@ class CandidateRunner(CompilePass, Trials, Timing):
             job.task_path: "task.py",
             str(exchange): ".",
         }
+        # each compile's start and end, so that the evaluator charges the candidate with its own time alone
+        listen(lambda name: self.channel.send(Phase(phase=COMPILING if name else COMPILED, detail=name or "")))
         torch.backends.cuda.matmul.allow_tf32 = job.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = job.allow_tf32_cudnn
         cast = getattr(torch, job.cast_floats_to) if job.cast_floats_to else None
+        self.shared: SharedInputsView | None = None
         try:
             self._run(command, exchange, cast)
         except Stop:
             return
         except TaskFault as exc:
             self.channel.send(TaskFailed(message=str(exc)))
+        except torch.OutOfMemoryError as exc:  # the candidate's own calls catch theirs: this one is adaexplore's
+            self._out_of_memory(exc)
 
     def _run(self, command: RunCandidate, exchange: Path, cast: torch.dtype | None) -> None:
         job = command.job
         started = time.perf_counter()
+        if job.reduction_check:
+            self.tracker.target_compile = False
         if job.one_config and self.backend is Backend.interpret:
             from adaexplore.executor.worker._interpret_shim import first_config_only
 
@@ -192,6 +202,10 @@ class CandidateRunner(CompilePass, Trials, Timing):
             )
         )
         timing: TimeCandidate = self._wait(TimeCandidate)
+        if self.shared is not None:  # timing's inputs, copied now that the trials' are gone
+            self.timing_base = self.shared.timing()
+            self.shared.close()
+            self.shared = None
         self._time(
             model,
             task,
@@ -214,16 +228,13 @@ class CandidateRunner(CompilePass, Trials, Timing):
         return import_buffer(fd, nbytes, self.device.index or 0, writable=writable)
 
     def _shared_inputs(self, task: Any, seeds: list[int], cast: torch.dtype | None, on_device: bool) -> list[Any]:
-        """The trial inputs: copies of the judge's (read-only in its buffer), or drawn here when it shares none."""
+        """The trial inputs: views of the judge's (read-only in its buffer, each copied as its call begins), or
+        drawn here when it shares none."""
         inputs: Inputs = self._wait(Inputs)
         if inputs.shared is None:
             return [make_args(task, "get_inputs", seed, self.device, cast, on_device=on_device) for seed in seeds]
-        buffer = self._map(inputs.shared.nbytes, "inputs", writable=False)
-        try:
-            trials, self.timing_base = copy_inputs(buffer, inputs.shared)
-        finally:
-            buffer.close()
-        return trials
+        self.shared = SharedInputsView(self._map(inputs.shared.nbytes, "inputs", writable=False), inputs.shared)
+        return self.shared.trials()
 
     def _check_names(self, path: Path) -> None:
         """The half of the policy that needs the real modules, before the candidate is imported: a name of an

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from adaexplore.domain import AuditFlag, Backend, Status
+from adaexplore.domain import AuditFlag, Backend, ErrorDetail, Status
 from adaexplore.executor.wire._protocol import Coverage, Failed, TensorFile
 from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker._channel import Channel
@@ -144,6 +144,30 @@ class RunnerBase:
             )
         )
         raise Stop
+
+    def _out_of_memory(self, exc: torch.OutOfMemoryError) -> None:
+        """The device's memory ran out in adaexplore's own work in this worker, outside the candidate's code:
+        the evaluator's failure, or the machine's, never the kernel's (unless a rule it broke outweighs it)."""
+        rejects = self._rejects()
+        if rejects:
+            self.channel.send(Failed(status=Status.rejected, message=rejects[0], flags=self.state.flags))
+            return
+        counts = ""
+        if self.device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(self.device)
+            held = torch.cuda.memory_allocated(self.device)
+            counts = (
+                f"; {total / 2**30:.1f} GiB on the GPU, {free / 2**30:.1f} GiB free, "
+                f"{held / 2**30:.1f} GiB in this worker"
+            )
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = (
+            "adaexplore ran out of GPU memory in its own work in the candidate's worker (copying the judge's inputs "
+            f"for a call, checking or handing over its outputs), not in the candidate's code: {first}{counts}. "
+            "Nothing is known of the kernel from this run"
+        )
+        error = ErrorDetail(type="OutOfMemoryError", message=first, phase="evaluator")
+        self.channel.send(Failed(status=Status.infra_error, message=message, error=error, flags=self.state.flags))
 
     def _rejects(self) -> list[str]:
         """The reasons to reject the candidate found so far: refused launches or kernels, flags, and what the

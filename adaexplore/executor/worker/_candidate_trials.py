@@ -93,7 +93,8 @@ class Trials(RunnerBase):
             tensors = self._check_outputs(out, args, pristine, proceed, index)
             self._compile_failed()
             outputs.append(self._hand_over(tensors, index, exchange, f"trial{index}"))
-            del out, tensors
+            # this call's copies go before the next call's are made: one trial's inputs are held at a time
+            del out, tensors, args, pristine
         if fast_math.USED:
             names = ", ".join(f"libdevice.{name}" for name in sorted(fast_math.USED))
             self.state.flags.append(

@@ -20,15 +20,19 @@ class Comparison:
     max_scaled_error: float | None
     norm_rel_error: float | None
     message: str | None
+    norm_rel_spread: float | None = None
 
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: float = 1.0) -> Comparison:
+def compare(
+    out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: float = 1.0, spread: bool = False
+) -> Comparison:
     """Compare `out` with `ref` (same shape). `allowance` > 1 widens the tolerance, used where the task's
-    own PyTorch reference misses the tolerance by that much."""
+    own PyTorch reference misses the tolerance by that much. `spread`: also say how far the normwise error may
+    stray from that of a larger draw of the same outputs (`norm_rel_spread`)."""
     if out.shape != ref.shape:
         return Comparison(
             False, None, None, None, f"output shape {tuple(out.shape)} differs from the reference's {tuple(ref.shape)}"
@@ -101,5 +105,37 @@ def compare(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance, *, allowance: 
         problems.append(f"relative error ||out-ref||/||ref|| = {norm_rel:.3g} exceeds {tol.norm_rtol * allowance:.3g}")
     passed = not problems
     return Comparison(
-        passed, _finite(max_abs), _finite(max_scaled), _finite(norm_rel), None if passed else "; ".join(problems)
+        passed,
+        _finite(max_abs),
+        _finite(max_scaled),
+        _finite(norm_rel),
+        None if passed else "; ".join(problems),
+        _norm_spread(torch.where(finite, o - r, 0.0), torch.where(finite, r, 0.0)) if spread and not special else None,
     )
+
+
+# the blocks each dimension is cut into for the jackknife of `_norm_spread`
+_JACKKNIFE_BLOCKS = 8
+
+
+def _norm_spread(error: torch.Tensor, ref: torch.Tensor) -> float | None:
+    """The standard error of ||error||/||ref|| as an estimate of its value over a larger draw: a delete-a-block
+    jackknife along each dimension in turn (the outputs of a row, or of a column, share what they were computed
+    from, so a dimension's few values can weigh more than the elements' count says), the largest of them."""
+    e2, r2 = error.square(), ref.square()
+    spreads = []
+    for dim, size in enumerate(error.shape):
+        blocks = min(_JACKKNIFE_BLOCKS, size)
+        if blocks < 2:
+            continue
+        dims = [d for d in range(error.dim()) if d != dim]
+        per_e = e2.sum(dim=dims) if dims else e2
+        per_r = r2.sum(dim=dims) if dims else r2
+        cut_e = torch.stack([c.sum() for c in per_e.tensor_split(blocks)])
+        cut_r = torch.stack([c.sum() for c in per_r.tensor_split(blocks)])
+        rest_r = cut_r.sum() - cut_r
+        if bool((rest_r <= 0).any()):
+            continue
+        left_out = ((cut_e.sum() - cut_e) / rest_r).sqrt()
+        spreads.append(float(((blocks - 1) / blocks * (left_out - left_out.mean()).square().sum()).sqrt()))
+    return _finite(max(spreads)) if spreads else None

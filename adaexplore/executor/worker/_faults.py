@@ -154,3 +154,8 @@ class OutputTooLarge(ValueError):
 
 class DeviceMemoryError(RuntimeError):
     """A CUDA driver call on shared memory failed (adaexplore's fault, or the machine's, never the candidate's)."""
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether the driver said the device's memory ran out (CUDA_ERROR_OUT_OF_MEMORY)."""
+        return "OUT_OF_MEMORY" in str(self)

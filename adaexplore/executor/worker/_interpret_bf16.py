@@ -1,6 +1,7 @@
 """The interpreter's arithmetic as a GPU's: bfloat16 computed in fp32 with round-to-nearest-even (the plain
-interpreter computes on raw bit patterns and truncates where the GPU rounds), and fp32 `tl.dot` with TF32
-operands as the tensor cores take them (the plain interpreter computes it exactly). Installed by
+interpreter computes on raw bit patterns and truncates where the GPU rounds), fp32 `tl.dot` with TF32
+operands as the tensor cores take them, and every tensor-core dot into an fp32 accumulator (tf32, bf16, fp16
+operands) summed as the tensor cores sum it (the plain interpreter computes all of it exactly). Installed by
 `_interpret_shim.install`."""
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ else:
 
 def _is_bf16(handle: Any) -> bool:
     return isinstance(handle, _Handle) and handle.dtype.scalar == tl.bfloat16
+
+
+def _is_half(handle: Any) -> bool:
+    return isinstance(handle, _Handle) and handle.dtype.scalar in (tl.bfloat16, tl.float16)
+
+
+def _half_as_f32(handle: _Handle) -> np.ndarray:
+    return as_f32(handle) if _is_bf16(handle) else np.asarray(handle.data).astype(np.float32)
 
 
 def _bf16_to_f32(bits: np.ndarray) -> np.ndarray:
@@ -87,6 +96,9 @@ def install_bf16_and_tf32() -> None:
         return _bf16_result(np.asarray(op(as_f32(a), as_f32(b), as_f32(c))))
 
     def create_dot(self: _Builder, a: _Handle, b: _Handle, d: _Handle, precision: Any, max_imprecise: Any) -> _Handle:
+        if _is_half(a) and _is_half(b) and d.data.dtype == np.float32:
+            # bf16 and fp16 products are exact in fp32; the tensor cores add them up as they do tf32 products
+            return _Handle(tensor_cores.mma(_half_as_f32(a), _half_as_f32(b), d.data), d.dtype.scalar)
         if _is_bf16(a) or _is_bf16(b):
             a, b = _Handle(as_f32(a), tl.float32), _Handle(as_f32(b), tl.float32)
         elif a.data.dtype == np.float32 and _precision_name(precision) == "TF32" and d.data.dtype == np.float32:

@@ -4,6 +4,10 @@ It runs the task's code and reads candidate outputs as raw bytes; it never impor
 the bytes stay on the device: the judge shares its inputs with the candidate's worker, read-only, and the
 candidate writes its outputs into a buffer the judge allocated, which the judge copies before it compares.
 References are kept between evaluations in a cache bounded in bytes (worker/_references.py).
+
+The judge serves several evaluations at once, one request at a time. A request for a job it does not hold (one
+loaded in a judge process that has since been replaced) is answered as adaexplore's failure, never by exiting:
+the judge's other jobs are not lost with it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 import torch
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import Status
+from adaexplore.domain import ErrorDetail, Status
 from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,
@@ -48,6 +52,10 @@ from adaexplore.executor.worker._timing import Timer, summarize
 __all__ = ["Judge"]
 
 
+class _NotHeld(LookupError):
+    """A request named a job this judge does not hold."""
+
+
 class Judge:
     def __init__(
         self,
@@ -68,6 +76,7 @@ class Judge:
         # what each task's reference does at full size, per task file and cast (see _work_record), and the sizes
         # of its precision check (`_task_facts`)
         self._work: dict[tuple[str, str | None], dict[str, Any]] = {}
+        self._full_work: dict[tuple[str, str | None], tuple[Any, str]] = {}
         self._timer: Timer | None = None
 
     def handle(self, command: Load | Prepare | Compare | TimeReference | Release | MemoryQuery) -> Any:
@@ -85,37 +94,51 @@ class Judge:
             if isinstance(command, Load):
                 return self.load(command.job)
             if isinstance(command, Prepare):
-                return self.prepare(self.jobs[command.job_id], command.output_sets, command.output_bytes)
+                return self.prepare(self._job(command.job_id), command.output_sets, command.output_bytes)
             if isinstance(command, Compare):
                 return self.compare(command)
             if isinstance(command, TimeReference):
                 return self.time_reference(command)
             if isinstance(command, MemoryQuery):
-                return self.memory()
+                return self.memory(command)
             self.release(command.job_id)
-            return None
+            return self.memory()  # what it keeps now: the evaluator counts the references no job uses
+        except _NotHeld as exc:
+            return Failed(
+                status=Status.infra_error,
+                message=f"the judge holds no job {exc.args[0]!r} for this {command.kind} request: the job was loaded "
+                "in a judge process that has been replaced since, or was released",
+            )
         except TaskFault as exc:
             return TaskFailed(message=str(exc))
         except DeviceMemoryError as exc:
-            return Failed(status=Status.infra_error, message=f"the judge could not share GPU memory: {exc}")
+            self.cache.evict_all()  # the references no job uses: room for the retry
+            message = f"the judge could not share GPU memory: {exc}"
+            return Failed(status=Status.infra_error, message=message, error=_memory_error(message, exc.out_of_memory))
         except torch.OutOfMemoryError as exc:
             self.cache.evict_all()
             too_large = self._too_large(command, exc)
             if too_large is not None:
                 return TaskFailed(message=too_large)
             # the judge's own allocation, within its budget: the device is taken by someone else
-            return Failed(
-                status=Status.infra_error,
-                message=f"the judge ran out of GPU memory while holding {self.cache.held() / 2**30:.2f} GiB "
-                f"(budget {self.cache.budget / 2**30:.2f} GiB): {str(exc).splitlines()[0]}",
+            message = (
+                f"the judge ran out of GPU memory while holding {self.cache.held() / 2**30:.2f} GiB "
+                f"(budget {self.cache.budget / 2**30:.2f} GiB): {str(exc).splitlines()[0]}"
             )
+            return Failed(status=Status.infra_error, message=message, error=_memory_error(message, True))
+
+    def _job(self, job_id: str) -> Job:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise _NotHeld(job_id)
+        return job
 
     def _too_large(self, command: object, exc: torch.OutOfMemoryError) -> str | None:
         """Why a task does not fit on this GPU, when the judge ran out of memory loading or preparing it while
         it held nothing of another task's; None when other work holds memory (then the fault is not the task's)."""
         if isinstance(command, Load):
             spec = command.job
-        elif isinstance(command, Prepare):
+        elif isinstance(command, Prepare) and command.job_id in self.jobs:
             spec = self.jobs[command.job_id].spec
         else:
             return None
@@ -133,13 +156,18 @@ class Judge:
             f"make the task smaller. {str(exc).splitlines()[0]}"
         )
 
-    def memory(self) -> MemoryReport:
+    def memory(self, query: MemoryQuery | None = None) -> MemoryReport:
+        if query is not None and query.evict_idle:
+            self.cache.evict_all()
         report = MemoryReport(
             judge=str(self.device),
             budget_bytes=self.cache.budget,
             cached_bytes=self.cache.held(),
             entries=len(self.cache),
+            idle_bytes=self.cache.idle(),
         )
+        if query is not None and query.task_path is not None:
+            report.work, report.work_note = self._work_of(query.task_path, query.cast_floats_to)
         if self.device.type == "cuda":
             free, total = torch.cuda.mem_get_info(self.device)
             report.allocated_bytes = torch.cuda.memory_allocated(self.device)
@@ -192,7 +220,7 @@ class Judge:
         key = (spec.task_path, spec.cast_floats_to)
         if key not in self._work:
             cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
-            work, note = reference_work(spec.task_path, cast)
+            work, note = self._work_of(spec.task_path, spec.cast_floats_to)
             sizes: dict[str, int | float] | None
             names: list[str]
             sizes, names = (None, [])
@@ -200,6 +228,14 @@ class Judge:
                 sizes, names = reduction_sizes(spec.task_path, spec.small_sizes, cast)
             self._work[key] = {"work": work, "work_note": note, "reduction_sizes": sizes, "reduction_names": names}
         return self._work[key]
+
+    def _work_of(self, task_path: str, cast_floats_to: str | None) -> tuple[Any, str]:
+        """What the task's reference does at its full sizes, and why not where it cannot be followed: recorded
+        once per task file and cast, on shape-only tensors."""
+        key = (task_path, cast_floats_to)
+        if key not in self._full_work:
+            self._full_work[key] = reference_work(task_path, getattr(torch, cast_floats_to) if cast_floats_to else None)
+        return self._full_work[key]
 
     def _hold(self, job: Job, nbytes: int) -> None:
         """Count a shared buffer of `job` against the budget, evicting unused references to make room."""
@@ -220,11 +256,15 @@ class Judge:
         torch.backends.cuda.matmul.allow_tf32 = spec.allow_tf32_matmul
         torch.backends.cudnn.allow_tf32 = spec.allow_tf32_cudnn
         if not ref.prepared:
-            self.builder.compute(ref, spec)
+            self.builder.compute(ref, spec, self._work.get((spec.task_path, spec.cast_floats_to), {}).get("work"))
             if not ((spec.device_exchange or spec.keep_reference) and self.device.type == "cuda"):
                 ref.inputs = []  # raw-file jobs: the candidate draws its own, and the judge needs none after this
             size = self.cache.measure(job.key, ref, spec.task_path.rsplit("/", 1)[-1])
             self._last_size[(spec.task_path, spec.sizes)] = size
+        if job.inputs is not None and not ref.keep:
+            # the trials' inputs now live in the buffer the candidate's worker copies them from, and this
+            # reference serves no other job: the judge needs only the reference's outputs and timing's inputs
+            ref.inputs = []
         outputs = None
         if spec.device_exchange and self.device.type == "cuda" and self.side is not None and ref.refs:
             # the candidate's outputs have the native reference's types (the float64 one only checks them)
@@ -245,6 +285,9 @@ class Judge:
             task_flags=ref.flags,
             reference_mutates_inputs=ref.mutates_inputs,
             reference_aliases_inputs=ref.aliases_inputs,
+            degeneracy=ref.degeneracy,
+            small_degeneracy=ref.small_degeneracy,
+            degeneracy_checked=ref.degeneracy_checked,
             output_elements=max(sum(t.numel() for t in refs) for refs in ref.refs) if ref.refs else None,
             outputs=outputs,
         )
@@ -265,11 +308,11 @@ class Judge:
 
     # ------------------------------------------------------------------------------------------
     def compare(self, command: Compare) -> Compared:
-        return compare_outputs(self.jobs[command.job_id], command, self.builder, self.device)
+        return compare_outputs(self._job(command.job_id), command, self.builder, self.device)
 
     # ------------------------------------------------------------------------------------------
     def time_reference(self, command: TimeReference) -> ReferenceTimed:
-        job = self.jobs[command.job_id]
+        job = self._job(command.job_id)
         if self._timer is None:
             self._timer = Timer(self.device)
         base = timing_base(job, self.builder)
@@ -315,6 +358,11 @@ class Judge:
         except Exception as exc:
             raise TaskFault(f"the reference Model raised while being timed: {type(exc).__name__}: {exc}") from exc
         return summarize(measured.times_ms, command.timing, measured.warmup_n)
+
+
+def _memory_error(message: str, out_of_memory: bool) -> ErrorDetail | None:
+    """What marks a judge's failure as the device's memory running out (the evaluator retries it alone)."""
+    return ErrorDetail(type="OutOfMemoryError", message=message, phase="judge") if out_of_memory else None
 
 
 def _allocate(nbytes: int, device: torch.device) -> DeviceBuffer:

@@ -156,7 +156,9 @@ def _judge_one(
                 return TrialResult(index=index, seed=seed, passed=False, message=message)
             # the reference's values where the worker drew the candidate's, after the call
             ref = ref.reshape(-1)[positions(meta.sample_seed, ref.numel(), meta.sampled, ref.device)]
-        result = compare(out, ref, job.ref.tolerances[j], allowance=job.ref.allowance[j])
+        result = compare(
+            out, ref, job.ref.tolerances[j], allowance=job.ref.allowance[j], spread=job.spec.reduction_check
+        )
         del out
         if not result.passed or (result.max_scaled_error or 0) >= (worst.max_scaled_error or 0):
             worst = TrialResult(
@@ -166,6 +168,7 @@ def _judge_one(
                 max_abs_error=result.max_abs_error,
                 max_scaled_error=result.max_scaled_error,
                 norm_rel_error=result.norm_rel_error,
+                norm_rel_spread=result.norm_rel_spread,
                 message=None if result.passed else f"output {j}: {result.message}",
             )
         if not result.passed:

@@ -17,6 +17,7 @@ from typing import Any
 
 from triton.runtime.jit import JITCallable, JITFunction
 
+from adaexplore.executor.worker._compile_clock import compiling
 from adaexplore.executor.worker._faults import CANDIDATE_MODULE, Refused, SourceChanged
 
 __all__ = ["KernelSources", "def_line_source", "of_candidate"]
@@ -141,7 +142,8 @@ class KernelSources:
 
         def checked_compile(jit: JITFunction, *args: Any, **kwargs: Any) -> Any:
             sources._check_source(jit)
-            return do_compile(jit, *args, **kwargs)
+            with compiling(jit.__name__):  # the compiler's time, not the candidate's (see `_compile_clock`)
+                return do_compile(jit, *args, **kwargs)
 
         JITCallable.parse = checked_parse
         JITFunction._do_compile = checked_compile

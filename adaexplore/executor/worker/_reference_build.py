@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch
 
-from adaexplore.domain import AuditFlag, Mode, Tolerance
+from adaexplore.domain import AuditFlag, Degeneracy, Mode, Tolerance
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._compare import compare
+from adaexplore.executor.worker._degenerate import (
+    constant_excess,
+    excess,
+    full_check_fits,
+    outputs_degeneracy,
+    reference_degeneracy,
+    same_inputs,
+)
 from adaexplore.executor.worker._draws import DrawReport, draw_side_by_side
 from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._references import Reference
@@ -29,10 +39,12 @@ from adaexplore.executor.worker._taskrun import (
     upcast,
     upcast_copy,
 )
+from adaexplore.roofline import TaskWork
 
 __all__ = ["ReferenceBuilder"]
 
 T = TypeVar("T")
+_FULL_CHECK_MODULE = "adaexplore_task_full_check"
 
 
 class ReferenceBuilder:
@@ -42,7 +54,9 @@ class ReferenceBuilder:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self._modules: dict[tuple[str, str], ModuleType] = {}
-        self._task_flags: dict[tuple[str, str, Mode], tuple[list[AuditFlag], bool, bool]] = {}
+        self._task_flags: dict[tuple[str, str, Mode], TaskFacts] = {}
+        # per task file and cast: the task checked at its full sizes (found, and whether it ran)
+        self._full_degeneracy: dict[tuple[str, str | None], tuple[Degeneracy | None, bool]] = {}
         # how the last reference built drew its inputs
         self.last_draw = DrawReport()
 
@@ -153,8 +167,9 @@ class ReferenceBuilder:
         if ref.timing_base is None:
             ref.timing_base = placed[-1]
 
-    def compute(self, ref: Reference, spec: JobSpec) -> None:
-        """The reference outputs of every trial, the tolerances, and the task's facts."""
+    def compute(self, ref: Reference, spec: JobSpec, work: TaskWork | None = None) -> None:
+        """The reference outputs of every trial, the tolerances, and the task's facts; `work`: what the reference
+        does at full size, which says whether the CPU can afford to check the task there."""
         natives: list[list[torch.Tensor]] = []
         refs: list[list[torch.Tensor]] = []
         for args in ref.inputs:
@@ -172,37 +187,47 @@ class ReferenceBuilder:
         ref.allowance = [1.0] * len(ref.dtypes)
         if ref.float64:
             for j, tol in enumerate(ref.tolerances):
-                worst = max(self._excess(natives[i][j], ref.refs[i][j], tol) for i in range(len(natives)))
-                if worst > 1.0:
-                    ref.allowance[j] = 2.0 * worst
-                    flags.append(
-                        AuditFlag(
-                            code="reference_imprecise",
-                            severity="info",
-                            message=f"PyTorch's own {tol.dtype} reference misses the tolerance by {worst:.2g}x on this "
-                            f"task, so output {j} is allowed {ref.allowance[j]:.2g}x the tolerance",
-                        )
-                    )
-        facts = self._task_facts(ref, spec, natives)
-        ref.flags = flags + facts[0]
-        ref.mutates_inputs, ref.aliases_inputs = facts[1], facts[2]
+                flag = self._widen(ref, natives, j, tol)
+                if flag is not None:
+                    flags.append(flag)
+        facts = self._task_facts(ref, spec, natives, work)
+        ref.flags = flags + facts.flags
+        ref.mutates_inputs, ref.aliases_inputs = facts.mutates, facts.aliases
+        ref.degeneracy, ref.small_degeneracy = facts.degeneracy, facts.small_degeneracy
+        ref.degeneracy_checked = facts.checked
         ref.drawn.clear()  # a copy drawn for facts another reference of the task found first
         del natives
 
     @staticmethod
-    def _excess(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> float:
-        """How many times over the tolerance `out` is (<= 1 passes)."""
-        result = compare(out, ref, tol)
-        ratios = [result.max_scaled_error or 0.0]
-        if tol.norm_rtol and result.norm_rel_error is not None:
-            ratios.append(result.norm_rel_error / tol.norm_rtol)
-        return max(ratios)
+    def _widen(ref: Reference, natives: list[list[torch.Tensor]], j: int, tol: Tolerance) -> AuditFlag | None:
+        """Where PyTorch's own reference in the task's dtype misses the tolerance against the float64 one, output
+        `j` is allowed twice its miss; but never so much that an output of one value (zero, or the float64
+        output's mean) would pass, unless PyTorch's reference is itself no closer than such an output (rounding
+        noise: the task is then named degenerate). The flag that says so, or None. A miss without bound (a float64
+        output of exact zeros, which allows no error at all) widens nothing: the zeros are the answer."""
+        worst = max(excess(natives[i][j], ref.refs[i][j], tol) for i in range(len(natives)))
+        if worst <= 1.0 or not math.isfinite(worst):
+            return None
+        constant = min(constant_excess(ref.refs[i][j], tol)[1] for i in range(len(natives)))
+        allowance = 2.0 * worst
+        capped = worst < constant and allowance >= constant
+        if capped:  # between PyTorch's miss and a constant's: the one passes, the other never does
+            allowance = math.sqrt(worst * constant)
+        ref.allowance[j] = allowance
+        cap = f" (not more: an output of one value misses it by {constant:.2g}x)" if capped else ""
+        return AuditFlag(
+            code="reference_imprecise",
+            severity="info",
+            message=f"PyTorch's own {tol.dtype} reference misses the tolerance by {worst:.2g}x on this task, so output "
+            f"{j} is allowed {allowance:.2g}x the tolerance{cap}",
+        )
 
     def _task_facts(
-        self, ref: Reference, spec: JobSpec, natives: list[list[torch.Tensor]]
-    ) -> tuple[list[AuditFlag], bool, bool]:
+        self, ref: Reference, spec: JobSpec, natives: list[list[torch.Tensor]], work: TaskWork | None
+    ) -> TaskFacts:
         """Once per task, sizes and mode: is the reference deterministic, does its output depend on the
-        inputs, would zeros pass, and does it modify or alias its inputs."""
+        inputs, would zeros pass, does it modify or alias its inputs, and is the task degenerate. Every output is
+        held to the tolerance that judges candidates (widened where PyTorch's own reference misses it)."""
         key = (spec.task_path, spec.sizes, spec.mode)
         if key in self._task_flags:
             return self._task_flags[key]
@@ -215,9 +240,11 @@ class ReferenceBuilder:
         aliases = any(
             t.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for t in again for a in tensors_in(args)
         )
+        deterministic = True
         for j, tol in enumerate(ref.tolerances):
-            ref0 = ref.refs[0][j]
-            if not compare(again[j], natives[0][j], tol).passed:
+            ref0, allowance = ref.refs[0][j], ref.allowance[j]
+            if not compare(again[j], natives[0][j], tol, allowance=allowance).passed:
+                deterministic = False
                 flags.append(
                     AuditFlag(
                         code="ill_posed_task",
@@ -226,7 +253,7 @@ class ReferenceBuilder:
                         "differ; active dropout?), so results on this task are unreliable",
                     )
                 )
-            if ref0.is_floating_point() and compare(torch.zeros_like(ref0), ref0, tol).passed:
+            if ref0.is_floating_point() and compare(torch.zeros_like(ref0), ref0, tol, allowance=allowance).passed:
                 flags.append(
                     AuditFlag(
                         code="ill_posed_task",
@@ -234,7 +261,7 @@ class ReferenceBuilder:
                         message=f"an all-zero output {j} passes the tolerance on this task",
                     )
                 )
-            if len(ref.refs) > 1 and compare(ref.refs[1][j], ref0, tol).passed:
+            if len(ref.refs) > 1 and compare(ref.refs[1][j], ref0, tol, allowance=allowance).passed:
                 flags.append(
                     AuditFlag(
                         code="ill_posed_task",
@@ -242,5 +269,95 @@ class ReferenceBuilder:
                         message=f"output {j} does not depend on the inputs (two different inputs give the same output)",
                     )
                 )
-        self._task_flags[key] = (flags, mutates, aliases)
-        return self._task_flags[key]
+        found = self._degeneracy(ref, spec, natives, work, deterministic)
+        task, small = found.named()
+        self._task_flags[key] = facts = TaskFacts(flags + found.flags(), mutates, aliases, task, small, found.checked)
+        return facts
+
+    def _degeneracy(
+        self, ref: Reference, spec: JobSpec, natives: list[list[torch.Tensor]], work: TaskWork | None, noise: bool
+    ) -> Degeneracies:
+        """Whether the task is degenerate at the sizes the judge runs (from its own outputs, a float64 copy of the
+        model's where the mode has none) and, on the CPU at small sizes, at the full sizes where a check there is
+        cheap enough (`full_check_fits`). A model the mode runs in its own dtype that cannot run in float64 (or
+        not in the device's memory) leaves the question open: the task is not refused for it."""
+        sizes: Literal["full", "small"] = "small" if spec.sizes == "small" else "full"
+        if ref.float64:
+            exact = [ref.refs[i] for i in range(min(2, len(ref.refs)))]
+        else:
+            try:
+                model = upcast_copy(ref.native)
+                exact = [self.forward(model, upcast(args)) for args in ref.inputs[:2]]
+                del model
+            except (TaskFault, torch.OutOfMemoryError, RuntimeError):
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                return Degeneracies(sizes, None, undecided=True)
+        other = exact[1] if len(exact) > 1 and not same_inputs(ref.inputs[0], ref.inputs[1]) else None
+        found = Degeneracies(sizes, outputs_degeneracy(natives[0], exact[0], other, sizes, noise=noise))
+        if sizes == "small" and self.device.type == "cpu" and full_check_fits(work)[0]:
+            found.at_full, found.full_checked = self._full_check(ref, spec)
+        return found
+
+    def _full_check(self, ref: Reference, spec: JobSpec) -> tuple[Degeneracy | None, bool]:
+        """The task checked at its full sizes, once per task file and cast: (what it found, whether it ran)."""
+        key = (spec.task_path, spec.cast_floats_to)
+        if key not in self._full_degeneracy:
+            try:
+                module = load_task_module(spec.task_path, None, name=_FULL_CHECK_MODULE)
+                found = reference_degeneracy(module, self.device, "full", init_seed=ref.init_seed, cast=ref.cast)
+                self._full_degeneracy[key] = (found, True)
+            except Exception:  # the task's code at its full sizes (its memory, say): not checked there
+                self._full_degeneracy[key] = (None, False)
+        return self._full_degeneracy[key]
+
+
+@dataclass
+class Degeneracies:
+    """What the judge found of a task's degeneracy: at the sizes it runs, and at full size where it checked."""
+
+    sizes: Literal["full", "small"]  # the sizes the judge runs
+    at_sizes: Degeneracy | None
+    at_full: Degeneracy | None = None
+    full_checked: bool = False
+    undecided: bool = False  # the reference could not be run in float64 here
+
+    @property
+    def checked(self) -> Literal["full", "small"] | None:
+        """Where the task's degeneracy was decided: "full" or "small" (None: it was not)."""
+        if self.undecided:
+            return None
+        return "full" if self.full_checked or self.sizes == "full" else "small"
+
+    def named(self) -> tuple[Degeneracy | None, Degeneracy | None]:
+        """(the task's degeneracy, the small sizes' where the full sizes keep the task)."""
+        if self.full_checked:
+            return self.at_full, self.at_sizes if self.at_full is None else None
+        return self.at_sizes, None
+
+    def flags(self) -> list[AuditFlag]:
+        task, sizes = self.named()
+        flags = []
+        if task is not None:
+            flags.append(AuditFlag(code="degenerate_task", severity="warn", message=task.line()))
+        if sizes is not None:
+            flags.append(
+                AuditFlag(
+                    code="degenerate_sizes",
+                    severity="warn",
+                    message=f"at the small sizes the checks run at, {sizes.what()}, though at its full sizes it does "
+                    "not: these checks cannot tell a kernel that writes one value from a correct one; give other "
+                    "small sizes, or check at the full sizes",
+                )
+            )
+        return flags
+
+
+@dataclass
+class TaskFacts:
+    flags: list[AuditFlag]
+    mutates: bool
+    aliases: bool
+    degeneracy: Degeneracy | None = None
+    small_degeneracy: Degeneracy | None = None
+    checked: Literal["full", "small"] | None = "small"

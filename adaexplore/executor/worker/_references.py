@@ -13,11 +13,11 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from adaexplore.domain import AuditFlag, Tolerance
+from adaexplore.domain import AuditFlag, Degeneracy, Tolerance
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker._faults import TaskFault
 from adaexplore.executor.worker._taskrun import tensors_in
@@ -43,6 +43,11 @@ class Reference:
     flags: list[AuditFlag] = field(default_factory=list)
     mutates_inputs: bool = False
     aliases_inputs: bool = False
+    # the task is degenerate (at full size where it was checked there, else at these sizes: `_degenerate.py`)
+    degeneracy: Degeneracy | None = None
+    # these small sizes make the task degenerate, though its full sizes do not
+    small_degeneracy: Degeneracy | None = None
+    degeneracy_checked: Literal["full", "small"] | None = "small"  # where that was decided (None: not)
     timing_base: list[Any] | None = None
     # inputs drawn ahead with the trials' (per seed, each copy taken once; `ReferenceBuilder.inputs`)
     drawn: dict[int, list[list[Any]]] = field(default_factory=dict)
@@ -131,6 +136,10 @@ class ReferenceCache:
     def held(self) -> int:
         return sum(self._sizes.get(k, 0) for k in self._entries) + self.extra
 
+    def idle(self) -> int:
+        """The bytes of the references no job uses (kept for a later job, or built ahead)."""
+        return sum(self._sizes.get(k) or e.nbytes() for k, e in self._entries.items() if e.users == 0)
+
     def measure(self, key: str, entry: Reference, task: str) -> int:
         """Record the entry's size now that it is built, make room for it, and return the size.
 
@@ -139,11 +148,13 @@ class ReferenceCache:
         """
         size = entry.nbytes()
         self._sizes[key] = size
-        if size + self.extra > self.budget:
+        # the reference alone: the buffers the judge shares with evaluations in progress (this one's and others',
+        # which run beside it) are no fault of this task's
+        if size > self.budget:
             self.drop(key)
             raise TaskFault(
                 f"the task needs {_gib(size)} of {self._where()} memory for its reference (its weights, the inputs "
-                f"of every trial and of timing, and the reference's outputs){self._besides()}; the judge may hold "
+                f"of every trial and of timing, and the reference's outputs); the judge may hold "
                 f"{_gib(self.budget)} (executor.judge_memory_share or judge_memory_bytes). Use smaller sizes "
                 f"or fewer trials for {task}, or raise the budget"
             )
@@ -170,9 +181,6 @@ class ReferenceCache:
 
     def _where(self) -> str:
         return "GPU" if self.device.type == "cuda" else "host"
-
-    def _besides(self) -> str:
-        return f", besides {_gib(self.extra)} of buffers for evaluations in progress" if self.extra else ""
 
 
 def _gib(n: int) -> str:

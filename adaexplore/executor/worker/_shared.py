@@ -1,9 +1,10 @@
 """Laying tensors out in a shared device buffer, and reading them back on the other side.
 
-The judge calls `share_inputs` and `output_layout`; the candidate's worker calls `copy_inputs` and `OutputSink`.
-Every offset and size is the judge's: the candidate's worker only copies into the slots it was given, and
-an output whose shape or type does not match its slot is not copied at all (the judge refuses it from its
-description alone).
+The judge calls `share_inputs` and `output_layout`; the candidate's worker calls `SharedInputsView` and
+`OutputSink`. Every offset and size is the judge's: the candidate's worker only copies into the slots it was
+given, and an output whose shape or type does not match its slot is not copied at all (the judge refuses it
+from its description alone). The worker copies each trial's inputs out of the judge's buffer as that trial
+begins, and timing's as timing begins, so that it never holds more than one call's inputs at a time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 from adaexplore.executor.wire._protocol import DeviceExchange, SharedArg, SharedInputs, TensorFile, TensorSlot
 from adaexplore.executor.worker._device_memory import DeviceBuffer, export_buffer
 
-__all__ = ["OutputSink", "copy_inputs", "output_layout", "share_inputs"]
+__all__ = ["OutputSink", "SharedInputsView", "output_layout", "share_inputs"]
 
 _ALIGN = 256
 _PLAIN = (int, float, bool, str, type(None))
@@ -77,23 +78,41 @@ def share_inputs(
     return buffer, SharedInputs(nbytes=buffer.nbytes, trials=placed[:-1], timing=placed[-1])
 
 
-def copy_inputs(buffer: DeviceBuffer, shared: SharedInputs) -> tuple[list[list[Any]], list[Any]]:
-    """The candidate's own copies of the shared inputs: (per trial, timing)."""
+class SharedInputsView:
+    """The judge's inputs where they lie in its buffer, which the candidate's worker maps read-only: each trial's
+    arguments as views of the buffer (no copy: the trial copies them as it begins), and timing's as a copy of
+    the worker's own, made when timing asks for it. `close` unmaps the buffer."""
 
-    def rebuild(row: list[SharedArg]) -> list[Any]:
+    def __init__(self, buffer: DeviceBuffer, shared: SharedInputs) -> None:
+        self.buffer = buffer
+        self.shared = shared
+
+    def _row(self, row: list[SharedArg]) -> list[Any]:
         args: list[Any] = []
         for arg in row:
-            if arg.tensor is not None:
-                slot = arg.tensor
-                args.append(buffer.view(slot.offset, slot.shape, getattr(torch, slot.dtype)).clone())
-            else:
-                args.append(arg.value)
+            slot = arg.tensor
+            args.append(arg.value if slot is None else self.buffer.view(slot.offset, slot.shape, _dtype(slot.dtype)))
         return args
 
-    trials = [rebuild(row) for row in shared.trials]
-    timing = rebuild(shared.timing)
-    torch.cuda.synchronize(buffer.device)
-    return trials, timing
+    def trials(self) -> list[list[Any]]:
+        """Each trial's arguments, their tensors views of the buffer."""
+        return [self._row(row) for row in self.shared.trials]
+
+    def timing(self) -> list[Any]:
+        """Timing's arguments, their tensors copies of the worker's own."""
+        copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in self._row(self.shared.timing)]
+        if any(isinstance(t, torch.Tensor) and t.is_cuda for t in copies):
+            torch.cuda.synchronize(self.buffer.device)
+        return copies
+
+    def close(self) -> None:
+        self.buffer.close()
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name)
+    assert isinstance(dtype, torch.dtype)
+    return dtype
 
 
 class OutputSink:

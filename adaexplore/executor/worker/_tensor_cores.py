@@ -51,8 +51,51 @@ def _toward_zero_f32(values: np.ndarray) -> np.ndarray:
 
 
 def mma(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-    """acc + a @ b as the tensor cores accumulate it, for operands already in the precision they read
-    (tf32 values); leading dimensions are batches, as tl.dot takes them."""
+    """acc + a @ b as the tensor cores accumulate it, for operands already in the precision they read (tf32,
+    bf16 or fp16 values, as fp32); leading dimensions are batches, as tl.dot takes them.
+
+    An output element depends on its row of `a`, its column of `b` and its own accumulator alone, so rows (and
+    columns) that repeat both are computed once: a tile larger than the tensor it covers (rows of padding
+    loaded as zeros, or wrapped around onto real rows) costs what its distinct rows cost."""
+    acc = np.broadcast_to(np.asarray(acc, dtype=np.float32), (*a.shape[:-1], b.shape[-1]))
+    if a.ndim > 2:
+        return np.stack([mma(a[i], b[i], acc[i]) for i in range(a.shape[0])])
+    if not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(acc).all()):
+        return _with_infinities(a, b, acc)
+    rows, row_of = _distinct(np.concatenate([_bits(a), _bits(acc)], axis=1))
+    cols, col_of = _distinct(np.concatenate([_bits(b), _bits(acc)], axis=0).T)
+    distinct = _finite_mma(a[rows], b[:, cols], acc[np.ix_(rows, cols)])
+    return distinct[np.ix_(row_of, col_of)]
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+
+
+def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The index of the first of each distinct row, and for every row which of them it equals."""
+    keyed = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keyed, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+def _finite_mma(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """`mma` of finite 2-D operands: each group's terms scaled so that the quantum is 1 (a power of two, exact),
+    cut by truncation, summed exactly in float64 (under 2**31 in all) and scaled back."""
+    out = acc.astype(np.float64)
+    a_t, b64 = np.ascontiguousarray(a.T, dtype=np.float64), b.astype(np.float64)
+    for k in range(0, a.shape[1], GROUP):
+        products = a_t[k : k + GROUP, :, None] * b64[k : k + GROUP, None, :]
+        _, exponent = np.frexp(np.maximum(np.abs(products).max(axis=0), np.abs(out)))
+        scale = np.ldexp(1.0, KEPT_BITS - exponent)
+        total = np.trunc(products * scale).sum(axis=0) + np.trunc(out * scale)
+        out = _toward_zero_f32(total / scale).astype(np.float64)
+    return out.astype(np.float32)
+
+
+def _with_infinities(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """`mma` where an operand or the accumulator holds an infinity or NaN: term by term, as IEEE arithmetic
+    takes them where they are, aligned and cut where all is finite."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     out = np.asarray(acc, dtype=np.float32)
     for k in range(0, a.shape[-1], GROUP):
@@ -64,6 +107,5 @@ def mma(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
             quantum = np.ldexp(1.0, exponent - KEPT_BITS)[..., :, None, :]
             cut = np.trunc(terms / quantum) * quantum
         aligned = _toward_zero_f32(cut.sum(axis=-2))
-        # infinities and NaN follow IEEE arithmetic; the alignment only concerns finite values
         out = np.where(finite, aligned, terms.sum(axis=-2).astype(np.float32)).astype(np.float32)
     return out

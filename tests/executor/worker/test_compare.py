@@ -170,3 +170,18 @@ def test_either_fails_an_element_only_where_it_misses_both_atol_and_rtol_as_flas
     allclose = Tolerance(kind="allclose", atol=0.01, rtol=0.01, dtype="bfloat16", reference_dtype="bfloat16")
     assert compare(torch.tensor([0.0, 101.005, 0.5]), ref, allclose).passed
     assert not compare(torch.tensor([0.0, 101.005, 0.5]), ref, tol).passed
+
+
+def test_the_normwise_errors_spread_is_said_only_when_asked_and_follows_where_the_error_lies() -> None:
+    g = torch.Generator().manual_seed(2)
+    ref = torch.randn(16, 17, generator=g, dtype=torch.float64)
+    tol = tolerance_for(Mode.strict, "float32")
+    even = (ref * (1 + 1e-5)).float()  # the same relative error everywhere: every block agrees
+    assert compare(even, ref, tol).norm_rel_spread is None
+    spread = compare(even, ref, tol, spread=True).norm_rel_spread
+    assert spread is not None and spread < 1e-7
+    lumped = ref.clone()
+    lumped[:, 3] *= 1 + 1e-4  # all of the error in one column: leaving its block out changes the estimate
+    result = compare(lumped.float(), ref, tol, spread=True)
+    assert result.norm_rel_error is not None and result.norm_rel_spread is not None
+    assert result.norm_rel_spread > 0.3 * result.norm_rel_error

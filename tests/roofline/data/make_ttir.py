@@ -1,4 +1,4 @@
-"""Writes the Triton IR of three small kernels for tests/roofline (compile-only, sm_90), without its source
+"""Writes the Triton IR of a few small kernels for tests/roofline (compile-only, sm_90), without its source
 locations:  python tests/roofline/data/make_ttir.py tests/roofline/data"""
 
 import re
@@ -30,6 +30,31 @@ def gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
 
 
 @triton.jit
+def gemm_split(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, BF16: tl.constexpr):
+    # fp32 tiles split into 16-bit high and low parts in registers, three products into an fp32 accumulator
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    pm, pn = pid // n_tiles, pid % n_tiles
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        if BF16:
+            a_hi, b_hi = a.to(tl.bfloat16), b.to(tl.bfloat16)
+            a_lo, b_lo = (a - a_hi.to(tl.float32)).to(tl.bfloat16), (b - b_hi.to(tl.float32)).to(tl.bfloat16)
+        else:
+            a_hi, b_hi = a.to(tl.float16), b.to(tl.float16)
+            a_lo, b_lo = (a - a_hi.to(tl.float32)).to(tl.float16), (b - b_hi.to(tl.float32)).to(tl.float16)
+        acc = tl.dot(a_lo, b_hi, acc)
+        acc = tl.dot(a_hi, b_lo, acc)
+        acc = tl.dot(a_hi, b_hi, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
 def persistent_sum(x_ptr, out_ptr, n_rows, n_cols, NUM_PROGRAMS: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     for row in range(pid, n_rows, NUM_PROGRAMS):
@@ -52,5 +77,12 @@ out = sys.argv[1]
 for precision in ("ieee", "tf32x3"):
     k = gemm.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, PRECISION=precision, num_warps=4)
     write(f"{out}/gemm_{precision}.ttir", k.asm["ttir"])
+# fp16 operands straight from fp16 tensors, the dot asked for tf32 (an fp32-only option the IR may still carry)
+h = torch.empty(1, device="meta", dtype=torch.float16)
+k = gemm.run(h, h, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, PRECISION="tf32", num_warps=4)
+write(f"{out}/gemm_fp16.ttir", k.asm["ttir"])
+for half, bf16 in (("bf16", True), ("fp16", False)):
+    k = gemm_split.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, BF16=bf16, num_warps=4)
+    write(f"{out}/gemm_{half}x3.ttir", k.asm["ttir"])
 k = persistent_sum.run(x, x, 1000, 4096, grid=(1,), warmup=True, NUM_PROGRAMS=132, BLOCK=1024, num_warps=4)
 write(f"{out}/persistent_sum.ttir", k.asm["ttir"])

@@ -9,7 +9,8 @@ those seeds and finds its reference ready. Each set of seeds still serves exactl
 only in that evaluation's provenance, as before, so no candidate can know its inputs in advance.
 
 One reference is kept ahead per task, protocol and judge. The judge computes it under the GPU's lock, so it
-never runs beside a timing; an unused one is evicted from the judge's cache like any other reference. A
+never runs beside a timing, and builds it within a reservation of the GPU's memory like an evaluation's (the
+judge's part of it, `footprint.py`); an unused one is evicted from the judge's cache like any other reference. A
 failure here is the next evaluation's to meet again (it builds its own reference): it is logged for whoever
 runs the evaluator, and changes no verdict.
 """
@@ -31,7 +32,9 @@ from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend
 from adaexplore.errors import EvaluatorError
 from adaexplore.executor.host._device_lock import DeviceLock
+from adaexplore.executor.host._gpu_memory import GpuMemory
 from adaexplore.executor.host._pool import JudgeClient
+from adaexplore.executor.pipeline.stages.footprint import need
 from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, Prepared
 
 __all__ = ["Ahead", "SeedsAhead", "fresh_seeds", "wanted"]
@@ -100,17 +103,25 @@ class SeedsAhead:
         lock: DeviceLock | None,
         group: TaskGroup,
         config: ExecutorConfig,
+        memory: GpuMemory | None = None,
     ) -> None:
         """Have `judge` (that of `where`) build, beside whatever comes next, a reference like `job`'s on new
-        seeds, computing it under `lock`, unless one is built or being built."""
+        seeds, computing it under `lock` and within a reservation in `memory`, unless one is built or being
+        built."""
         key = _key(where, job)
         if key in self._ready or key in self._building:
             return
         self._building[key] = anyio.Event()
-        group.start_soon(self._build, judge, lock, config, job, key)
+        group.start_soon(self._build, judge, lock, memory, config, job, key)
 
     async def _build(
-        self, judge: JudgeClient, lock: DeviceLock | None, config: ExecutorConfig, template: JobSpec, key: str
+        self,
+        judge: JudgeClient,
+        lock: DeviceLock | None,
+        memory: GpuMemory | None,
+        config: ExecutorConfig,
+        template: JobSpec,
+        key: str,
     ) -> None:
         seeds = fresh_seeds(template.trials)
         job = template.model_copy(
@@ -119,16 +130,23 @@ class SeedsAhead:
         start = time.perf_counter()
         answer: object = None
         try:
-            answer = await judge.request(Load(job=job), config.load_timeout_s)
-            if isinstance(answer, Loaded):
-                # the reference's outputs are computed on the GPU: never beside a timing
-                async with lock if lock is not None else contextlib.nullcontext():
-                    answer = await judge.request(Prepare(job_id=job.job_id), config.trial_timeout_s * (job.trials + 3))
+            async with contextlib.AsyncExitStack() as held:
+                if memory is not None:  # the judge's part of an evaluation's memory: the reference it builds
+                    await held.enter_async_context(memory.reserve(await need(judge, memory, config, job, worker=False)))
+                try:
+                    answer = await judge.request(Load(job=job), config.load_timeout_s)
+                    if isinstance(answer, Loaded):
+                        # the reference's outputs are computed on the GPU: never beside a timing
+                        async with lock if lock is not None else contextlib.nullcontext():
+                            answer = await judge.request(
+                                Prepare(job_id=job.job_id), config.trial_timeout_s * (job.trials + 3)
+                            )
+                finally:  # within the reservation: the judge's answer says what it keeps of the reference
+                    with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                        await judge.release(job.job_id)
         except EvaluatorError as exc:
             answer = exc
         finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
-                await judge.release(job.job_id)
             if isinstance(answer, Prepared):
                 self._ready[key] = Ahead(seeds=seeds, seconds=round(time.perf_counter() - start, 4))
             self._building.pop(key).set()

@@ -31,7 +31,7 @@ async def run(lanes: Lanes, ctx: Run) -> None:
                     require_triton=ctx.spec.require_triton,
                 )
             )
-            # the compile for sm_90 has its phase's timeout, not the candidate's budget (that is for its trials)
+            # charged to the candidate's budget like its trials: its own code's time, not the compiler's (budget.py)
             compiled = await await_event(
                 lane.config,
                 ctx,
@@ -39,12 +39,9 @@ async def run(lanes: Lanes, ctx: Run) -> None:
                 timeout=lane.config.load_timeout_s,
                 until=(Compiled,),
                 what="loading and compiling for sm_90",
-                charge=False,
             )
             assert isinstance(compiled, Compiled)
-            await await_event(
-                lane.config, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check", charge=False
-            )
+            await await_event(lane.config, ctx, worker, timeout=30, until=(Done,), what="finishing the compile check")
     ctx.add_flags(compiled.flags)
     ctx.audit.shared_memory.update(compiled.shared_memory)
     ctx.audit.static_cost.extend(compiled.static_cost)

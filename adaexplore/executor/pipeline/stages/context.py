@@ -46,8 +46,10 @@ Progress = Callable[[ProgressUpdate], Awaitable[None]]
 
 
 class Verdict(Exception):
-    """Ends an evaluation early with this status. For `infra_error`: the `phase` it happened in, and the
-    judge's process when that was at fault (it is restarted before the retry)."""
+    """Ends an evaluation early with this status. For `infra_error`: the `phase` it happened in; the judge's
+    process when that was at fault (it broke: it is restarted before the retry; with `retire`, it holds memory it
+    should not: it is replaced once no other evaluation's job is in it); and whether the device's memory ran out
+    (`memory`: the retry holds the device alone)."""
 
     def __init__(
         self,
@@ -57,6 +59,8 @@ class Verdict(Exception):
         *,
         phase: str | None = None,
         judge: object | None = None,
+        retire: bool = False,
+        memory: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -64,6 +68,8 @@ class Verdict(Exception):
         self.error = error
         self.phase = phase
         self.judge = judge
+        self.retire = retire
+        self.memory = memory
 
 
 class Run:
@@ -98,16 +104,29 @@ class Run:
         self.judge: JudgeClient | None = None
         # the infra verdict that ended this attempt, if one did
         self.fault: Verdict | None = None
+        # this attempt reserves the whole device (a retry after the device's memory ran out); and what it was
+        # granted: whether it held the device alone, and the bytes it reserved (None: no reservation on the CPU)
+        self.alone = False
+        self.held_alone = False
+        self.reserved_bytes: int | None = None
         # the time the candidate may take over all its phases (None: each phase's own timeout only), and
         # what it took so far
         self.candidate_budget_s: float | None = None
         self.candidate_spent_s = 0.0
+        # on the CPU backends: the budget bounds the candidate's wall time too, not only its CPU time (where a
+        # client waits for the answer), and the wall time it took so far (see stages/budget.py)
+        self.candidate_budget_wall = True
+        self.candidate_wall_s = 0.0
         # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
         self.trial_timeout_s: float | None = None
         # the seconds the judge spent on this evaluation's reference before it began (built ahead on its seeds)
         self.ahead_s: float | None = None
         # the interpreter runs one config of each autotuned kernel (JobSpec.one_config)
         self.one_config = False
+        # the evaluator's check at the full reduction lengths (JobSpec.reduction_check), and the name of the
+        # evaluator's own check this run is, for its messages (None: the candidate's evaluation)
+        self.reduction_check = False
+        self.check: str | None = None
         # what the reference and the candidate do at the task's full sizes (see stages/speed.py), and the
         # kernels the candidate's trials launched
         self.task_work: TaskWork | None = None

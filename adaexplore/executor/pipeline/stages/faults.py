@@ -112,6 +112,8 @@ async def judge_over_budget(ctx: Run, event: Failed, what: str) -> Verdict | Non
         event.error,
         phase=what,
         judge=ctx.judge.worker,
+        retire=True,
+        memory=True,
     )
 
 

@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend
 from adaexplore.executor.host._device_lock import DeviceLock
+from adaexplore.executor.host._gpu_memory import GpuMemory
 from adaexplore.executor.host._pool import JudgeClient, WorkerPool
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.pipeline.stages.ahead import SeedsAhead
@@ -31,8 +32,8 @@ __all__ = ["Lane", "Lanes"]
 @dataclass(frozen=True)
 class Lane:
     """One backend on one device: its pool of candidate workers and the slot that bounds how many evaluations
-    hold one, its judge, the GPU's lock (None on the CPU backends), and what the stages need of the evaluator
-    around them."""
+    hold one, its judge, the GPU's lock and its book of memory reservations (None on the CPU backends), and what
+    the stages need of the evaluator around them."""
 
     backend: Backend
     device: int
@@ -41,6 +42,7 @@ class Lane:
     slot: anyio.Semaphore
     judge: JudgeClient | None  # None: the compile backend, which checks no numbers
     lock: DeviceLock | None
+    memory: GpuMemory | None
     # where a stage starts work that runs beside it (the judge's load while the candidate compiles)
     group: TaskGroup
     # the job of a worker whose directory is the given one (the candidate is written there), or a task check's

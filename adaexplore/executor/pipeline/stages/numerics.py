@@ -1,5 +1,6 @@
 """Stage 3: the candidate runs its trials on the judge's inputs and the judge compares its outputs with the
-reference. On a GPU the device is held from the reference's outputs to the end of timing (stage 4)."""
+reference. On a GPU the evaluation first reserves the device memory it will take (`footprint`), held until its
+worker has ended, and the device is held from the reference's outputs to the end of timing (stage 4)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.pipeline.stages import reference_cache, timing
+from adaexplore.executor.pipeline.stages import footprint, precision_path, reference_cache, timing
 from adaexplore.executor.pipeline.stages.ahead import wanted
 from adaexplore.executor.pipeline.stages.context import Pending, Run, Verdict
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
@@ -54,7 +55,10 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
     config, backend, judge, lock = lane.config, lane.backend, lane.judge, lane.lock
     assert judge is not None
     ctx.judge = judge
-    async with candidate(lane, ctx) as (worker, _):
+    async with (
+        footprint.admission(lane.memory, judge, ctx, config) as admit,
+        candidate(lane, ctx) as (worker, _),
+    ):
         assert worker.exchange is not None
         job = lane.make_job(ctx, worker.exchange)
         if backend is Backend.cuda:
@@ -71,6 +75,7 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
         if ahead is not None:
             job = job.model_copy(update=ahead.seeds)
             ctx.ahead_s = ahead.seconds  # a phase once the judge says it still held that reference
+        await admit(job)  # before the candidate's model or the judge's reference takes device memory
         ctx.exchange = "device" if job.device_exchange else "files"
         await worker.send(
             RunCandidate(
@@ -105,6 +110,8 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             if not job.device_exchange:
                 with ctx.phase("reference_load"):
                     _keep_work(ctx, await loading.result())
+            if backend is Backend.interpret and not ctx.reduction_check and precision_path.needed(ctx):
+                lane.pool.start_one_more()  # the check at the full reduction lengths takes it after the trials
             if (
                 timed
                 and backend is Backend.cuda
@@ -133,7 +140,9 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             if judge.worker is not None and judge.worker.side is not None:
                 judge.worker.side.discard(job.job_id)
             if ctx.seeds is not None and wanted(config, backend, job):  # the task's reference works: build the next
-                lane.ahead.build_next(lane.where, job, judge=judge, lock=lock, group=lane.group, config=config)
+                lane.ahead.build_next(
+                    lane.where, job, judge=judge, lock=lock, memory=lane.memory, group=lane.group, config=config
+                )
 
 
 def _keep_work(ctx: Run, loaded: object) -> None:
@@ -154,10 +163,10 @@ async def _relay(lane: Lane, worker: WorkerChannel, judge: JudgeClient, job: Job
     failing to send it is adaexplore's fault; the candidate's worker not taking it is not (it ended already:
     its own events, read next, say why)."""
     tag = f"{job.job_id}:{what}"
-    source = judge.worker.side if judge.worker is not None else None
+    source = judge.worker.side if judge.worker is not None and judge.holds(job.job_id) else None
     try:
         if source is None or worker.side is None:
-            raise ConnectionError("the judge was restarted")
+            raise ConnectionError("the judge that loaded this evaluation's job was replaced since")
         fd = await source.take_fd(tag, lane.config.load_timeout_s)
     except (TimeoutError, OSError) as exc:  # ConnectionError is an OSError
         raise Verdict(

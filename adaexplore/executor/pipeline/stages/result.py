@@ -7,35 +7,52 @@ from datetime import UTC, datetime
 
 import adaexplore
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import Backend, ErrorDetail, Evaluation, Provenance, Status
+from adaexplore.domain import Backend, ErrorDetail, Evaluation, Provenance, SpeedOfLight, Status
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.host._sandbox import SandboxPlan
 from adaexplore.executor.pipeline._render import static_cost_line
 from adaexplore.executor.pipeline.stages import speed
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.tasks._task import code_hash
+from adaexplore.roofline import gpu_for_device
 
 __all__ = ["build", "ok_message", "settle_speed"]
 
 
 def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: Environment | None) -> None:
     """The task's speed of light (with the kernel's fraction of it where a GPU timed it) and, where nothing did,
-    a correct kernel's estimated time (see stages/speed.py)."""
+    a correct kernel's estimated time (see stages/speed.py); a time under the speed of light is flagged."""
     gpu = speed.target_gpu(config, environment, ctx.device)
     sol = speed.sol_for(ctx.task, ctx.mode, ctx.task_work, gpu)
-    if sol is not None and ctx.timing is not None and status is Status.ok:
+    if sol is not None and ctx.timing is not None and status is Status.ok and _timed_on(sol, environment, ctx):
         stat = ctx.timing.statistic
+        measured_ms = ctx.timing.candidate.value(stat)
+        eager_ms = ctx.timing.reference.value(stat)
         sol = sol.model_copy(
-            update={
-                "fraction": sol.ms / max(ctx.timing.candidate.value(stat), 1e-9),
-                "reference_fraction": sol.ms / max(ctx.timing.reference.value(stat), 1e-9),
-            }
+            update={"fraction": sol.ms / max(measured_ms, 1e-9), "reference_fraction": sol.ms / max(eager_ms, 1e-9)}
         )
+        flag = speed.faster_than_light(sol, measured_ms, eager_ms, measured=True)
+        if flag is not None:
+            ctx.audit.flags.append(flag)
     ctx.speed_of_light = sol
     if ctx.timing is None:
         ctx.estimate, ctx.estimate_note = speed.estimate_for(
             ctx.task, ctx.mode, status, ctx.task_work, ctx.candidate_work, ctx.trial_kernels, gpu, sol
         )
+        if sol is not None and ctx.estimate is not None:
+            estimate = ctx.estimate
+            flag = speed.faster_than_light(sol, estimate.ms, estimate.reference_ms, measured=False)
+            if flag is not None:
+                ctx.audit.flags.append(flag)
+
+
+def _timed_on(sol: SpeedOfLight, environment: Environment | None, ctx: Run) -> bool:
+    """Whether the speed of light is for the GPU that timed the kernel (a target GPU named in the settings may be
+    another: its speed of light says nothing of this GPU's times)."""
+    if environment is None or not environment.gpus:
+        return False
+    timed = gpu_for_device(environment.gpus[ctx.device or 0])
+    return timed is not None and timed.name == sol.gpu
 
 
 def _sizes_used(ctx: Run) -> str:
@@ -89,6 +106,8 @@ def ok_message(ctx: Run) -> str:
             f"{sol.fraction:.0%} of the speed of light ({sol.ms:.3g} ms on this {sol.gpu}, {sol.bound}-bound); "
             f"eager PyTorch reaches {sol.reference_fraction:.0%}"
         )
+        # over 100 %: the faster_than_light warning follows with the others, a bound timing can beat its note here
+        parts.extend(f.message for f in ctx.audit.flags if f.code == "under_soft_bound")
     warnings = [f.message for f in ctx.audit.flags if f.severity == "warn"]
     if warnings:
         parts.append("warning: " + "; ".join(warnings))

@@ -10,25 +10,36 @@ why.
 from __future__ import annotations
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import Estimate, EstimatePart, Mode, SpeedOfLight, Status
+from adaexplore.domain import AuditFlag, Estimate, EstimatePart, Mode, SpeedOfLight, Status
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.roofline import (
     DEFAULT_TARGET,
     GPUS,
+    PATHS,
     ForwardWork,
     GpuSpec,
     LaunchWork,
+    OpWork,
     TaskWork,
     estimate_forward,
-    fp32_matmul_path,
     gpu_for_device,
     gpu_spec,
+    matmul_path,
+    normwise_budget,
     speed_of_light,
 )
 
-__all__ = ["describe_estimate", "describe_sol", "estimate_for", "fp32_path", "sol_for", "target_gpu"]
+__all__ = [
+    "describe_estimate",
+    "describe_sol",
+    "estimate_for",
+    "faster_than_light",
+    "fp32_path",
+    "sol_for",
+    "target_gpu",
+]
 
 
 def target_gpu(config: ExecutorConfig, environment: Environment | None, device: int | None) -> GpuSpec | None:
@@ -45,28 +56,54 @@ def target_gpu(config: ExecutorConfig, environment: Environment | None, device: 
     return GPUS[DEFAULT_TARGET]
 
 
-def fp32_path(task: Task, mode: Mode) -> str:
-    """How fp32 matrix multiplies can go at best under the task's tolerance in `mode` ("tf32" or "tf32x3")."""
+def _budget(task: Task, mode: Mode, dtype: str) -> float:
+    """The normwise error the task's tolerance in `mode` admits on outputs of `dtype` (strict's where the mode
+    has none for this task: mode flashinfer without a TOLERANCE)."""
     try:
-        rtol = tolerance_for(mode, "float32", task.allowed_precision, task.tolerance).rtol
+        tolerance = tolerance_for(mode, dtype, task.allowed_precision, task.tolerance)
     except ValueError:
-        rtol = 0.0
-    return fp32_matmul_path(rtol)
+        tolerance = tolerance_for(Mode.strict, dtype, task.allowed_precision)
+    return normwise_budget(tolerance)
+
+
+def fp32_path(task: Task, mode: Mode) -> str:
+    """Whether fp32 products need a split of their operands to pass the task's tolerance in `mode`, in the words
+    of Triton's input precisions: "tf32x3" where they do (fp32 accuracy), "tf32" where one product passes."""
+    path = matmul_path("float32", _budget(task, mode, "float32"), GPUS[DEFAULT_TARGET])
+    return "tf32x3" if path.products > 1 or path.name in ("ieee", "fp64") else "tf32"
 
 
 def sol_for(task: Task, mode: Mode, work: TaskWork | None, gpu: GpuSpec | None) -> SpeedOfLight | None:
+    """The task's speed of light on `gpu`, each dtype of its products by the fastest path its tolerance in `mode`
+    admits (None without a record of the reference or a GPU of the table)."""
     if work is None or gpu is None:
         return None
-    return speed_of_light(work, gpu, fp32_path(task, mode))
+    dtypes = {s.dtype for s in work.forward.steps if isinstance(s, OpWork) and s.flops} | {"float32"}
+    return speed_of_light(work, gpu, {dtype: _budget(task, mode, dtype) for dtype in dtypes})
+
+
+def _paths_said(sol: SpeedOfLight) -> str:
+    """How its products were taken: "three bf16 (or fp16) products of ..." (per dtype where there are several)."""
+    paths = sol.matmul_paths or {"float32": sol.fp32_matmuls}
+
+    def words(name: str) -> str:
+        return PATHS[name].words if name in PATHS else name
+
+    if len(paths) == 1:
+        return words(next(iter(paths.values())))
+    return "; ".join(f"{dtype} ones as {words(name)}" for dtype, name in sorted(paths.items()))
 
 
 def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
-    """One sentence: "On an H200 this task cannot run faster than 0.41 ms: it must move 1.9 GB (memory-bound)"."""
+    """One sentence: "On an H200 this task cannot run faster than 0.41 ms: it must move 1.9 GB (memory-bound)"; a
+    compute-bound task's says the path its products were assumed to take."""
     if sol.bound == "memory":
         why = f"it must move {_size(sol.bytes)} (memory-bound)"
     elif sol.bound == "compute":
-        unit = "tf32x3 tensor cores, fp32 accuracy" if sol.fp32_matmuls == "tf32x3" else "tf32 tensor cores"
-        why = f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, {unit})"
+        why = (
+            f"it must compute {sol.flops / 1e9:.4g} GFLOP of matrix products (compute-bound, taken at best as "
+            f"{_paths_said(sol)}, the fastest path its tolerance admits)"
+        )
     else:
         why = "one kernel launch costs that much (launch-bound)"
     text = f"On an {sol.gpu} this task cannot run faster than {sol.ms:.3g} ms: {why}"
@@ -77,6 +114,49 @@ def describe_sol(sol: SpeedOfLight, eager_ms: float | None = None) -> str:
     if not sol.complete:
         text += " (the reference's forward could not be followed to its end: a lower bound)"
     return text
+
+
+def faster_than_light(sol: SpeedOfLight, ms: float, eager_ms: float, *, measured: bool) -> AuditFlag | None:
+    """What to say of a kernel whose measured (or estimated) time is under its task's speed of light: under the
+    part no timing can beat (`floor_ms`), a warning that says what is probably blind and what its speedup counts
+    for (eager's time over that floor, `Evaluation.speedup_ceiling`); under one launch's cost or the HBM's time for
+    traffic a cache can hold, a note. None where it is not under the speed of light."""
+    if ms <= 0 or ms >= sol.ms:
+        return None
+    what = f"{'measured' if measured else 'estimated'} {ms:.3g} ms"
+    if ms >= sol.floor_ms:
+        if sol.bound == "launch":
+            soft = f"under one launch's cost on an {sol.gpu} ({sol.ms:.3g} ms, a figure measured back to back): timing"
+            soft += " noise at this scale, not a kernel faster than the hardware"
+        else:
+            soft = (
+                f"under the time its least traffic ({_size(sol.bytes)}) takes at an {sol.gpu}'s HBM peak "
+                f"({sol.memory_ms:.3g} ms); what fits in the L2 cache may never reach the HBM while a kernel is "
+                "timed, so this is no sign of skipped work"
+            )
+        return AuditFlag(code="under_soft_bound", severity="info", message=f"{what}, {soft}")
+    blind = (
+        "the correctness check was probably blind to work this kernel skips"
+        if measured
+        else "the estimate is probably blind to part of this kernel's work, or the correctness check to work it skips"
+    )
+    # the floor counts the reference's own operators: a rewrite that computes the same outputs with less work (a
+    # weight summed before a product whose output is summed) goes under it honestly
+    blind += (
+        ", unless it reaches the same outputs with less work than the reference's operators do (an algebraic "
+        "rewrite, which the speed of light does not foresee)"
+    )
+    bound = f"its products taken as {_paths_said(sol)}" if sol.bound == "compute" else f"{sol.bound}-bound"
+    over = "the speed of light" if sol.floor_ms >= sol.ms else f"the {sol.floor_ms:.3g} ms no timing can beat"
+    return AuditFlag(
+        code="faster_than_light",
+        severity="warn",
+        message=(
+            f"{what}, {sol.ms / ms:.2f}x faster than this task's speed of light ({sol.ms:.3g} ms on an {sol.gpu}, "
+            f"{bound}), which no kernel can be: {blind}; its speedup counts as at most "
+            f"{eager_ms / sol.floor_ms:.3g}x (eager's time over {over}) in rewards and rankings"
+        ),
+    )
 
 
 def _size(nbytes: float) -> str:

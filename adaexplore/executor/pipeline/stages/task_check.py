@@ -12,18 +12,20 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeLost
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.pipeline.stages.faults import signal_name
+from adaexplore.executor.pipeline.stages.footprint import need
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
 from adaexplore.executor.tasks._task import Task
-from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, TaskFailed
+from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, Prepared, TaskFailed
 from adaexplore.roofline import TaskWork
 
 __all__ = ["run"]
 
 
-async def run(lanes: Lanes, task: Task, mode: Mode) -> TaskWork | None:
-    """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not).
-    The reference is built as an evaluation in `mode` builds it; on fresh seeds, the judge keeps it, and the
-    task's first evaluation in that mode takes those seeds (`stages/ahead.py`).
+async def run(lanes: Lanes, task: Task, mode: Mode) -> tuple[TaskWork | None, Prepared | None]:
+    """What the task's reference does at full size, as the judge recorded it on loading it (None: it could not),
+    and what the judge found preparing its reference (its facts: is the task degenerate). The reference is built as
+    an evaluation in `mode` builds it; on fresh seeds, the judge keeps it, and the task's first evaluation in that
+    mode takes those seeds (`stages/ahead.py`).
 
     Raises:
         TaskError: the task's own code failed, with the reason.
@@ -37,7 +39,7 @@ async def run(lanes: Lanes, task: Task, mode: Mode) -> TaskWork | None:
         return await _check_on(lane, task, ctx, lane.make_job(ctx, task_path.parent, task_path))
 
 
-async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork | None:
+async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> tuple[TaskWork | None, Prepared | None]:
     judge, lock = lane.judge, lane.lock
     assert judge is not None
 
@@ -69,22 +71,34 @@ async def _check_on(lane: Lane, task: Task, ctx: Run, job: JobSpec) -> TaskWork 
     fresh = job.init_seed is not None
     job = job.model_copy(update={"keep_reference": True})
     started = time.perf_counter()
-    try:
-        loaded = await ask(
-            Load(job=job),
-            lane.config.load_timeout_s,
-            "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
-        )
-        if lock is not None:  # the forward runs on the device; no candidate is timed beside it
-            await lock.acquire()
+    async with contextlib.AsyncExitStack() as held:
+        if lane.memory is not None:  # the judge's part of an evaluation's memory: the reference it builds
+            try:
+                size = await need(judge, lane.memory, lane.config, job, worker=False)
+            except EvaluatorError as exc:
+                raise EvaluatorError(f"could not check task {task.name!r}: {exc}") from None
+            await held.enter_async_context(lane.memory.reserve(size))
         try:
-            await ask(Prepare(job_id=job.job_id), lane.config.trial_timeout_s * (job.trials + 3), "Model's forward")
-        finally:
-            if lock is not None:
-                lock.release()
-        if fresh:
-            lane.ahead.keep(lane.where, job, time.perf_counter() - started)
-        return loaded.work if isinstance(loaded, Loaded) else None
-    finally:
-        with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
-            await judge.release(job.job_id)
+            loaded = await ask(
+                Load(job=job),
+                lane.config.load_timeout_s,
+                "importing its module, building Model(*get_init_inputs()) and drawing get_inputs()",
+            )
+            if lock is not None:  # the forward runs on the device; no candidate is timed beside it
+                await lock.acquire()
+            try:
+                prepared = await ask(
+                    Prepare(job_id=job.job_id), lane.config.trial_timeout_s * (job.trials + 3), "Model's forward"
+                )
+            finally:
+                if lock is not None:
+                    lock.release()
+            if fresh:
+                lane.ahead.keep(lane.where, job, time.perf_counter() - started)
+            return (
+                loaded.work if isinstance(loaded, Loaded) else None,
+                prepared if isinstance(prepared, Prepared) else None,
+            )
+        finally:  # within the reservation: the judge's answer says what it keeps of the reference
+            with anyio.CancelScope(shield=True), contextlib.suppress(EvaluatorError):
+                await judge.release(job.job_id)
