@@ -40,7 +40,7 @@ from adaexplore.executor.worker._coverage_held import (
 )
 from adaexplore.executor.worker._coverage_launch import Reach, launch_reach
 from adaexplore.executor.worker._coverage_views import element_index, view_spans
-from adaexplore.executor.worker._footprint_spans import intersect, subtract, total
+from adaexplore.executor.worker._ir_walk_spans import intersect, subtract, total
 
 __all__ = ["COVERAGE_BUDGET_S", "CoverageRecorder"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaexplore.executor.worker._footprint_spans import merge, subtract
+from adaexplore.executor.worker._ir_walk_spans import merge, subtract
 
 __all__ = [
     "EMPTY",

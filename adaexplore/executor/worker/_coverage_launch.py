@@ -1,5 +1,5 @@
 """Where one compiled launch writes, argument by argument, and which bytes of watched arguments it surely reads
-(see `_footprint`, `_footprint_spans`)."""
+(see `_ir_walk`, `_ir_walk_spans`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from adaexplore.executor.worker._footprint import Access, OutOfTime, walk_launch
-from adaexplore.executor.worker._footprint_spans import access_spans, merge
-from adaexplore.executor.worker._footprint_values import Desc, Ints, Ptr, TooLarge, Value
+from adaexplore.executor.worker._ir_walk import Access, OutOfTime, walk_launch
+from adaexplore.executor.worker._ir_walk_spans import access_spans, merge
+from adaexplore.executor.worker._ir_walk_values import Desc, Ints, Ptr, TooLarge, Value
 from adaexplore.roofline import parse_ttir
 
 __all__ = ["Reach", "launch_reach"]

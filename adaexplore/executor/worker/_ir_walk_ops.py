@@ -1,4 +1,4 @@
-"""The operations of a walk of Triton IR (see `_footprint`): the environment of values, integer and boolean
+"""The operations of a walk of Triton IR (see `_ir_walk`): the environment of values, integer and boolean
 arithmetic, the block's shapes, pointers, and the stores and loads handed on as `Access`es."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from adaexplore.executor.worker._footprint_values import (
+from adaexplore.executor.worker._ir_walk_values import (
     Bools,
     Compare,
     Frame,

@@ -10,7 +10,7 @@ its stores count as reaching anywhere. So the accesses say where a launch *may* 
 one the launch surely never writes. Loads are handed on the other way (`certain` accesses only, exact masks only),
 where the caller watches an argument.
 
-Values are held for many programs at once (`_footprint_values`); where a branch or a loop's trip count differs from
+Values are held for many programs at once (`_ir_walk_values`); where a branch or a loop's trip count differs from
 program to program, the programs taking each path are walked as a sub-frame.
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from adaexplore.executor.worker._footprint_memory import MemoryOps
-from adaexplore.executor.worker._footprint_ops import Access
-from adaexplore.executor.worker._footprint_slice import LOADS, STORES, needed_values
-from adaexplore.executor.worker._footprint_values import Bools, Frame, Ints, TooLarge, Value, merged, trip_pairs
+from adaexplore.executor.worker._ir_walk_memory import MemoryOps
+from adaexplore.executor.worker._ir_walk_ops import Access
+from adaexplore.executor.worker._ir_walk_slice import LOADS, STORES, needed_values
+from adaexplore.executor.worker._ir_walk_values import Bools, Frame, Ints, TooLarge, Value, merged, trip_pairs
 from adaexplore.roofline import KernelIR
 
 __all__ = ["Access", "OutOfTime", "walk_launch"]
@@ -56,7 +56,7 @@ class _Walk(MemoryOps):
         self.deadline = deadline
         self.depth = 0
         self._interesting: dict[int, bool] = {}
-        # the values the walk computes (None: all of them), see _footprint_slice
+        # the values the walk computes (None: all of them), see _ir_walk_slice
         self.needed: set[str] | None = None
 
     # ---- walking -------------------------------------------------------------------------------------------

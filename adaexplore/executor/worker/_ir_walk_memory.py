@@ -1,4 +1,4 @@
-"""The memory operations of a walk of Triton IR (see `_footprint`): pointers, tensor descriptors, and the stores,
+"""The memory operations of a walk of Triton IR (see `_ir_walk`): pointers, tensor descriptors, and the stores,
 atomics and loads the walk hands on as `Access`es."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from adaexplore.executor.worker._footprint_ops import Access, WalkOps
-from adaexplore.executor.worker._footprint_values import (
+from adaexplore.executor.worker._ir_walk_ops import Access, WalkOps
+from adaexplore.executor.worker._ir_walk_values import (
     Bools,
     Compare,
     Desc,

@@ -1,10 +1,10 @@
-"""The values a walk of a kernel's Triton IR computes for many programs at once (see `_footprint`).
+"""The values a walk of a kernel's Triton IR computes for many programs at once (see `_ir_walk`).
 
 Every value is held for the programs of a frame at once: its arrays have the programs as their first axis (of
 length 1 where the value is the same for all of them) and the block's axes after it (of length 1 where the value
 does not vary along that axis). An integer is a sum of such arrays, kept apart as long as they vary along different
 axes, so that `rows[:, None] * stride + cols[None, :]` over a 128x128 tile costs 256 numbers per program, not 16384.
-A mask is a conjunction of parts, each a boolean array or a comparison not yet made (`Compare`), which the footprint
+A mask is a conjunction of parts, each a boolean array or a comparison not yet made (`Compare`), which the walk
 resolves per axis (a lane range per program) without ever building the tile. A pointer is the kernel argument it
 comes from and its offset in bytes. Nothing is known of data: a loaded value, a float, a dot is `None`.
 """

@@ -1,6 +1,6 @@
 """The bytes an access reaches, as sorted, disjoint [start, end) ranges, and the algebra of such ranges.
 
-An access's offsets are a sum of parts that each vary along some of the block's axes (`_footprint_values`). The
+An access's offsets are a sum of parts that each vary along some of the block's axes (`_ir_walk_values`). The
 axes fall into groups that vary together (in one part of the offset or of the mask); the bytes reached are then
 every sum of one value per group. One group is kept as runs of consecutive bytes (the one with the longest runs: a
 tile's row), the others are listed value by value, so a 128x128 tile of a row-major matrix is 128 ranges, not 16384
@@ -18,8 +18,8 @@ import itertools
 
 import numpy as np
 
-from adaexplore.executor.worker._footprint import Access
-from adaexplore.executor.worker._footprint_values import Bools, Compare, TooLarge, dense_size_check
+from adaexplore.executor.worker._ir_walk import Access
+from adaexplore.executor.worker._ir_walk_values import Bools, Compare, TooLarge, dense_size_check
 
 __all__ = ["SPAN_CAP", "access_spans", "intersect", "merge", "subtract", "total"]
 
