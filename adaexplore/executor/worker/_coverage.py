@@ -45,8 +45,8 @@ from adaexplore.executor.worker._ir_walk_spans import intersect, subtract, total
 
 __all__ = ["COVERAGE_BUDGET_S", "CoverageRecorder"]
 
-# the seconds the check may spend following launches in one evaluation; past it, launches are taken as writing
-# everywhere they might
+# the CPU seconds the check may spend in one evaluation (CPU time, of the walking thread: a busy machine changes
+# nothing it finds); past them, launches are taken as writing everywhere they might
 COVERAGE_BUDGET_S = 3.0
 
 
@@ -60,7 +60,8 @@ class CoverageRecorder:
         self.failed = ""  # the check's own failure, where it failed
         self.held: dict[int, Held] = {}
         self.budget_s = budget_s
-        self.spent = 0.0  # the seconds spent following, all told
+        self.spent = 0.0  # the seconds spent following, all told (the verdict's `coverage` phase)
+        self.cpu_spent = 0.0  # ... in CPU time, which the budget counts
         self.notes: list[str] = []
         self.launches = 0
         # an autotuned kernel's configs, each config's reach, until the group is done
@@ -97,7 +98,7 @@ class CoverageRecorder:
         not autotuned). Never raises: what it cannot follow is noted, and taken as writing everywhere."""
         if self.broken:
             return
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         # the evaluator's own work, like the compiler's: told as such, so the candidate's budget is not charged
         with compiling(f"{getattr(jit, '__name__', '?')} (followed for full coverage)"):
             try:
@@ -105,6 +106,7 @@ class CoverageRecorder:
             except Exception as exc:
                 self.fail(exc)
         self.spent += time.perf_counter() - started
+        self.cpu_spent += time.thread_time() - cpu_started
 
     def _launch(
         self, jit: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, kernel: Any, group: Any
@@ -115,7 +117,7 @@ class CoverageRecorder:
         watched = {name for name, value in arguments if value is not None and self.holes_in(value) is not None}
         try:
             # the budget counts the time spent following, not the compiles between launches
-            deadline = time.monotonic() + max(0.0, self.budget_s - self.spent)
+            deadline = time.thread_time() + max(0.0, self.budget_s - self.cpu_spent)
             reach = launch_reach(jit, args, kwargs, grid, kernel, watched, deadline)
         except Exception as exc:  # a construct the walk does not know: taken as writing everywhere
             name = getattr(jit, "__name__", "?")
@@ -303,10 +305,11 @@ class _Watch(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not self.recorder.broken:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             try:
                 self.recorder.operator(func, args, kwargs, out)
             except Exception as exc:
                 self.recorder.fail(exc)
             self.recorder.spent += time.perf_counter() - started
+            self.recorder.cpu_spent += time.thread_time() - cpu_started
         return out

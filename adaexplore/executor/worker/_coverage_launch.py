@@ -107,7 +107,7 @@ def launch_reach(
         # every range of this share first, then kept: a share walked again in smaller parts is not counted twice
         found: list[tuple[Access, np.ndarray | None]] = []
         for access in accesses:
-            if time.monotonic() > deadline:
+            if time.thread_time() > deadline:
                 raise OutOfTime()
             found.append((access, access_spans(access)))
         for access, spans in found:

@@ -87,7 +87,7 @@ class _Walk(MemoryOps):
             if op.name in ("scf.yield", "scf.condition", "tt.return"):
                 operands = op.operands()
                 return operands[1:] if op.name == "scf.condition" else operands
-            if time.monotonic() > self.deadline:
+            if time.thread_time() > self.deadline:
                 raise OutOfTime()
             self.op(op)
         return []
@@ -164,7 +164,7 @@ class _Walk(MemoryOps):
         assert frame is not None
         counts = np.broadcast_to(trips, (frame.size,)).astype(np.int64)
         for rows, k in trip_pairs(counts, SHARE_CAP):
-            if time.monotonic() > self.deadline:
+            if time.thread_time() > self.deadline:
                 raise OutOfTime()
             self.frame = frame.sub(rows)
             start = low if low.shape[0] == 1 else low[rows]
@@ -330,7 +330,7 @@ def walk_launch(
     share = min(programs, SHARE_CAP)
     start = 0
     while start < programs:
-        if time.monotonic() > deadline:
+        if time.thread_time() > deadline:
             raise OutOfTime()
         stop = min(programs, start + share)
         linear = np.arange(start, stop, dtype=np.int64)

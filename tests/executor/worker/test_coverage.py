@@ -59,6 +59,16 @@ CASES: dict[str, tuple[str, dict | None]] = {
         """,
         {"missing": 64000 - 256, "first": [0, 256], "last": [63, 999], "writers": ["double over grid (1,)"]},
     ),
+    # the same kernel with no time for the walk: taken as writing everywhere it might, and said (no gap claimed)
+    "out_of_time": (
+        """
+        def forward(self, x):
+            y = torch.empty_like(x)
+            double[(1,)](x, y, 0, x.numel(), BLOCK=256)
+            return y
+        """,
+        None,
+    ),
     "grid_from_the_sizes": (
         """
         def forward(self, x):
@@ -324,8 +334,9 @@ def positive(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 # what the check says it could not follow, where it could not
 NOTES = {
+    "out_of_time": "double was followed only in part: it ran out of time",
     "a_mask_that_depends_on_the_data_is_not_held_against_it": "positive was followed only in part: its stores "
-    "into y_ptr are masked by data"
+    "into y_ptr are masked by data",
 }
 
 SCRIPT = """
@@ -356,7 +367,8 @@ for name, path in cases.items():
     module = import_file(CANDIDATE_MODULE, path)
     told.clear()
     with cuda_on_cpu(), torch.no_grad():
-        stopped, _, coverage = full_size_pass(tracker, module.ModelNew, task, None, CoverageRecorder(232448))
+        recorder = CoverageRecorder(232448, budget_s=0.0 if name == "out_of_time" else 3.0)
+        stopped, _, coverage = full_size_pass(tracker, module.ModelNew, task, None, recorder)
     found[name] = {"stopped": stopped, "coverage": coverage.model_dump() if coverage else None, "told": list(told)}
 print(json.dumps(found))
 """
