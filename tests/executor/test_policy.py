@@ -169,7 +169,7 @@ def real_codes(source: str) -> list[str]:
         ("import torch\ndef f(self):\n    return self._C\nf(torch.nn.modules.module)", "module_value"),
         ("from torch.nn import modules\nx = [modules][0]", "module_value"),
         # objects that come from modules out of bounds, whatever module holds them
-        ("import torch\nd = torch.nn.parallel.distributed.dataclass", "module_reach"),
+        ("import torch\nd = torch.nn.parallel.distributed.dataclass", "banned_api"),
         ("import torch\nl = torch.autograd.graph.log", "module_reach"),
         ("import triton\nc = triton.compile", "banned_api"),
         # the same banned function re-exported by another module, and streams under other names

@@ -63,6 +63,27 @@ def _origin(value: object) -> str | None:
     return f"from the module {module}"
 
 
+def _import_dotted(dotted: str) -> object | None:
+    """The object a dotted name names. Under triton the longest module prefix is imported first: whether
+    triton.tools.tensor_descriptor is an attribute of triton depends on what was imported before, and the
+    table must not. Elsewhere only the root is imported (torch.utils.cpp_extension alone would pull in
+    distutils and take most of a second)."""
+    parts = dotted.split(".")
+    longest = len(parts) if parts[0] == "triton" else 1
+    for split in range(longest, 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:split]))
+        except Exception:  # not a module (an attribute), not installed, or not in this version
+            continue
+        try:
+            for part in parts[split:]:
+                value = getattr(value, part)
+        except AttributeError:
+            return None
+        return value
+    return None
+
+
 @functools.cache
 def _banned_objects() -> dict[int, str]:
     """The objects the banned names name, by identity (resolved where torch and triton are loaded): the same
@@ -70,12 +91,8 @@ def _banned_objects() -> dict[int, str]:
     is refused under any name."""
     found: dict[int, str] = {}
     for dotted in _BANNED_NAMES:
-        parts = dotted.split(".")
-        try:
-            value: object = importlib.import_module(parts[0])
-            for part in parts[1:]:
-                value = getattr(value, part)
-        except Exception:  # not installed, or not in this version
+        value = _import_dotted(dotted)
+        if value is None:  # not installed, or not in this version
             continue
         if not isinstance(value, int | float | str | bool | type(None)):
             found[id(value)] = dotted

@@ -1,4 +1,4 @@
-# Triton fp16 hi/lo split pass (round to nearest, the weight scaled by 2^8 first) + one Triton GEMM with 3 fp16 dots per K step (fp16x3, fp32 accumulation), 128x128x64 w8 s3, epilogue fused
+# Triton fp16 hi/lo split pass (round to nearest, the weight scaled by 2^8 first) + one Triton GEMM with 3 fp16 dots per K step chained on one fp32 accumulator (an H100 measured 2.89e-5 at K = 8192, over strict's 2e-5), 128x128x64 w8 s3, epilogue fused
 import torch
 import torch.nn as nn
 import triton
