@@ -43,7 +43,7 @@ END_TO_END = (
     "benchmarks/",
     "executor/test_small_sizes.py",
     "executor/worker/test_compile_only.py",
-    "executor/worker/test_coverage.py",
+    "executor/worker/test_coverage_walk.py",
     "executor/worker/test_interpret_precision.py",
     "executor/worker/test_interpret_shim.py",
     "executor/worker/test_launches.py",
