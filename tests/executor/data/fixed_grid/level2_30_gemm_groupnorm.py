@@ -5,7 +5,8 @@ import triton.language as tl
 
 
 # KernelBench Level 2 problem 30: cuBLAS GEMM, then GroupNorm and Hardtanh in Triton, one program per (row, group)
-# over a fixed grid of 64 programs: enough for the small sizes (2 rows of 16 groups), not for 1024 rows
+# over a fixed grid of 64 programs: enough for the small sizes (2 rows of 16 groups), not for 1024 rows; correct
+# wherever it runs
 @triton.jit
 def _group_norm_hardtanh(y_ptr, w_ptr, b_ptr, out_ptr, rows, C, G, eps, lo, hi, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -15,15 +16,19 @@ def _group_norm_hardtanh(y_ptr, w_ptr, b_ptr, out_ptr, rows, C, G, eps, lo, hi, 
     if row < rows:
         base = row * C + group * per
         acc = tl.zeros((BLOCK,), tl.float32)
+        for start in range(0, per, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            m = cols < per
+            acc += tl.load(y_ptr + base + cols, mask=m, other=0.0)
+        mean = tl.sum(acc) / per
+        # the variance from the deviations (two passes), not E[x^2] - mean^2, which cancels in float32
         sq = tl.zeros((BLOCK,), tl.float32)
         for start in range(0, per, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             m = cols < per
-            v = tl.load(y_ptr + base + cols, mask=m, other=0.0)
-            acc += v
-            sq += v * v
-        mean = tl.sum(acc) / per
-        var = tl.sum(sq) / per - mean * mean
+            d = tl.where(m, tl.load(y_ptr + base + cols, mask=m, other=0.0) - mean, 0.0)
+            sq += d * d
+        var = tl.sum(sq) / per
         rstd = 1.0 / tl.sqrt(var + eps)
         for start in range(0, per, BLOCK):
             cols = start + tl.arange(0, BLOCK)
