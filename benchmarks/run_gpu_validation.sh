@@ -10,6 +10,14 @@
 #                                               # policy on and off, whose fault a failure is, the examples (PART=1
 #                                               # or 2 runs half, for machines lent in 10-minute calls)
 #   benchmarks/run_gpu_validation.sh whole      # the whole test suite (PART=1 or 2: half of it)
+#   benchmarks/run_gpu_validation.sh validate   # the whole suite in calls of at most BUDGET_S (540) seconds: the trust
+#                                               # set first, most telling first, then the rest; each call goes on where
+#                                               # the last stopped (state in test-artifacts/gpu-validation; RESTART=1
+#                                               # starts over) and writes $OUT/validation-summary.md
+#   benchmarks/run_gpu_validation.sh pinned     # where page-locked host memory shows and what refuses it, for each way
+#                                               # of pinning (benchmarks/pinned_probe.py; about a minute)
+#   benchmarks/run_gpu_validation.sh recheck    # whether 44 rechecks catch a kernel lazy on a random tenth of its timed
+#                                               # calls, and what they cost (benchmarks/recheck_catch.py; resumes)
 #   benchmarks/run_gpu_validation.sh suite      # the KernelBench suite benchmark (IDS=1-10 picks problems; resumes)
 #   benchmarks/run_gpu_validation.sh truth      # our corpus of GPU truth measured (resumes), the speed of light checked,
 #                                               # and the estimate scored and fitted on both corpora
@@ -81,6 +89,20 @@ case "${1:-tests}" in
     # shellcheck disable=SC2086  # the list is split on purpose
     timeout -s INT "${TEST_TIMEOUT:-1800}" python3 -m pytest -v -p no:cacheprovider -rfEs --durations=15 \
       -n "${WORKERS:-12}" --dist loadscope $files 2>&1 | tee "$OUT/pytest-whole${PART:-}.log"
+    ;;
+  validate)
+    python3 benchmarks/gpu_validation.py --out "$OUT" --budget-s "${BUDGET_S:-540}" --workers "${WORKERS:-8}" \
+      ${RESTART:+--restart}
+    ;;
+  pinned)
+    timeout 300 python3 benchmarks/pinned_probe.py --out "$OUT" --mib "${MIB:-1024}" 2>&1 | tee "$OUT/pinned_probe.txt"
+    ;;
+  recheck)
+    # the rows are kept beside the checkout between calls, and copied to $OUT
+    mkdir -p test-artifacts/recheck-catch
+    timeout "${BENCH_TIMEOUT:-560}" python3 benchmarks/recheck_catch.py --out test-artifacts/recheck-catch \
+      --budget-s "${BUDGET_S:-480}" 2>&1 | tail -"${TAIL:-8}"
+    cp test-artifacts/recheck-catch/recheck_catch.jsonl "$OUT/"
     ;;
   suite)
     # LEVEL_DIR: a KernelBench level; SUITE_HOME keeps the reference timings between calls that split it

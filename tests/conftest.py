@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -57,6 +58,7 @@ END_TO_END = (
     "executor/test_gpu_truth.py",
     "executor/test_construction.py",
     "executor/test_input_sets.py",
+    "executor/test_no_stray_sandbox.py",
     "flashinfer/",
     "memory/test_confirm_rule.py",
     "memory/test_starter.py",
@@ -106,13 +108,21 @@ def _no_event_loop_named(request: pytest.FixtureRequest) -> Iterator[None]:
         sniffio.current_async_library_cvar.reset(token)
 
 
+# set (`--setenv`) in a sandbox a test leaves without its parent on purpose, for a second, to show what the
+# launcher prevents: the check below passes over it, whichever test of whichever process sees it
+DELIBERATE = ("ADAEXPLORE_DELIBERATE_ORPHAN", "1")
+# how long a stray may take to go (a launcher ending a tree, an init reaping late, a loaded machine)
+_GRACE_S = 5.0
+
+
 def _stray_sandboxes(known: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Live bubblewrap processes that outlived the process that started them. A worker's outer bwrap has the
-    evaluator as parent; its inner one, the first process of the new PID namespace (two PIDs in `NSpid`), has the
-    outer one. An inner one whose parent is no bwrap, or an outer one reparented to init, is a stray."""
+    launcher (`host/_reaper.py`) as parent; its inner one, the first process of the new PID namespace (two PIDs in
+    `NSpid`), has the outer one. An inner one whose parent is no bwrap, or an outer one reparented to init, is a
+    stray; each is named with the evaluator whose exchange directory its command line names."""
     stray = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or entry.name in known:
             continue
         try:
             if (entry / "comm").read_text().strip() != "bwrap":
@@ -124,10 +134,16 @@ def _stray_sandboxes(known: set[str] | frozenset[str] = frozenset()) -> list[str
             inner = any(line.startswith("NSpid:") and len(line.split()) > 2 for line in status.splitlines())
             parent = int(ppid)
             above = "" if parent <= 1 else Path(f"/proc/{parent}/comm").read_text().strip()
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except (OSError, ValueError, IndexError):
             continue
-        if (parent <= 1 or (inner and above != "bwrap")) and entry.name not in known:
-            stray.append(f"pid {entry.name} ({'inner' if inner else 'outer'}, parent {parent} {above or 'init'})")
+        if "=".join(DELIBERATE) in "=".join(argv):
+            continue
+        if parent <= 1 or (inner and above != "bwrap"):
+            owners = sorted({m.group(1) for arg in argv for m in re.finditer(r"/adaexplore-(\d+)-", arg)})
+            owner = f", evaluator {'/'.join(owners)}" if owners else ""
+            kind = "inner" if inner else "outer"
+            stray.append(f"pid {entry.name} ({kind}, parent {parent} {above or 'init'}{owner})")
     return stray
 
 
@@ -136,20 +152,25 @@ _STRAYS_SEEN: set[str] = {line.split()[1] for line in _stray_sandboxes()}
 
 
 @pytest.fixture(autouse=True)
-def _no_sandbox_outlives_its_worker() -> Iterator[None]:
+def _no_sandbox_outlives_its_worker(request: pytest.FixtureRequest) -> Iterator[None]:
     """After every test: no bubblewrap process (nor the PID namespace it holds) is left without its worker. A
     process that ends takes a moment to go, so what is seen is looked at again for a few seconds. A stray that
     was there before the test began is not its doing (another run on this machine, an earlier test that failed
-    for it already), and is not counted again."""
+    for it already), and is not counted again. The check sees the whole machine: where tests run in parallel
+    (`-n`), a stray it names may be another process's test's, which the message says."""
     before = _STRAYS_SEEN  # as the previous test of this process left them: one scan a test, not two
     yield
     stray = _stray_sandboxes(before)
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + _GRACE_S
     while stray and time.monotonic() < deadline:
         time.sleep(0.2)
         stray = _stray_sandboxes(before)
     _STRAYS_SEEN.update(line.split()[1] for line in stray)
-    assert not stray, f"sandboxes outlived their workers: {', '.join(stray)}"
+    where = "" if "PYTEST_XDIST_WORKER" not in os.environ else " (or by a test running beside it)"
+    assert not stray, (
+        f"sandboxes outlived their workers after {request.node.nodeid}{where}, still there {_GRACE_S:.0f} s "
+        f"later: {', '.join(stray)}"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from adaexplore.agent._messages import Message, Reply, Usage
 from adaexplore.config import ModelConfig
 from adaexplore.errors import ModelError
+from adaexplore.listing import first_of
 
 __all__ = ["Message", "ModelClient", "Reply", "RetryHook", "Usage"]
 
@@ -277,7 +278,7 @@ class ModelClient:
             return
         names = [name for name in (getattr(m, "id", None) for m in getattr(page, "data", None) or []) if name]
         if names and self._name not in names:
-            listed = ", ".join(str(name) for name in names[:10]) + (", …" if len(names) > 10 else "")
+            listed = first_of([str(name) for name in names], 10)
             raise ModelError(self._unknown_model(f"it serves: {listed}"))
 
     async def _check_by_chat(self, timeout: float) -> None:

@@ -11,6 +11,7 @@ from typing import TextIO
 from adaexplore import tools
 from adaexplore.agent._explore import StepRecord, TaskSummary
 from adaexplore.domain import Status
+from adaexplore.listing import shorten
 
 __all__ = ["TerminalDisplay", "best_text", "format_speedup", "summary_table"]
 
@@ -139,7 +140,7 @@ class TerminalDisplay:
         self._clear()
         width = 200
         for line in self.lines.values():
-            self._write(self._render(line)[:width] + "\n")
+            self._write(shorten(self._render(line), width) + "\n")
         self._drawn = len(self.lines)
 
     def _write(self, text: str) -> None:

@@ -22,6 +22,7 @@ from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer
 from adaexplore.config import BackendChoice, ModeName, Settings
 from adaexplore.errors import RequestError, TaskError
+from adaexplore.listing import first_of
 
 if TYPE_CHECKING:
     from adaexplore.agent._client import ModelClient
@@ -396,7 +397,8 @@ async def adapt(settings: Settings, options: AdaptOptions, *, out: TextIO = sys.
             f"(torch {report.torch_version}, {report.catalogue_size} operators usable)\n"
         )
         if not report.tasks:
-            raise TaskError("no synthetic task passed the checks: " + "; ".join(r.reason for r in report.rejected[:5]))
+            why = first_of([r.reason for r in report.rejected], 5, sep="; ")
+            raise TaskError(f"no synthetic task passed the checks: {why}")
         async with tools.open_services(settings) as svc:
             writer = ModelWriter(client=client, svc=svc, label=model_name)
             svc = dataclasses.replace(svc, judge=writer)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from adaexplore.bench._table import format_speedup, status_counts
+from adaexplore.listing import shorten
 from adaexplore.store import BenchProblemRecord, BenchRecord
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class BenchDisplay:
         if row.degenerate:
             line += f" ({row.degenerate})"
         if status not in ("ok", "pending") and row.message:
-            line += f": {row.message.splitlines()[0][:160]}"
+            line += f": {shorten(row.message.splitlines()[0], 160)}"
         if self._progress is not None and self._task is not None:
             self._progress.console.print(line, markup=False, highlight=False)
             self._progress.update(self._task, completed=self._done)
@@ -105,7 +106,9 @@ class BenchDisplay:
     def _refresh(self) -> None:
         if self._progress is None or self._task is None:
             return
-        now = "; ".join(f"{pid} {self._names.get(pid, '')}: {text}"[:70] for pid, text in sorted(self.current.items()))
+        now = "; ".join(
+            shorten(f"{pid} {self._names.get(pid, '')}: {text}", 70) for pid, text in sorted(self.current.items())
+        )
         self._progress.update(self._task, statuses=status_counts(self.counts), now=now)
 
     # ---- the search loop's Observer ------------------------------------------------------------------

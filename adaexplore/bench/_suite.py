@@ -12,6 +12,7 @@ from pathlib import Path
 from adaexplore import tools
 from adaexplore.errors import RequestError
 from adaexplore.flashinfer import definition_files, is_trace_set, solution_definition
+from adaexplore.listing import first_of
 
 __all__ = ["EXAMPLES", "Problem", "Suite", "examples_dir", "parse_ids", "read_suite", "replay_files"]
 
@@ -188,12 +189,11 @@ def replay_files(folder: Path, suite: Suite) -> dict[int, Path]:
             if problem.name in solutions:
                 found[problem.id] = solutions[problem.name]
     if not found:
-        names = [f"{p.id}.py" for p in suite.problems[:3]]
-        present = sorted(p.name for p in folder.glob("*.py"))[:5]
+        names = [f"{p.id}.py" for p in suite.problems]
+        present = sorted(p.name for p in folder.glob("*.py"))
         raise RequestError(
             f"--replay {folder}: no file matches a problem of the suite. Name each kernel by its problem's id "
-            f"({', '.join(names)}{', …' if len(suite.problems) > 3 else ''}) or by the problem's file name "
-            f"({suite.problems[0].name}.py); the folder holds "
-            + (", ".join(present) + (", …" if len(present) == 5 else "") if present else "no .py files")
+            f"({first_of(names, 3)}) or by the problem's file name "
+            f"({suite.problems[0].name}.py); the folder holds " + (first_of(present, 5) if present else "no .py files")
         )
     return found

@@ -11,6 +11,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from adaexplore.bench._metrics import FAST_AT, BenchSummary, ProblemScore, SpeedupSummary, summarize
+from adaexplore.listing import shorten
 from adaexplore.store import BenchProblemRecord, BenchRecord
 
 __all__ = [
@@ -134,7 +135,7 @@ def _table(rows: Sequence[BenchProblemRecord]) -> Table:
     for r in rows:
         table.add_row(
             str(r.problem_id),
-            r.name[:44],
+            shorten(r.name, 44),
             r.status or "pending",
             format_speedup(r.speedup),
             format_speedup(r.compile_speedup),
@@ -221,7 +222,7 @@ def render_bench_list(benches: Sequence[BenchRecord], rows_of: dict[str, Sequenc
         mean = "not timed" if summary.eager is None else f"{summary.eager.mean:.3f}x"
         table.add_row(
             b.id,
-            b.suite[-40:],
+            shorten(b.suite, 40, keep="end"),
             b.mode,
             b.source,
             b.status,

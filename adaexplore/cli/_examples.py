@@ -6,6 +6,7 @@ from pathlib import Path
 
 import adaexplore
 from adaexplore.errors import RequestError
+from adaexplore.listing import first_of
 
 __all__ = ["examples_source", "write_examples"]
 
@@ -66,10 +67,7 @@ def write_examples(target: Path, *, force: bool = False) -> str:
     tasks = sorted(path.stem for path in (target / "tasks").glob("*.py"))
     lines = [f"wrote {written} files to {target}" + (f" ({same} were there already)" if same else "")]
     if kept:
-        lines.append(
-            f"left {len(kept)} changed files alone ({', '.join(kept[:5])}{', …' if len(kept) > 5 else ''}); "
-            "pass --force to overwrite them"
-        )
+        lines.append(f"left {len(kept)} changed files alone ({first_of(kept, 5)}); pass --force to overwrite them")
     lines.append(f"tasks: {', '.join(tasks)}")
     example = target / "tasks" / "row_softmax.py"
     lines.append(

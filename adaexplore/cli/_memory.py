@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from adaexplore.errors import RequestError
+from adaexplore.listing import shorten
 from adaexplore.tools import (
     RuleStatus,
     Services,
@@ -144,11 +145,15 @@ def _show(svc: Services, rule_id: int) -> str:
         f"last {rule.last_seen or '-'}",
         "signatures:",
     ]
-    lines += [f"  {sig}  {key[:150]}" for sig, key in detail.signatures] or ["  none"]
+    lines += [f"  {sig}  {shorten(key, 150)}" for sig, key in detail.signatures] or ["  none"]
     failures = detail.failures
-    lines.append(f"recent failures ({len(failures)} shown):")
+    older = f", the latest of {rule.occurrences} occurrences" if rule.occurrences > len(failures) else ""
+    lines.append(f"recent failures ({len(failures)} shown{older}):")
     for failure in failures:
         text = failure.error_text if len(failure.error_text) <= 600 else failure.error_text[:600] + " …(trimmed)"
         lines.append(f"  #{failure.id} task {failure.task_id} {failure.status} {failure.created_at[:19]}")
-        lines += [f"    {line}" for line in text.splitlines()[:12]]
+        shown = text.splitlines()
+        lines += [f"    {line}" for line in shown[:12]]
+        if len(shown) > 12:
+            lines.append(f"    … and {len(shown) - 12} more lines")
     return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import signal
 import sys
 import threading
@@ -93,7 +94,35 @@ def add_profile_parser(commands: argparse._SubParsersAction[OneLineErrors]) -> N
     )
 
 
+def _names(path: Path) -> set[str]:
+    """The classes and functions a module defines at its top level, read without running it (empty where the file
+    cannot be read or parsed: the evaluator then says what is wrong with it)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return set()
+    return {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _swapped(task: Path, kernel: Path) -> str | None:
+    """A hint when TASK and KERNEL were given the other way round: the task file defines a ModelNew and no Model,
+    the kernel file a Model and get_inputs and no ModelNew."""
+    if task.suffix != ".py" or kernel.suffix != ".py":
+        return None
+    as_task, as_kernel = _names(task), _names(kernel)
+    looks_like_task = {"Model", "get_inputs"} <= as_kernel and "ModelNew" not in as_kernel
+    if "ModelNew" in as_task and "Model" not in as_task and looks_like_task:
+        return (
+            f"{task} defines ModelNew (a kernel) and {kernel} defines Model and get_inputs (a task): the task comes "
+            f"first; did you mean `adaexplore profile {kernel} {task}`?"
+        )
+    return None
+
+
 def run_profile(args: argparse.Namespace, settings: Settings) -> int:
+    hint = _swapped(args.task, args.kernel)
+    if hint is not None:
+        raise RequestError(hint)
     if args.json not in (None, STDOUT) and Path(args.json).resolve() in (args.task.resolve(), args.kernel.resolve()):
         raise RequestError(f"--json {args.json} would write over the task or the kernel; give another file")
     # until the event loop watches for them, SIGTERM stops the command as Ctrl-C does (exit code 4, not 143)

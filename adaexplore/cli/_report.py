@@ -10,6 +10,7 @@ from adaexplore.cli._options import OneLineErrors
 from adaexplore.cli._output import write_file
 from adaexplore.config import Settings
 from adaexplore.errors import NotFoundError, RequestError
+from adaexplore.listing import first_of
 
 __all__ = ["add_report_parser", "run_report"]
 
@@ -76,7 +77,7 @@ def _some(ids: list[str], noun: str) -> str:
     plural = {"run": "runs", "bench": "benches"}[noun]
     if not ids:
         return f"no {plural}"
-    shown = ", ".join(ids[::-1][:3]) + (", …" if len(ids) > 3 else "")
+    shown = first_of(ids[::-1], 3)
     return f"{len(ids)} {noun if len(ids) == 1 else plural} ({shown})"
 
 

@@ -117,7 +117,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     stray.mkdir()
     (stray / "kernel.py").write_text("x = 1\n")
     out = bench("examples", "--replay", str(stray), home=tmp_path / "home")
-    assert out.returncode == 2 and "Name each kernel by its problem's id (1.py, 2.py, 3.py, …)" in out.stderr
+    assert out.returncode == 2 and "Name each kernel by its problem's id (1.py, 2.py, 3.py, and 5 more)" in out.stderr
     out = bench("examples", home=tmp_path / "home")
     assert out.returncode == 2 and "--replay DIR" in out.stderr and "--steps N" in out.stderr
     assert (

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from adaexplore.executor.host._spawn import process_tree_cpu_seconds
+from adaexplore.executor.host._watch import process_tree_cpu_seconds
 
 SPIN = "import time\nend = time.time() + 30\nwhile time.time() < end: pass"
 # a parent that sleeps while its child spins: the child's CPU time is the tree's

@@ -17,8 +17,8 @@ from adaexplore.errors import TaskError
 from adaexplore.executor import EvaluationOptions, Evaluator, Status, load_task
 from adaexplore.executor.host._pool import CorePlan, default_warm_workers, plan_cores
 from adaexplore.executor.host._process import WorkerProcess
-from adaexplore.executor.host._spawn import WorkerChannel, pin_process_tree
-from adaexplore.executor.host._watch import OutputCapture
+from adaexplore.executor.host._spawn import WorkerChannel
+from adaexplore.executor.host._watch import OutputCapture, pin_process_tree
 from adaexplore.executor.wire._protocol import Compared, Failed, MemoryQuery, MemoryReport, TaskFailed
 from tests.conftest import fast_settings
 from tests.executor.scripted import Die, Hang, ScriptedSpawner, fake_environment, no_sandbox

@@ -5,6 +5,7 @@ It never imports torch or triton and knows no stage of an evaluation; it speaks 
 (`executor.wire`) and starts them by module name (`python -m adaexplore.executor.worker`), never by import.
 
 - `_process`: one worker process, its output, its death and its namespace;
+- `_reaper`: the launcher each worker starts under, which ends the worker's tree when the evaluator dies first;
 - `_spawn`: the channel to a worker and the spawner that starts one (a test's scripted spawner stands in);
 - `_pool`: warm workers per backend and GPU, the judge's client, and the cores each may use;
 - `_sandbox`, `_worker_user`: the sandbox chosen once per evaluator, and the user its workers run as;

@@ -20,9 +20,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from adaexplore.config import Settings
 from adaexplore.executor.host._cgroup import oom_kills
+from adaexplore.executor.host._reaper import reaped
 from adaexplore.executor.host._sandbox import SandboxPlan
-from adaexplore.executor.host._spawn import process_tree_cpu_seconds
-from adaexplore.executor.host._watch import OutputCapture, namespace_init, tree_size
+from adaexplore.executor.host._watch import OutputCapture, namespace_init, process_tree_cpu_seconds, tree_size
 from adaexplore.executor.host._worker_user import hand_over
 from adaexplore.executor.wire._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor.wire._side import SideSocket, side_pair
@@ -156,6 +156,8 @@ class WorkerProcess:
             info = os.pipe()
             command[1:1] = ["--info-fd", str(info[1])]
             passed.append(info[1])
+        # through the launcher that ends the whole tree when this process dies first (`host/_reaper.py`)
+        command = reaped(command, os.getpid())
         try:
             # shielded: a start cancelled while the process is being made must still see it made, to kill it
             with anyio.CancelScope(shield=True):
@@ -310,8 +312,9 @@ class WorkerProcess:
             await self.process.wait()
 
     def kill(self) -> None:
-        """SIGKILL the worker's whole process group (anything it started dies with it) and, under bubblewrap,
-        the first process of its PID namespace, whose end takes every process of the namespace with it."""
+        """SIGKILL the worker's whole process group (its launcher, and anything it started dies with it) and,
+        under bubblewrap, the first process of its PID namespace, whose end takes every process of the namespace
+        with it."""
         if self._killed:
             return
         self._killed = True

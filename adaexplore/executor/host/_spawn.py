@@ -6,8 +6,6 @@ evaluator a spawner of its own whose channels answer commands from a script, wit
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -18,6 +16,7 @@ from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
 from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.host._watch import pin_process_tree
 from adaexplore.executor.wire._protocol import Event, Ready
 from adaexplore.executor.wire._side import SideSocket
 
@@ -27,8 +26,6 @@ __all__ = [
     "SpawnRequest",
     "Spawner",
     "WorkerChannel",
-    "pin_process_tree",
-    "process_tree_cpu_seconds",
 ]
 
 
@@ -157,54 +154,3 @@ class ProcessSpawner:
 
     def pin(self, worker: WorkerChannel, cpus: frozenset[int]) -> None:
         pin_process_tree(worker.pid, cpus)
-
-
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def process_tree_cpu_seconds(pid: int) -> float | None:
-    """User and system CPU time of `pid` and of every descendant it has now (a sandbox's launcher runs the worker as
-    its child, and the worker runs the compilers), with what their exited children used; None where /proc does not
-    show `pid`."""
-    pending, seen, ticks = [pid], set(), 0
-    found = False
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        try:
-            stat = Path(f"/proc/{current}/stat").read_text()
-            # the fields after the command name, which is in parentheses and may hold anything
-            fields = stat[stat.rindex(")") + 2 :].split()
-            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-            found = True
-            tasks = Path(f"/proc/{current}/task")
-            for tid in tasks.iterdir():
-                with contextlib.suppress(OSError, ValueError):
-                    pending += [int(c) for c in (tid / "children").read_text().split()]
-        except (OSError, ValueError, IndexError):
-            continue
-    return ticks / _TICKS if found else None
-
-
-def pin_process_tree(pid: int, cpus: frozenset[int]) -> None:
-    """Set the CPU affinity of every thread of `pid` and of its descendants (a sandbox's launcher runs the
-    worker as its child). Threads and processes made later inherit it. Best effort: one that exited meanwhile,
-    or that this process may not change, is skipped."""
-    pending, seen = [pid], set()
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        tasks = Path(f"/proc/{current}/task")
-        try:
-            tids = [int(t.name) for t in tasks.iterdir()]
-        except OSError:
-            continue
-        for tid in tids:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cpus)
-            with contextlib.suppress(OSError, ValueError):
-                pending += [int(c) for c in (tasks / str(tid) / "children").read_text().split()]

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.executor.host._process import WorkerProcess
+from adaexplore.executor.host._reaper import SCRIPT
 from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.wire._signals import STACK_SIGNAL
 
@@ -21,6 +22,8 @@ __all__ = ["Frame", "sample_stack", "thread_stacks", "worker_pids"]
 _HEADER = "(most recent call first)"
 _FRAME = re.compile(r'^\s+File "(?P<path>[^"]*)", line (?P<line>\d+) in (?P<name>\S+)', re.MULTILINE)
 _WORKER = "adaexplore.executor.worker"
+# the launcher above the sandbox names the worker's command too, but is no worker
+_LAUNCHER = str(SCRIPT).encode()
 # how long a worker has to write its stack (a busy machine may not run it at once), and how long its output must
 # stay still to count as written
 _WAIT_S = 2.0
@@ -35,8 +38,8 @@ class Frame:
 
 
 def worker_pids(root: int) -> list[int]:
-    """The Python worker processes in the tree under `root` (bubblewrap's launcher and the first process of its
-    namespace run the worker as their child; a compiler the worker runs is not one)."""
+    """The Python worker processes in the tree under `root` (our launcher, bubblewrap's and the first process of
+    its namespace run the worker as their child; a compiler the worker runs is not one)."""
     found: list[int] = []
     pending, seen = [root], set()
     while pending:
@@ -48,7 +51,7 @@ def worker_pids(root: int) -> list[int]:
             argv = Path(f"/proc/{current}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if _WORKER.encode() in argv and not argv[0].endswith(b"bwrap"):
+        if _WORKER.encode() in argv and not argv[0].endswith(b"bwrap") and _LAUNCHER not in argv:
             found.append(current)
         tasks = Path(f"/proc/{current}/task")
         with contextlib.suppress(OSError):

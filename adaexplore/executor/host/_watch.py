@@ -1,13 +1,15 @@
 """What the evaluator keeps of a worker from outside: the head and tail of what it writes, the size of its
-exchange directory, and a handle on the first process of its PID namespace."""
+exchange directory, a handle on the first process of its PID namespace, and its process tree in /proc (the CPU
+time it used, the cores it may run on)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 
-__all__ = ["OutputCapture", "namespace_init", "tree_size"]
+__all__ = ["OutputCapture", "namespace_init", "pin_process_tree", "process_tree_cpu_seconds", "tree_size"]
 
 
 class OutputCapture:
@@ -87,3 +89,54 @@ def namespace_init(fd: int) -> int | None:
         return os.pidfd_open(pid)
     except ProcessLookupError:
         return None
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_tree_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of `pid` and of every descendant it has now (a sandbox's launcher runs the worker as
+    its child, and the worker runs the compilers), with what their exited children used; None where /proc does not
+    show `pid`."""
+    pending, seen, ticks = [pid], set(), 0
+    found = False
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            stat = Path(f"/proc/{current}/stat").read_text()
+            # the fields after the command name, which is in parentheses and may hold anything
+            fields = stat[stat.rindex(")") + 2 :].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+            found = True
+            tasks = Path(f"/proc/{current}/task")
+            for tid in tasks.iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    pending += [int(c) for c in (tid / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return ticks / _TICKS if found else None
+
+
+def pin_process_tree(pid: int, cpus: frozenset[int]) -> None:
+    """Set the CPU affinity of every thread of `pid` and of its descendants (a sandbox's launcher runs the
+    worker as its child). Threads and processes made later inherit it. Best effort: one that exited meanwhile,
+    or that this process may not change, is skipped."""
+    pending, seen = [pid], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        tasks = Path(f"/proc/{current}/task")
+        try:
+            tids = [int(t.name) for t in tasks.iterdir()]
+        except OSError:
+            continue
+        for tid in tids:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, cpus)
+            with contextlib.suppress(OSError, ValueError):
+                pending += [int(c) for c in (tasks / str(tid) / "children").read_text().split()]

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from adaexplore.domain import Evaluation, KernelCost, Stats, Tolerance
 
-__all__ = ["render_evaluation", "static_cost_line", "static_cost_table"]
+__all__ = ["render_evaluation", "static_cost_line", "static_cost_table", "verdict_lines"]
+
+# the clauses a verdict's message opens with (stages/result.py joins them with "; "); a piece of the message that
+# opens none of them goes on with the clause before it (a second kernel's static cost, a third warning)
+_CLAUSE = re.compile(
+    r"(correct in |compiles for |static cost |no GPU timed|estimated |no estimate|\d[\d.]*x the speed of "
+    r"|\d+% of the speed of light|eager PyTorch reaches|warning: )"
+)
+_ESTIMATE_SHOWN = 6
 
 
 def _tolerance(tol: Tolerance) -> str:
@@ -84,6 +94,25 @@ def static_cost_line(costs: list[KernelCost]) -> str:
     return "; ".join(parts)
 
 
+def verdict_lines(message: str) -> list[str]:
+    """A verdict's message as lines a person reads: one clause a line, and what a clause lists (the kernels of a
+    static cost, an estimate's largest steps, the warnings) each on a line of its own below it, indented."""
+    lines: list[str] = []
+    listing = False
+    for piece in message.split("; "):
+        opens = _CLAUSE.match(piece) is not None
+        if opens or not lines:
+            if piece.startswith("static cost "):  # then each kernel: "static cost k1 at full sizes: …; k2 at …"
+                head, sep, first = "static cost", " ", piece.removeprefix("static cost ")
+            else:  # an estimate names its largest steps after its colon, the warnings theirs after "warning: "
+                head, sep, first = piece.partition(": ")
+            listing = bool(sep) and piece.startswith(("static cost ", "estimated ", "warning: "))
+            lines.extend([head + ":", "  " + first] if listing else [piece])
+        else:
+            lines.append(("  " + piece) if listing else piece)
+    return lines
+
+
 def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
     lines: list[str] = []
 
@@ -95,7 +124,7 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
     if title:
         lines.append(title)
     row("status", ev.status.value)
-    row("verdict", ev.message)
+    row("verdict", "\n".join(verdict_lines(ev.message)))
     row(
         "mode",
         f"{ev.mode.value} on {' + '.join(b.value for b in ev.backends) or 'no backend'} ({ev.provenance.sizes} sizes)",
@@ -145,7 +174,10 @@ def render_evaluation(ev: Evaluation, *, title: str = "") -> str:
     if ev.estimate is not None:
         e = ev.estimate
         speed.append(f"estimate   {e.ms:.4g} ms vs eager's {e.reference_ms:.4g} ms: {e.speedup:.2f}x (not measured)")
-        speed.extend(f"           {p.step} {p.ms:.4g} ms, {p.limit}: {p.detail}" for p in e.parts[:6])
+        speed.extend(f"           {p.step} {p.ms:.4g} ms, {p.limit}: {p.detail}" for p in e.parts[:_ESTIMATE_SHOWN])
+        if len(e.parts) > _ESTIMATE_SHOWN:
+            left = e.parts[_ESTIMATE_SHOWN:]
+            speed.append(f"           and {len(left)} more, {sum(p.ms for p in left):.4g} ms together")
     if speed:
         row("speed", "\n".join(speed))
     audit = []

@@ -149,6 +149,9 @@ class Timed(Msg):
     unseen_ms: float = 0.0
     rechecks: list[list[TensorFile]] = Field(default_factory=list)
     recheck_patterns: list[InputPattern | None] = Field(default_factory=list)
+    # each recheck's number among the timed calls (from 0), and how many calls were timed
+    recheck_calls: list[int] = Field(default_factory=list)
+    timed_calls: int = 0
     triton_time_share: float | None = None
     flags: list[AuditFlag] = Field(default_factory=list)
 

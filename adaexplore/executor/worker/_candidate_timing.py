@@ -162,6 +162,8 @@ class Timing(RunnerBase):
                 unseen_ms=measured.unseen_ms,
                 rechecks=rechecks,
                 recheck_patterns=patterns,
+                recheck_calls=measured.kept_calls,
+                timed_calls=measured.timed_calls,
                 triton_time_share=share,
                 flags=self.state.flags,
             )

@@ -1,20 +1,21 @@
 """What of a timed call's outputs the worker keeps for the judge to check again: a whole copy, or, where the
 copies of every rechecked call would not fit in the bytes allowed, a sample of each output's elements.
 
-A sample's positions are drawn after the call has returned, from a seed of fresh system randomness, so nothing
+A sample's positions are drawn after the call has returned, from a seed of fresh system randomness
+(`worker/_sampler.py`), so nothing
 the candidate runs can know them; the judge draws the same positions from the same seed (`positions`) and
 compares the reference's values there.
 """
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from adaexplore.executor.worker._faults import OutputTooLarge
+from adaexplore.executor.worker._sampler import random_seed
 from adaexplore.executor.worker._taskrun import flatten_output
 
 __all__ = ["Sampled", "kept_copy", "oversized", "positions"]
@@ -61,7 +62,7 @@ def kept_copy(out: Any, limit: int | None, sample: int = 0) -> list[torch.Tensor
     for tensor in tensors:
         plain = torch.Tensor.detach(tensor)
         if sample and tensor.numel() > sample:
-            seed = secrets.randbits(63)
+            seed = random_seed()
             where = positions(seed, plain.numel(), sample, plain.device)
             values = torch.Tensor.reshape(plain, (-1,))[where].clone()
             kept.append(Sampled(values=values, seed=seed, shape=list(plain.shape)))

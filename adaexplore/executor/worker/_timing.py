@@ -17,7 +17,6 @@ calls, chosen after each call returns (Sampler), are copied for the judge to che
 from __future__ import annotations
 
 import contextlib
-import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from adaexplore.executor.wire._modes import TimingSpec
 from adaexplore.executor.wire._protocol import InputPattern
 from adaexplore.executor.worker._kept import Sampled, kept_copy
 from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
+from adaexplore.executor.worker._sampler import Sampler, caught
 from adaexplore.executor.worker._taskrun import clone_args
 
 __all__ = ["Kept", "Measurement", "Sampler", "Timer", "caught", "summarize"]
@@ -69,6 +69,10 @@ class Measurement:
     kept: list[Kept] = field(default_factory=list)
     # the first input a kept call changed (its index), None where none did
     changed_input: int | None = None
+    # each kept call's number among the timed calls (from 0), in the order of `kept`
+    kept_calls: list[int] = field(default_factory=list)
+    # how many calls were timed
+    timed_calls: int = 0
 
 
 def _tensors_of(args: list[Any]) -> list[torch.Tensor]:
@@ -116,30 +120,6 @@ def summarize(times_ms: list[float], spec: TimingSpec, warmup_n: int = 0) -> Sta
         p90_ms=pct(0.9),
         trimmed_mean_ms=trimmed,
     )
-
-
-class Sampler:
-    """Chooses `want` of the next `total` calls, uniformly, deciding each call after it has returned from a
-    fresh draw of the system's randomness (selection sampling): while a call runs, nothing in the process
-    knows whether its outputs will be kept. A kernel wrong in a share `p` of the calls goes unseen with
-    probability at most (1 - p) ** want."""
-
-    def __init__(self, want: int, total: int) -> None:
-        self.left = max(0, min(want, total))
-        self.remaining = max(0, total)
-
-    def take(self) -> bool:
-        if self.remaining <= 0:
-            return False
-        keep = secrets.randbelow(self.remaining) < self.left
-        self.remaining -= 1
-        self.left -= keep
-        return keep
-
-
-def caught(want: int, share: float = 0.1) -> float:
-    """The probability that rechecking `want` calls catches a kernel wrong in `share` of them."""
-    return 1.0 - (1.0 - share) ** want
 
 
 class Timer:
@@ -266,6 +246,7 @@ class Timer:
                     if result.changed_input is None:
                         result.changed_input = _first_changed(_tensors_of(args), given(pattern))
                 del out
+            result.kept_calls, result.timed_calls = sampler.taken, len(result.times_ms)
         return result
 
     # strict: chunks of calls enqueued back to back ------------------------------------------------
@@ -309,6 +290,7 @@ class Timer:
             result.kept.extend(chunk.kept)
             if result.changed_input is None and chunk.kept_inputs is not None:
                 result.changed_input = _first_changed(chunk.kept_inputs[1], given(chunk.kept_inputs[0]))
+        result.kept_calls, result.timed_calls = sampler.taken, len(device)
         hidden = statistics.median(excess)
         result.unseen_ms = hidden
         if hidden > 0.05 * statistics.median(device) + 0.005:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -329,3 +330,40 @@ def test_floats_inside_list_arguments_are_scaled_and_named_tuples_stay_named() -
     assert isinstance(scaled, Pair) and float(scaled.a.max()) <= 1.0
     (copied,) = clone_args([Pair(x, indices)])
     assert isinstance(copied, Pair) and copied.a is not x and torch.equal(copied.b, indices)
+
+
+def test_a_candidate_that_replaces_pythons_randomness_cannot_steer_which_calls_are_rechecked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A lazy candidate that made every draw say "not this one" would be kept only on its last 44 calls, and one
+    # that made them say "this one" only on its first 44: it would be honest there and nowhere else. The choice
+    # draws from the system's randomness as the sampler took it at import, which no such patch reaches.
+    import random
+    import secrets
+
+    monkeypatch.setattr(secrets, "randbelow", lambda n: n - 1)
+    monkeypatch.setattr(secrets, "randbits", lambda k: 0)
+    monkeypatch.setattr(os, "urandom", lambda n: b"\xff" * n)
+    monkeypatch.setattr(random, "random", lambda: 0.999)
+    runs = []
+    for _ in range(200):
+        sampler = Sampler(44, 100)
+        kept = [i for i in range(100) if sampler.take()]
+        assert sampler.taken == kept  # the verdict names the call by this number
+        runs.append(kept)
+    assert sum(kept[0] < 56 for kept in runs) == 200  # not forced to the last 44
+    assert len({tuple(kept) for kept in runs}) == 200  # not forced to any fixed set
+
+
+def test_replacing_the_samplers_own_randomness_is_caught() -> None:
+    from adaexplore.executor.worker import _sampler
+    from adaexplore.executor.worker._guard import Guard
+
+    guard = Guard()
+    saved = _sampler._URANDOM
+    try:
+        _sampler._URANDOM = lambda n: b"\x00" * n  # every call kept until the 44 are used up: the first 44
+        flags = guard.check("timing")
+    finally:
+        _sampler._URANDOM = saved
+    assert any(f.code == "monkey_patch" and "_sampler._URANDOM" in f.message for f in flags), flags

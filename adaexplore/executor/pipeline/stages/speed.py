@@ -14,6 +14,7 @@ from adaexplore.domain import AuditFlag, Estimate, EstimatePart, Mode, SpeedOfLi
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
+from adaexplore.listing import first_of
 from adaexplore.roofline import (
     DEFAULT_TARGET,
     GPUS,
@@ -204,8 +205,8 @@ def estimate_for(
     if mine.ms <= 0 or theirs.ms <= 0:
         return None, "no estimate: nothing was recorded to time"
     speedup = theirs.ms / mine.ms
-    top = sorted(mine.parts, key=lambda p: p.ms, reverse=True)[:3]
-    made = "; ".join(f"{p.step} {p.ms:.3g} ms ({p.limit}: {p.detail})" for p in top)
+    top = sorted(mine.parts, key=lambda p: p.ms, reverse=True)
+    made = first_of([f"{p.step} {p.ms:.3g} ms ({p.limit}: {p.detail})" for p in top], 3, sep="; ")
     summary = (
         f"estimated {mine.ms:.3g} ms on an {gpu.name}, not measured ({speedup:.2f}x eager's estimated "
         f"{theirs.ms:.3g} ms): {made}"

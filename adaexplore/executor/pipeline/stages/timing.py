@@ -74,14 +74,14 @@ async def run(
             )
         assert isinstance(rechecked, Compared)
         ctx.correctness.rechecks = rechecked.results
-        bad = next((r for r in rechecked.results if not r.passed), None)
+        bad = next((k for k, r in enumerate(rechecked.results) if not r.passed), None)
         if bad is not None:
             ctx.correctness.passed = False
             raise Verdict(
                 Status.mismatch,
-                "the output of a timed call is wrong although the trials passed: "
-                f"{bad.message}. Results must not be cached or reused across calls; every call must "
-                "compute its output from its own inputs",
+                f"the output of a timed call{_which_call(timed, bad)} is wrong although the trials passed: "
+                f"{rechecked.results[bad].message}. Results must not be cached or reused across calls; every "
+                "call must compute its output from its own inputs",
             )
     statistic = timing.statistic
     ctx.fingerprint = lane.fingerprint
@@ -111,3 +111,10 @@ async def run(
                 )
             ]
         )
+
+
+def _which_call(timed: Timed, recheck: int) -> str:
+    """Which timed call the `recheck`-th recheck checked, as a verdict names it after "a timed call"."""
+    if recheck < len(timed.recheck_calls) and timed.timed_calls:
+        return f" (call {timed.recheck_calls[recheck]} of the {timed.timed_calls} timed, counted from 0)"
+    return ""
