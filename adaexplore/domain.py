@@ -219,6 +219,9 @@ class KernelCost(_Model):
     shared_memory: int | None = None
     # the assembler's warnings, in plain words
     warnings: list[str] = Field(default_factory=list)
+    # its advisories (`ptxas info : (C7515) Potential Performance Loss: ...`), each in one line with what usually
+    # fixes it
+    advisories: list[str] = Field(default_factory=list)
     skipped: str | None = None
 
 

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from adaexplore import tools
 from adaexplore.executor import ProgressUpdate
-from adaexplore.server._calls import acall, answer, call, evaluation_resources, services
+from adaexplore.server._calls import acall, answer, call, evaluation_resources, lean_verdict, services
 from adaexplore.server._progress import Report, with_progress
 from adaexplore.server._requests import MAX_CODE, MAX_INTEGER, an_id, takes
 
@@ -136,8 +136,14 @@ def _register_search(mcp: MCPServer) -> None:
         )
         best = " (the new best)" if result.is_new_best else ""
         where = f"; added as node {result.node_id}{best}" if result.node_id is not None else ""
+        if result.node_id is None and (request.run_id or request.expansion_id):
+            where = "; not added to the tree: the evaluator failed, not the kernel; try again"
+        whole = f"; the whole record: node://{result.node_id}/evaluation" if result.node_id is not None else ""
+        # the verdict once, in `message`: not in this line, nor again in the evaluation
         return answer(
-            result, f"{result.status}: {result.message}{where}", evaluation_resources("evaluation.", result.node_id)
+            lean_verdict(result),
+            f"{result.status}{where}; the verdict is `message`{whole}",
+            evaluation_resources("evaluation.", result.node_id),
         )
 
 

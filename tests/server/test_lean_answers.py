@@ -264,3 +264,34 @@ async def test_steps_of_searches_on_the_level2_corpus_stay_lean(tmp_path: Path) 
     sizes.sort()
     median = sizes[len(sizes) // 2]
     assert median <= STEP_MEDIAN, f"the median step answer is {median} characters (largest {sizes[-1]})"
+
+
+@pytest.mark.skipif(not LEVEL2.is_file(), reason="the KernelBench data (../shared/data/kernelbench) is not here")
+async def test_a_kernels_verdict_comes_once_and_its_whole_record_one_call_away(tmp_path: Path) -> None:
+    """compile_and_profile's answer carries the verdict once (in `message`; not in the line beside it, nor again in
+    its evaluation), and the node's evaluation resource holds the whole record."""
+    async with Client(server_with(Settings(home=tmp_path), CpuEvaluator())) as client:
+        _, task = await call(client, "create_task", source=LEVEL2.read_text(), name="gemm_multiply_leakyrelu")
+        _, run = await call(client, "start_run", task_id=task["task_id"], seed=1)
+        summary, made = await call(
+            client,
+            "compile_and_profile",
+            code=KERNEL,
+            run_id=run["run_id"],
+            parent_id=run["root_node_id"],
+            action="large",
+        )
+        verdict = made["message"]
+        assert "static cost linear_scale_leaky_kernel at full sizes" in verdict
+        whole = summary + json.dumps(made, ensure_ascii=False)
+        cost = next(c for c in verdict.split("; ") if c.startswith("static cost "))
+        assert once(cost, whole) == 1 and whole.count("no GPU timed it here") == 1
+        assert (
+            summary
+            == f"ok; added as node {made['node_id']} (the new best); the verdict is `message`; the whole "
+            + (f"record: node://{made['node_id']}/evaluation")
+        )
+        assert made["evaluation"]["message"] == "" and made["evaluation"]["audit"]["static_cost"]
+        record = await client.read_resource(f"node://{made['node_id']}/evaluation")
+        stored = json.loads(record.contents[0].text)  # type: ignore[union-attr]
+        assert stored["message"] in verdict and cost in stored["message"]

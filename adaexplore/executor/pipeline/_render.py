@@ -59,6 +59,7 @@ def static_cost_table(costs: list[KernelCost]) -> str:
     for c in order:
         lines.append(f"  {c.kernel} [{c.sizes}] {c.config}: {_cost(c)}")
         lines.extend(f"    ptxas warning: {w}" for w in c.warnings)
+        lines.extend(f"    ptxas advisory: {a}" for a in c.advisories)
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """What a kernel compiled for the GPU target costs, read without a GPU: registers, spills, shared memory and
-the assembler's warnings, per compiled specialization (one per autotune config).
+the assembler's warnings and advisories (`_ptxas_advice`), per compiled specialization (one per autotune config).
 
 Without a GPU the driver cannot report registers or spills, so they come from the assembler itself: Triton runs
 its bundled `ptxas` with `-v` when it builds a cubin and prints that log when `knobs.nvidia.dump_ptxas_log` is
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from adaexplore.domain import KernelCost
+from adaexplore.executor.worker._ptxas_advice import Advisory, parse_advisories
 
 __all__ = ["PtxasReport", "capture_ptxas_logs", "config_label", "kernel_cost", "parse_ptxas_log", "plain_warning"]
 
@@ -34,25 +35,19 @@ class PtxasReport:
     spill_stores: int = 0
     spill_loads: int = 0
     warnings: list[str] = field(default_factory=list)
+    # the `Potential Performance Loss` advisories (info lines or warnings)
+    advisories: list[Advisory] = field(default_factory=list)
 
 
 _REGISTERS = re.compile(r"Used (\d+) registers")
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _WARNING = re.compile(r"^ptxas\s+warning\s*:\s*(.*)$", re.MULTILINE)
-_SERIALIZED = re.compile(r"wgmma\.mma_async instructions are serialized due to (.*?)(?: in the function '[^']*')?\.?$")
 
 
 def plain_warning(text: str) -> str:
-    """An assembler warning in the words of someone writing the kernel."""
+    """An assembler warning in the words of someone writing the kernel (its performance advisories are read by
+    `_ptxas_advice`)."""
     text = text.strip()
-    found = _SERIALIZED.search(text)
-    if found:
-        reason = found.group(1).rstrip(".")
-        return (
-            "the tensor-core matrix multiplies (wgmma) run one after another instead of overlapping, because of "
-            f"{reason}; on Hopper that costs much of the dot's speed (keep the accumulator loop free of other "
-            "writes to it, use fewer registers per thread, or a smaller tile)"
-        )
     if "Registers are spilled" in text or "spill" in text.lower():
         return f"{text} (registers spill to local memory: use a smaller tile or fewer live values)"
     return re.sub(r"^Potential Performance Loss:\s*", "possible slowdown: ", text)
@@ -66,7 +61,8 @@ def parse_ptxas_log(log: str) -> PtxasReport:
     for stores, loads in _SPILLS.findall(log):
         report.spill_stores = max(report.spill_stores, int(stores))
         report.spill_loads = max(report.spill_loads, int(loads))
-    report.warnings = [plain_warning(w) for w in _WARNING.findall(log)]
+    report.advisories = parse_advisories(log)
+    report.warnings = [plain_warning(w) for w in _WARNING.findall(log) if "Potential Performance Loss" not in w]
     return report
 
 
@@ -166,6 +162,7 @@ def kernel_cost(name: str, sizes: Literal["full", "small"], label: str, kernel: 
         spill_loads=report.spill_loads,
         shared_memory=int(getattr(kernel.metadata, "shared", 0) or 0),
         warnings=report.warnings,
+        advisories=[a.said() for a in report.advisories],
     )
 
 

@@ -275,7 +275,7 @@ def launch_config(
         shared_memory=int(getattr(metadata, "shared", 0) or 0),
         spilled=bool(report.spill_stores or report.spill_loads),
         spill_bytes=int(report.spill_stores + report.spill_loads),
-        serialized_mma=any("one after another" in w for w in report.warnings),
+        serialized_mma=any(a.serializes for a in report.advisories),
         dot_flops=counts.dot_flops,
         dot_tile=counts.dot_tile,
         simt=counts.simt,

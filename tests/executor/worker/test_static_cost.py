@@ -218,8 +218,10 @@ ptxas info    : Used 255 registers, used 1 barriers
 """
     report = parse_ptxas_log(log)
     assert (report.registers, report.spill_stores, report.spill_loads) == (255, 48, 40)
-    assert len(report.warnings) == 1
-    assert "run one after another" in report.warnings[0]
-    assert "insufficient register resources for the wgmma pipeline" in report.warnings[0]
-    assert "function 'mm'" not in report.warnings[0]
+    # a performance advisory given as a warning is read once, as an advisory (test_ptxas_advice.py)
+    assert report.warnings == []
+    [advice] = report.advisories
+    assert advice.serializes and advice.function == "mm"
+    assert "run one after another" in advice.said() and "function 'mm'" not in advice.said()
+    assert "insufficient register resources for the wgmma pipeline" in advice.text
     assert plain_warning("Potential Performance Loss: something else").startswith("possible slowdown: ")

@@ -23,6 +23,7 @@ def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: 
     """The task's speed of light (with the kernel's fraction of it where a GPU timed it) and, where nothing did,
     a correct kernel's estimated time (see stages/speed.py); a time under the speed of light is flagged."""
     gpu = speed.target_gpu(config, environment, ctx.device)
+    ctx.add_flags(speed.advice_flags(ctx.audit.static_cost))
     sol = speed.sol_for(ctx.task, ctx.mode, ctx.task_work, gpu)
     if sol is not None and ctx.timing is not None and status is Status.ok and _timed_on(sol, environment, ctx):
         stat = ctx.timing.statistic

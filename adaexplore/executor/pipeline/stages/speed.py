@@ -10,7 +10,7 @@ why.
 from __future__ import annotations
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import AuditFlag, Estimate, EstimatePart, Mode, SpeedOfLight, Status
+from adaexplore.domain import AuditFlag, Estimate, EstimatePart, KernelCost, Mode, SpeedOfLight, Status
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
@@ -33,6 +33,7 @@ from adaexplore.roofline import (
 )
 
 __all__ = [
+    "advice_flags",
     "describe_estimate",
     "describe_sol",
     "estimate_for",
@@ -229,3 +230,22 @@ def estimate_for(
 
 def describe_estimate(estimate: Estimate) -> str:
     return estimate.summary
+
+
+def advice_flags(costs: list[KernelCost]) -> list[AuditFlag]:
+    """The assembler's advisories as warnings, one per kernel and advisory, from the largest sizes each kernel was
+    compiled at: "kernel _gemm (2 of its 4 configs, full sizes): ptxas C7515: ...; usually fixed by this: ..."."""
+    flags = []
+    for name in sorted({c.kernel for c in costs}):
+        own = [c for c in costs if c.kernel == name and c.skipped is None]
+        sizes = "full" if any(c.sizes == "full" for c in own) else "small"
+        kept = [c for c in own if c.sizes == sizes]
+        for advice in dict.fromkeys(a for c in kept for a in c.advisories):
+            having = sum(1 for c in kept if advice in c.advisories)
+            which = f"{having} of its {len(kept)} configs, " if len(kept) > 1 else ""
+            flags.append(
+                AuditFlag(
+                    code="ptxas_advisory", severity="warn", message=f"kernel {name} ({which}{sizes} sizes): {advice}"
+                )
+            )
+    return flags
