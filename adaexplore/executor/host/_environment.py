@@ -22,8 +22,9 @@ from adaexplore.errors import ConfigError, EvaluatorError
 __all__ = ["Environment", "check_gpus", "environment_without_gpus", "gpu_device_present", "probe_environment"]
 
 # Bump when a change to timing or comparison makes cached reference timings (and stored verdicts, which
-# identical code reuses) incomparable. 2: strict mode draws inputs on the GPU and warms up for 100 ms.
-PROTOCOL_VERSION = 2
+# identical code reuses) incomparable. 2: strict mode draws inputs on the GPU and warms up for 100 ms. 3: a CPU
+# verdict is `ok` only where the forward writes every element of its outputs at the task's full sizes.
+PROTOCOL_VERSION = 3
 
 
 class Environment(BaseModel):

@@ -16,6 +16,8 @@ __all__ = [
     "COMPILING",
     "Compared",
     "Compiled",
+    "Coverage",
+    "CoverageGap",
     "Done",
     "Event",
     "Failed",
@@ -87,6 +89,32 @@ class TargetCompiles(Msg):
     specializations: dict[str, int] = Field(default_factory=dict)
 
 
+class CoverageGap(Msg):
+    """An output of the forward at the task's full sizes with elements no launch or operator wrote."""
+
+    output: int  # its position among the forward's outputs
+    shape: list[int]
+    missing: int  # elements never written (or computed from elements never written)
+    first: list[int]  # the index of the first and the last of them
+    last: list[int]
+    # the launches that wrote into its buffer ("_k over grid (1,)"), and how holes came into it from other buffers
+    writers: list[str] = Field(default_factory=list)
+    derived: list[str] = Field(default_factory=list)
+
+
+class Coverage(Msg):
+    """What the forward writes at the task's full sizes, followed on shape-only tensors (worker/_coverage.py)."""
+
+    outputs: int  # outputs checked
+    launches: int  # launches followed
+    gaps: list[CoverageGap] = Field(default_factory=list)
+    # what the check could not follow (taken as writing everywhere it might)
+    notes: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    # the check's own failure (then no gap is claimed): never the kernel's
+    failed: str = ""
+
+
 class Compiled(Msg):
     kind: Literal["compiled"] = "compiled"
     kernels: list[str]
@@ -98,6 +126,8 @@ class Compiled(Msg):
     target_compiles: TargetCompiles | None = None
     # what one forward does at the task's full sizes, where a pass ran there (None: none did)
     work: ForwardWork | None = None
+    # whether that forward writes every element of its outputs (None: not followed)
+    coverage: Coverage | None = None
 
 
 class TrialsDone(Msg):

@@ -184,6 +184,7 @@ class CandidateRunner(CompilePass, Trials, Timing):
                 if self.backend is Backend.compile
                 else None,
                 work=self.work,
+                coverage=self.coverage,
             )
         )
         if self.backend is Backend.compile:

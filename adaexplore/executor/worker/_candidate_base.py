@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import torch
 
 from adaexplore.domain import AuditFlag, Backend, ErrorDetail, Status
-from adaexplore.executor.wire._protocol import Failed, TensorFile
+from adaexplore.executor.wire._protocol import Coverage, Failed, TensorFile
 from adaexplore.executor.wire._side import SideSocket
 from adaexplore.executor.worker._channel import Channel
 from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
@@ -91,6 +91,8 @@ class RunnerBase:
         self.job: Any = None
         # what one forward does at the task's full sizes (the compile pass's record; see _work_record)
         self.work: ForwardWork | None = None
+        # whether the forward at the task's full sizes writes every element of its outputs (see _coverage)
+        self.coverage: Coverage | None = None
         # the temporary paths in messages, as the candidate knows them (set by `run`)
         self.replacements: dict[str, str] = {}
 

@@ -14,6 +14,7 @@ import torch
 from adaexplore.domain import AuditFlag, Backend, Status
 from adaexplore.executor.wire._protocol import Phase, RunCandidate, TargetCompiles
 from adaexplore.executor.worker._candidate_base import RunnerBase, cloned
+from adaexplore.executor.worker._coverage import CoverageRecorder
 from adaexplore.executor.worker._errors import classify
 from adaexplore.executor.worker._full_size import full_size_pass
 from adaexplore.executor.worker._guard import Guard
@@ -118,8 +119,9 @@ class CompilePass(RunnerBase):
     def _compile_at_full_size(self, model_cls: type[torch.nn.Module]) -> None:
         """The same kernels compiled at the task's full sizes, on shape-only tensors (see `_full_size`)."""
         cast = getattr(torch, self.job.cast_floats_to) if self.job.cast_floats_to else None
+        recorder = CoverageRecorder(self.tracker.shared_memory_limit)
         try:
-            stopped, steps = full_size_pass(self.tracker, model_cls, self.job.task_path, cast)
+            stopped, steps, self.coverage = full_size_pass(self.tracker, model_cls, self.job.task_path, cast, recorder)
         except BaseException as exc:
             self._fail(classify(exc), "at the task's full sizes (compiled on shape-only tensors)", exc, "compile")
         self.work = ForwardWork(steps=steps, complete=not stopped, note=stopped)

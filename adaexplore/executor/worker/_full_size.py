@@ -183,12 +183,13 @@ def reference_work(task_path: str, cast: torch.dtype | None) -> tuple[TaskWork |
 
 
 def full_size_pass(
-    tracker: Any, model_cls: type[torch.nn.Module], task_path: str, cast: torch.dtype | None
-) -> tuple[str, list[Any]]:
+    tracker: Any, model_cls: type[torch.nn.Module], task_path: str, cast: torch.dtype | None, coverage: Any = None
+) -> tuple[str, list[Any], Any]:
     """Compile every kernel one forward launches at the task's full sizes, on shape-only tensors, through
-    `tracker` (compile-only), recording what the forward does (`tracker.recording_work`). Returns "" when the
-    pass went through the whole forward, else why it stopped early (host code that needs real data, such as
-    `.item()`; kernels launched after that were not compiled), and the record.
+    `tracker` (compile-only), recording what the forward does (`tracker.recording_work`) and, given a
+    `_coverage.CoverageRecorder`, whether it writes every element of its outputs. Returns "" when the pass went
+    through the whole forward, else why it stopped early (host code that needs real data, such as `.item()`;
+    kernels launched after that were not compiled), the record, and the coverage (None: not followed).
 
     Raises:
         what the compiler raised for a kernel at the full sizes (the candidate's compile error).
@@ -198,8 +199,11 @@ def full_size_pass(
     compile_only, tracker.compile_only = tracker.compile_only, True
     reason = ""
     steps: list[Any] = []
+    out: Any = None
+    watching = coverage.watching() if coverage is not None else contextlib.nullcontext()
+    tracker.coverage = coverage
     try:
-        with shape_only(), torch.no_grad():
+        with shape_only(), torch.no_grad(), watching:
             try:
                 init_args, inputs = full_size_args(task_path, cast)
                 model = model_cls(*init_args)
@@ -212,16 +216,18 @@ def full_size_pass(
             if not reason:
                 try:
                     with tracker.recording_work() as steps:
-                        tracker.count(lambda: model(*inputs))
+                        out, _ = tracker.count(lambda: model(*inputs))
                 except Exception as exc:
                     if classify(exc) in (Status.compile_error, Status.infra_error):
                         raise
                     reason = f"forward raised {type(exc).__name__} on shape-only tensors: {str(exc)[:300]}"
     finally:
+        tracker.coverage = None
         tracker.compile_only = compile_only
         tracker.target_compiles = small_compiles  # these count the small sizes, as their flag says
         # the GPU runs the full sizes: their shared memory is the kernel's; a kernel the pass did not reach
         # keeps its small-size number
         for name, used in small_shared.items():
             tracker.shared_memory.setdefault(name, used)
-    return reason, steps
+    covered = coverage.report(out) if coverage is not None and not reason else None
+    return reason, steps, covered

@@ -96,6 +96,8 @@ class LaunchTracker:
         # _work_record), while `recording_work` is open; the configs of the autotuned kernel compiling now
         self.work: list[Any] | None = None
         self.tune_group: Any = None
+        # compile-only at full size: where the forward's launches write (see _coverage), while one is given
+        self.coverage: Any = None
 
     # installation ------------------------------------------------------------------------------
     def install(self) -> None:
@@ -238,6 +240,8 @@ class LaunchTracker:
 
         assert self.work is not None
         record_launch(self.work, self.tune_group, jit, args, kwargs, grid, kernel)
+        if self.coverage is not None:
+            self.coverage.launch(jit, args, kwargs, grid, kernel, self.tune_group)
 
     @contextlib.contextmanager
     def recording_work(self) -> Iterator[list[Any]]:

@@ -1,8 +1,10 @@
-"""Stage 2 (machines without a GPU): the real Triton compiler builds every kernel for sm_90, unexecuted."""
+"""Stage 2 (machines without a GPU): the real Triton compiler builds every kernel for sm_90, unexecuted, and follows
+the forward at the task's full sizes (what it launches, and whether it writes every element of its outputs)."""
 
 from __future__ import annotations
 
 from adaexplore.domain import Backend
+from adaexplore.executor.pipeline.stages import coverage
 from adaexplore.executor.pipeline.stages.context import Run
 from adaexplore.executor.pipeline.stages.lane import Lanes
 from adaexplore.executor.pipeline.stages.worker import await_event, candidate
@@ -47,3 +49,6 @@ async def run(lanes: Lanes, ctx: Run) -> None:
     ctx.add_phase("compile", compiled.compile_s)
     if compiled.work is not None:
         ctx.candidate_work = compiled.work
+    ctx.coverage = compiled.coverage
+    if Backend.interpret not in ctx.planned:
+        coverage.check(ctx)  # else after the trials: a rule they find broken outweighs a gap

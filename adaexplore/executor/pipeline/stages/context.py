@@ -26,7 +26,7 @@ from adaexplore.domain import (
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import ModeSpec, mode_spec
-from adaexplore.executor.wire._protocol import Event
+from adaexplore.executor.wire._protocol import Coverage, Event
 from adaexplore.roofline import ForwardWork, TaskWork
 
 __all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
@@ -132,6 +132,10 @@ class Run:
         self.task_work: TaskWork | None = None
         self.task_work_note = ""
         self.candidate_work: ForwardWork | None = None
+        # whether that forward writes every element of its outputs (see stages/coverage.py), and whether the
+        # verdict has been drawn from it
+        self.coverage: Coverage | None = None
+        self.coverage_checked = False
         self.trial_kernels: list[str] | None = None
         # the small sizes with the reduction lengths back at full size, and their names (see stages/precision.py)
         self.reduction_sizes: dict[str, int | float] | None = None

@@ -9,7 +9,7 @@ from typing import Any
 from adaexplore.domain import Backend, Status
 from adaexplore.executor.host._environment import Environment
 from adaexplore.executor.pipeline.stages import compile as compile_stage
-from adaexplore.executor.pipeline.stages import full_path, numerics, precision, result, static
+from adaexplore.executor.pipeline.stages import coverage, full_path, numerics, precision, result, static
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
 from adaexplore.executor.pipeline.stages.lane import Lanes
 
@@ -48,6 +48,7 @@ async def run(
                     lanes, run, chosen, timed=timed, with_compile=with_compile, fresh_reference=fresh_reference
                 )
                 if chosen is Backend.interpret:
+                    coverage.check(run)
                     await full_path.run(lanes, run)
                     await precision.run(lanes, run)
         result.settle_speed(run, Status.ok, config, environment)
