@@ -38,8 +38,8 @@ def main() -> None:
     import torch
     import triton
 
-    from adaexplore.executor.worker._importing import import_file
-    from adaexplore.executor.worker._warmup_kernel import scale_kernel
+    from adaexplore.executor.worker.candidate._warmup_kernel import scale_kernel
+    from adaexplore.executor.worker.confine._importing import import_file
 
     if not torch.cuda.is_available():
         sys.exit("compile_stages.py needs a GPU")

@@ -2,7 +2,7 @@
 
 Every kernel of the corpora (`examples/kernels/*/correct.py`, `benchmarks/gpu_truth/`, the shared corpus of GPU
 truth, and the adversarial battery's honest corpus) is followed as the compile check follows it
-(worker/_coverage.py): its forward at its task's full sizes on shape-only tensors, each launch compiled for sm_90
+(worker/coverage/_coverage.py): its forward at its task's full sizes on shape-only tensors, each launch compiled for sm_90
 and walked for where it writes. A kernel that an H200 found `ok` (or, for our own corpus, one correct in the
 interpreter: its rows are not all measured yet) must have no gap; the table says which did, and how long the check
 itself took (the compile is not counted).
@@ -40,9 +40,9 @@ def _tracker():  # type: ignore[no-untyped-def]
     global _TRACKER
     if _TRACKER is None:
         from adaexplore.domain import Backend
-        from adaexplore.executor.worker._compile_only import activate_compile_only
-        from adaexplore.executor.worker._cuda_on_cpu import install_device_queries, install_is_cuda
-        from adaexplore.executor.worker._launches import LaunchTracker
+        from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
+        from adaexplore.executor.worker.candidate._launches import LaunchTracker
+        from adaexplore.executor.worker.cpu._cuda_on_cpu import install_device_queries, install_is_cuda
         from adaexplore.roofline import gpu_spec
 
         activate_compile_only("cuda:90")
@@ -58,11 +58,11 @@ def one(task: str, kernel: str) -> dict:
     """Follow one kernel's forward at its task's full sizes; what the check found, as a dict."""
     import torch
 
-    from adaexplore.executor.worker._coverage import CoverageRecorder
-    from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
-    from adaexplore.executor.worker._faults import CANDIDATE_MODULE
-    from adaexplore.executor.worker._full_size import full_size_pass
-    from adaexplore.executor.worker._importing import import_file
+    from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
+    from adaexplore.executor.worker.confine._importing import import_file
+    from adaexplore.executor.worker.cost._full_size import full_size_pass
+    from adaexplore.executor.worker.coverage._coverage import CoverageRecorder
+    from adaexplore.executor.worker.cpu._cuda_on_cpu import cuda_on_cpu
 
     tracker = _tracker()
     module = import_file(CANDIDATE_MODULE, kernel)

@@ -9,7 +9,7 @@ Per problem: the small sizes the real size probe derives (`SizeProber`, in its s
 sizes where the task is degenerate under either of two draws of the weights and names the task where every size
 makes it so), whether the task is degenerate at them under three draws of the weights (the judge draws its own),
 and whether it is degenerate at its full sizes. The full-size check runs the reference in this process (run it on
-tasks you trust), in float32 and float64 on two draws of the inputs, as `executor/worker/_degenerate.py` decides
+tasks you trust), in float32 and float64 on two draws of the inputs, as `executor/worker/judge/_degenerate.py` decides
 it for the judge, under the two draws of the weights the probe uses (the second in float32 alone): on the CPU
 only where it is expected to take at most `--full-budget` CPU seconds and `--full-memory` GiB (from the
 reference's FLOPs and bytes at full size, recorded on shape-only tensors), on a GPU for every problem.
@@ -38,9 +38,9 @@ from adaexplore.config import Settings
 from adaexplore.domain import Degeneracy
 from adaexplore.executor.probes import SizeProber
 from adaexplore.executor.tasks._small_sizes import Derivation
-from adaexplore.executor.worker._degenerate import check_cost_s, full_check_fits, reference_degeneracy
-from adaexplore.executor.worker._full_size import reference_work
-from adaexplore.executor.worker._taskrun import load_task_module
+from adaexplore.executor.worker.cost._full_size import reference_work
+from adaexplore.executor.worker.judge._degenerate import check_cost_s, full_check_fits, reference_degeneracy
+from adaexplore.executor.worker.task._taskrun import load_task_module
 
 WEIGHT_SEEDS = (42, 7, 1234)  # the draws of the weights the chosen small sizes are checked under
 

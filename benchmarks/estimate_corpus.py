@@ -53,11 +53,11 @@ RECORDER = (
     "adaexplore/roofline/_sass.py",
     "adaexplore/roofline/_issue.py",
     "adaexplore/roofline/_work.py",
-    "adaexplore/executor/worker/_work_record.py",
+    "adaexplore/executor/worker/cost/_work_record.py",
     "adaexplore/executor/worker/_compiled_loop.py",
-    "adaexplore/executor/worker/_static_cost.py",
-    "adaexplore/executor/worker/_ptxas_advice.py",
-    "adaexplore/executor/worker/_full_size.py",
+    "adaexplore/executor/worker/cost/_static_cost.py",
+    "adaexplore/executor/worker/cost/_ptxas_advice.py",
+    "adaexplore/executor/worker/cost/_full_size.py",
 )
 SHARED = ROOT.parent / "shared" / "data"
 OURS = ROOT / "benchmarks" / "gpu_truth"
@@ -121,15 +121,15 @@ def _digest(*paths: str) -> str:
 # ---- recording (one subprocess per kernel) -------------------------------------------------------------
 def record_one(task_path: str, kernel_path: str) -> dict:
     os.environ.pop("TRITON_INTERPRET", None)
-    from adaexplore.executor.worker._compile_only import activate_compile_only
+    from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
 
     activate_compile_only("cuda:90")
     from adaexplore.domain import Backend
-    from adaexplore.executor.worker._faults import CANDIDATE_MODULE
-    from adaexplore.executor.worker._full_size import full_size_pass, reference_work
-    from adaexplore.executor.worker._importing import import_file
-    from adaexplore.executor.worker._launches import LaunchTracker
-    from adaexplore.executor.worker._static_cost import capture_ptxas_logs
+    from adaexplore.executor.worker.candidate._launches import LaunchTracker
+    from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
+    from adaexplore.executor.worker.confine._importing import import_file
+    from adaexplore.executor.worker.cost._full_size import full_size_pass, reference_work
+    from adaexplore.executor.worker.cost._static_cost import capture_ptxas_logs
     from adaexplore.roofline import ForwardWork
 
     tracker = LaunchTracker(Backend.compile)

@@ -1,5 +1,5 @@
 """How long the judge takes to draw a KernelBench problem's inputs for every trial and for timing: one seed
-after another, as it used to, and side by side in forked processes (`adaexplore/executor/worker/_draws.py`),
+after another, as it used to, and side by side in forked processes (`adaexplore/executor/worker/judge/_draws.py`),
 checking on the way that both give the same values bit for bit.
 
     python benchmarks/input_draws.py ../shared/data/kernelbench/level2/10_*.py ../shared/data/kernelbench/level2/19_*.py
@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from adaexplore.executor.worker._draws import DrawReport, draw_side_by_side
-from adaexplore.executor.worker._taskrun import derive_seeds, draw_args, load_task_module, tensors_in
+from adaexplore.executor.worker.judge._draws import DrawReport, draw_side_by_side
+from adaexplore.executor.worker.task._taskrun import derive_seeds, draw_args, load_task_module, tensors_in
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from adaexplore.config import ExecutorConfig, Settings  # noqa: E402
 from adaexplore.errors import TaskError  # noqa: E402
 from adaexplore.executor import Evaluation, EvaluationOptions, Evaluator, Task, task_from_source  # noqa: E402
-from adaexplore.tools._task_sizes import checks_on_cpu, sized_task  # noqa: E402
+from adaexplore.tools.tasks._task_sizes import checks_on_cpu, sized_task  # noqa: E402
 from benchmarks.kernelbench_candidates import (  # noqa: E402
     Problem,
     output_bytes,

@@ -1,6 +1,6 @@
 """Where page-locked host memory shows, and what refuses it: the facts the worker's memory cap needs on a GPU.
 
-A worker on a GPU is held to its share of host memory by RLIMIT_DATA (worker/_confine.py), and torch's own
+A worker on a GPU is held to its share of host memory by RLIMIT_DATA (worker/confine/_confine.py), and torch's own
 page-locked allocations are made ordinary memory that the limit sees (PYTORCH_ALLOC_CONF
 pinned_use_cuda_host_register, host/_workspace.py). Memory the CUDA driver pins itself (cudaHostAlloc,
 cuMemHostAlloc, reached through ctypes where the import policy is off) may escape both. For each way of pinning

@@ -24,7 +24,7 @@ from pathlib import Path
 from adaexplore.domain import Mode
 from adaexplore.executor import load_task
 from adaexplore.executor.pipeline.stages.speed import describe_sol, sol_for
-from adaexplore.executor.worker._full_size import reference_work
+from adaexplore.executor.worker.cost._full_size import reference_work
 from adaexplore.roofline import PATHS, GpuSpec, OpWork, gpu_spec
 
 KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "kernelbench"

@@ -24,10 +24,10 @@ import triton
 from adaexplore.config import ExecutorConfig
 from adaexplore.domain import Backend, Mode
 from adaexplore.executor.wire._modes import mode_spec
-from adaexplore.executor.worker._faults import CANDIDATE_MODULE
-from adaexplore.executor.worker._importing import import_file
-from adaexplore.executor.worker._launches import LaunchTracker
-from adaexplore.executor.worker._timing import Timer
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
+from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
+from adaexplore.executor.worker.confine._importing import import_file
+from adaexplore.executor.worker.timing._timing import Timer
 
 
 def busy_device_ms(call: Any, reps: int = 100) -> float:

@@ -1,50 +1,12 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
-from adaexplore.tools._benches import (
-    bench_list,
-    bench_record,
-    bench_rows,
-    create_bench,
-    finish_bench_problem,
-    run_outcome,
-    set_bench_status,
-    start_bench_problem,
-)
 from adaexplore.tools._best import Measured, RunBest, run_best, speedup_text, tie_break_key
-from adaexplore.tools._brief import run_brief_text
-from adaexplore.tools._files import check_task_file, profile_kernel, read_code_file, single_use, task_hash
-from adaexplore.tools._flashinfer import (
-    export_flashinfer_solution,
-    flashinfer_task,
-    kernel_file_code,
-    load_any_task,
-    run_mode,
-    task_file_request,
-)
 from adaexplore.tools._machine import (
     has_gpu,
     machine,
     probe_cluster,
     probe_machine,
     probe_sandbox,
-)
-from adaexplore.tools._memory import (
-    ConfirmRuleRequest,
-    ConfirmRuleResult,
-    GetSkillMemoryRequest,
-    GetSkillMemoryResult,
-    SkillRule,
-    confirm_rule,
-    describe_scope,
-    get_skill_memory,
-    injected,
-    running_triton,
-    seed_starter_memory,
-)
-from adaexplore.tools._memory_files import (
-    ImportResult,
-    export_memory,
-    import_memory,
 )
 from adaexplore.tools._models import (
     BestKernelRequest,
@@ -71,11 +33,63 @@ from adaexplore.tools._models import (
     StepKernel,
     TrailStep,
 )
-from adaexplore.tools._pages import (
+from adaexplore.tools._service import Progress, Services, open_services
+from adaexplore.tools._speed import check_target_gpu, known_target_gpus
+from adaexplore.tools.memory._memory import (
+    ConfirmRuleRequest,
+    ConfirmRuleResult,
+    GetSkillMemoryRequest,
+    GetSkillMemoryResult,
+    SkillRule,
+    confirm_rule,
+    describe_scope,
+    get_skill_memory,
+    injected,
+    running_triton,
+    seed_starter_memory,
+)
+from adaexplore.tools.memory._memory_files import (
+    ImportResult,
+    export_memory,
+    import_memory,
+)
+from adaexplore.tools.memory._rules import (
+    RuleDetail,
+    RuleStatus,
+    edit_rule,
+    list_rules,
+    rule_detail,
+    set_rule_status,
+)
+from adaexplore.tools.runs._benches import (
+    bench_list,
+    bench_record,
+    bench_rows,
+    create_bench,
+    finish_bench_problem,
+    run_outcome,
+    set_bench_status,
+    start_bench_problem,
+)
+from adaexplore.tools.runs._pages import (
     run_page_data,
 )
-from adaexplore.tools._profile import compile_and_profile
-from adaexplore.tools._reading import (
+from adaexplore.tools.runs._run_text import render_run_tree, render_runs
+from adaexplore.tools.runs._runs import best_kernel, finish_run, get_node, get_run, start_run
+from adaexplore.tools.steps._profile import compile_and_profile
+from adaexplore.tools.steps._record import RecordFailureRequest, RecordFailureResult, record_failure
+from adaexplore.tools.steps._steps import expand_node, select_uct, step_answer, step_instructions
+from adaexplore.tools.tasks._brief import run_brief_text
+from adaexplore.tools.tasks._files import check_task_file, profile_kernel, read_code_file, single_use, task_hash
+from adaexplore.tools.tasks._flashinfer import (
+    export_flashinfer_solution,
+    flashinfer_task,
+    kernel_file_code,
+    load_any_task,
+    run_mode,
+    task_file_request,
+)
+from adaexplore.tools.tasks._reading import (
     check_database,
     database_exists,
     database_label,
@@ -95,22 +109,8 @@ from adaexplore.tools._reading import (
     task_view,
     usage,
 )
-from adaexplore.tools._record import RecordFailureRequest, RecordFailureResult, record_failure
-from adaexplore.tools._rules import (
-    RuleDetail,
-    RuleStatus,
-    edit_rule,
-    list_rules,
-    rule_detail,
-    set_rule_status,
-)
-from adaexplore.tools._run_text import render_run_tree, render_runs
-from adaexplore.tools._runs import best_kernel, finish_run, get_node, get_run, start_run
-from adaexplore.tools._service import Progress, Services, open_services
-from adaexplore.tools._speed import check_target_gpu, known_target_gpus
-from adaexplore.tools._steps import expand_node, select_uct, step_answer, step_instructions
-from adaexplore.tools._synthesis import synthesize_tasks
-from adaexplore.tools._task_tools import create_checked_task, create_task
+from adaexplore.tools.tasks._synthesis import synthesize_tasks
+from adaexplore.tools.tasks._task_tools import create_checked_task, create_task
 
 __all__ = [
     "BestKernelRequest",

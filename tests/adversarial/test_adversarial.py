@@ -180,7 +180,7 @@ RUNTIME = [
     (
         "rt_forge_launch_count",
         Status.rejected,
-        "You cannot replace or add adaexplore.executor.worker._launches.LaunchTracker.count",
+        "You cannot replace or add adaexplore.executor.worker.candidate._launches.LaunchTracker.count",
     ),
     # the interpreter no longer leaves its own modules in the candidate's namespace
     ("h19_interpreter_names", Status.runtime_error, "name 'inspect' is not defined"),
@@ -190,7 +190,7 @@ RUNTIME = [
     # eighth round
     ("h06_lazy_alias_subclass", Status.rejected, "You cannot subclass torch.Tensor (found Deferred after import)"),
     ("h07_special_attribute_via_self", Status.rejected, "You cannot replace or add torch.no_grad.__enter__"),
-    ("rt_module_global_swap", Status.rejected, "adaexplore.executor.worker._timing.statistics"),
+    ("rt_module_global_swap", Status.rejected, "adaexplore.executor.worker.timing._timing.statistics"),
     ("rt_launch_debt", Status.rejected, "launched none of the candidate's kernels"),
     # the interpreter runs the kernel from its own def line: the copy the compiler builds, not the docstring
     ("h19_docstring_def", Status.mismatch, "wrong result in trial 1"),

@@ -24,8 +24,8 @@ import pytest
 from adaexplore.executor import Evaluator, Status, load_task
 from adaexplore.executor.policy import ALLOWED_IMPORTS, check_policy, defines_model_new, resolve_dotted
 from adaexplore.executor.policy._facts import _import_aliases, _is_kernel
-from adaexplore.executor.worker._faults import ReachRefused
-from adaexplore.executor.worker._importing import candidate_builtins
+from adaexplore.executor.worker.confine._faults import ReachRefused
+from adaexplore.executor.worker.confine._importing import candidate_builtins
 from tests.conftest import fast_settings
 
 HERE = Path(__file__).parent

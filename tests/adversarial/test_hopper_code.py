@@ -140,7 +140,7 @@ async def test_a_descriptor_that_claims_more_than_its_base_reads_out_of_bounds(e
 
 @pytest.mark.skipif(not ON_GPU, reason="compares adaexplore's table of GPU models with a real GPU")
 def test_the_table_says_of_this_gpu_what_cuda_says() -> None:
-    from adaexplore.executor.worker._cuda_on_cpu import TargetDeviceProperties
+    from adaexplore.executor.worker.cpu._cuda_on_cpu import TargetDeviceProperties
     from adaexplore.roofline import gpu_for_device
 
     props = torch.cuda.get_device_properties(0)

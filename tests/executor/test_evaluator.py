@@ -114,7 +114,7 @@ async def test_a_correct_kernel_on_the_gpu_is_checked_timed_and_audited(evaluato
 @pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")
 async def test_large_outputs_are_rechecked_at_sampled_positions_on_the_gpu(tmp_path: Path) -> None:
     # where 44 whole copies do not fit in recheck_bytes, each rechecked call of the strict timing keeps a
-    # sample of its outputs (worker/_kept.py) and the judge compares the reference's values there
+    # sample of its outputs (worker/timing/_kept.py) and the judge compares the reference's values there
     wrong_in_a_tenth = (DATA.parent.parent / "adversarial" / "candidates" / "h20_wrong_in_a_tenth.py").read_text()
     async with Evaluator(fast_settings(tmp_path, recheck_bytes=4096, recheck_sample=1000)) as evaluator:
         honest = await evaluator.evaluate(TASK, KERNEL)

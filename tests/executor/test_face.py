@@ -50,9 +50,9 @@ def test_a_workers_imports_load_no_room_of_the_evaluators_side() -> None:
     # what `python -m adaexplore.executor.worker` imports for a candidate on the CPU backends, before the candidate
     code = (
         "import sys\n"
-        "import adaexplore.executor.worker.__main__, adaexplore.executor.worker._candidate\n"
-        "import adaexplore.executor.worker._launches, adaexplore.executor.worker._kernel_rules\n"
-        "import adaexplore.executor.worker._confine, adaexplore.executor.worker._cuda_on_cpu\n"
+        "import adaexplore.executor.worker.__main__, adaexplore.executor.worker.candidate._candidate\n"
+        "import adaexplore.executor.worker.candidate._launches, adaexplore.executor.worker.candidate._kernel_rules\n"
+        "import adaexplore.executor.worker.confine._confine, adaexplore.executor.worker.cpu._cuda_on_cpu\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('adaexplore.executor.pipeline',"
         " 'adaexplore.executor.probes', 'adaexplore.tools', 'adaexplore.store')))))\n"
     )

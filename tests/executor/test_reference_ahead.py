@@ -15,7 +15,7 @@ from adaexplore.domain import Backend, Mode, Status
 from adaexplore.executor import EvaluationOptions, Evaluator
 from adaexplore.executor.pipeline.stages.ahead import wanted
 from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, MemoryQuery, MemoryReport, Prepare, Release
-from adaexplore.executor.worker._judge import Judge
+from adaexplore.executor.worker.judge._judge import Judge
 from tests.conftest import fast_settings
 from tests.executor.test_evaluator import KERNEL, TASK
 

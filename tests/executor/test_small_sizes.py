@@ -297,7 +297,7 @@ SHAPED = textwrap.dedent("""
 def test_a_size_a_tuple_is_built_from_is_scaled_and_the_tuple_follows(tmp_path: Path) -> None:
     """KernelBench Level 2 problem 76 builds `bias_shape = (out_features,)`: SMALL_SIZES, applied to the module's
     own assignments, scales out_features and the tuple with it; a `dim` of 393216 is a size, not an axis."""
-    from adaexplore.executor.worker._taskrun import load_task_module
+    from adaexplore.executor.worker.task._taskrun import load_task_module
 
     first = candidates(SHAPED)[0][0].sizes
     assert first["out_features"] <= 17 and first["in_features"] <= 17 and first["dim"] <= 17

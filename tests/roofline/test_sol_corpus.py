@@ -14,7 +14,7 @@ import pytest
 from adaexplore.domain import Mode
 from adaexplore.executor import load_task
 from adaexplore.executor.pipeline.stages import speed
-from adaexplore.executor.worker._full_size import reference_work
+from adaexplore.executor.worker.cost._full_size import reference_work
 from adaexplore.roofline import GPUS
 from tests.conftest import ROOT
 

@@ -1,6 +1,6 @@
 """Verdicts as a step shows them: what every kernel's verdict would repeat is said once, and nothing else goes."""
 
-from adaexplore.tools._step_text import step_verdict
+from adaexplore.tools.steps._step_text import step_verdict
 
 COST = "static cost k at full sizes: 240-255 registers, 40 B spilled, 73728 B shared over 2 configs"
 ESTIMATE = (

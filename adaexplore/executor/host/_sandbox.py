@@ -15,7 +15,7 @@ Two kinds, chosen once per evaluator:
   sockets but Unix ones, no new sessions or process groups, no ptrace and the like).
 
 In both, the worker itself adds resource limits, the seccomp filter and Landlock rules on what may be executed
-and read (`worker/_confine.py`), after torch, triton and the device are set up and before a candidate is
+and read (`worker/confine/_confine.py`), after torch, triton and the device are set up and before a candidate is
 imported: of /proc, its own process's few files and the system's (never its mount table, which names the
 host's paths). `none` runs workers with this process's rights, and says so in every result.
 """

@@ -52,7 +52,7 @@ ETC = (
     "glvnd",
 )
 # Of /proc, the system's files a worker's libraries read (the worker's own process adds its few: see
-# `worker/_confine.py`); never a process's mount table, which names the host's paths.
+# `worker/confine/_confine.py`); never a process's mount table, which names the host's paths.
 PROC_READABLE = (
     "/proc/cpuinfo",
     "/proc/meminfo",

@@ -3,7 +3,7 @@
 Only an evaluator that runs as root has a choice: bubblewrap started by root maps the worker's user namespace
 onto root itself, so the worker would be root on this machine as far as files, devices and the kernel are
 concerned. Such an evaluator starts its workers without a user namespace instead, and each worker becomes
-`executor.worker_uid` before anything else (`worker/_user.py`). It can only where that user can run the
+`executor.worker_uid` before anything else (`worker/confine/_user.py`). It can only where that user can run the
 interpreter inside the sandbox's view of the machine (the file system is built from an allow-list, so a
 private home around the interpreter is no obstacle) and open the GPU's device files; both are checked once,
 when the sandbox is chosen, and on a GPU machine the check also starts CUDA as that user, undumpable as the
@@ -25,7 +25,7 @@ from adaexplore.executor.host._view import gpu_devices, inside
 
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
 
-_DROP = "from adaexplore.executor.worker._user import drop_privileges; drop_privileges({uid})"
+_DROP = "from adaexplore.executor.worker.confine._user import drop_privileges; drop_privileges({uid})"
 # on a GPU, also what the judge does next: make itself undumpable (its /proc files become root's), then use CUDA
 _CUDA = "; import ctypes; ctypes.CDLL('libc.so.6').prctl(4, 0); import torch; torch.ones(1, device='cuda').sum().item()"
 # what the check in a sandbox found, per bwrap, user, interpreter, module path and view of the machine

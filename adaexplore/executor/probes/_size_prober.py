@@ -1,5 +1,5 @@
 """Deriving small sizes: candidates from the module's text, checked by running the reference in a worker of role
-`sizes` (`executor/worker/_size_probe.py`), on the evaluator's own process machinery.
+`sizes` (`executor/worker/judge/_size_probe.py`), on the evaluator's own process machinery.
 
 The worker is started by the evaluator's `ProcessSpawner` in the evaluator's sandbox (`detect_sandbox` on the
 same settings: no sandbox on the machine is a `ConfigError` unless `executor.sandbox` is 'none', exactly as for

@@ -1,7 +1,7 @@
 """Practice tasks for `adaexplore adapt`, synthesized from the installed torch's operator catalogue.
 
 This is the caller's side and it never imports torch (DESIGN §2): the work runs in a worker of role `synth`
-(`adaexplore.executor.worker._synth`), started, confined and killed like the evaluator's other workers, which
+(`adaexplore.executor.worker.synth._synth`), started, confined and killed like the evaluator's other workers, which
 introspects `torch.nn` and `torch.nn.functional`,
 keeps the operators that pass a probe, combines 3 to 6 of them in one of three shape families taken from
 `examples/tasks` (gemm_epilogue, conv2d_activation, row_softmax), and keeps the tasks that are

@@ -1,6 +1,6 @@
 """Small sizes for a task module that has none: its module-level integer sizes scaled down, then checked by
 running the reference at those sizes in a sandboxed worker of role `sizes` (never in the caller's process;
-`probes/_size_prober.py` starts it, `worker/_size_probe.py` runs it).
+`probes/_size_prober.py` starts it, `worker/judge/_size_probe.py` runs it).
 
 Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
 Every size is scaled, those a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`)
@@ -16,7 +16,7 @@ full-size count and at least two groups remain (a GroupNorm of 8192 channels in 
 zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
 values. The probe tries the candidates in turn and keeps the first under which
 `Model(*get_init_inputs())(*get_inputs())` runs, returns non-empty tensors, takes at most the budget in CPU time,
-and keeps the task (`executor/worker/_degenerate.py`: its output is not a constant, float32 rounding noise, or the
+and keeps the task (`executor/worker/judge/_degenerate.py`: its output is not a constant, float32 rounding noise, or the
 same for two draws of its inputs); a kernel larger than its input, or a layer whose width is fixed by a full-size
 input, shows up there as an error and the next, larger candidate is tried. Where every candidate that runs makes
 the task degenerate, the probe checks the task at its full sizes when the CPU can afford it: a task that is

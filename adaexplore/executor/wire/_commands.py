@@ -68,7 +68,7 @@ class TimeCandidate(Msg):
     budget_ms: float
     min_reps: int
     max_reps: int
-    # How many timed calls' outputs to keep for the judge, chosen as the calls return (worker/_timing.Sampler)
+    # How many timed calls' outputs to keep for the judge, chosen as the calls return (worker/timing/_timing.Sampler)
     recheck_calls: int = 0
     # the most bytes those kept outputs may take together
     recheck_bytes: int = 1 << 32
@@ -141,7 +141,7 @@ class MemoryQuery(Msg):
 
 
 class Synthesize(Msg):
-    """A task synthesis worker's one request (`executor/worker/_synth.py` lists them): synthesize practice tasks,
+    """A task synthesis worker's one request (`executor/worker/synth/_synth.py` lists them): synthesize practice tasks,
     check task sources, or list the installed torch's usable operators."""
 
     kind: Literal["synthesize"] = "synthesize"
@@ -149,7 +149,7 @@ class Synthesize(Msg):
 
 
 class ProbeSizes(Msg):
-    """A size probe's request (`executor/worker/_size_probe.py`): run the reference of the task module at
+    """A size probe's request (`executor/worker/judge/_size_probe.py`): run the reference of the task module at
     `task_path` at each candidate's sizes in turn, until one runs within `budget_s` CPU seconds or is slower.
     `threads`: torch's CPU threads for it (None: torch's own choice). Where every candidate that ran makes the task
     degenerate, the task is checked at its full sizes if that is expected to take at most `full_check_s` CPU s."""

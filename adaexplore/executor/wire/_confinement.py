@@ -1,4 +1,4 @@
-"""What the caller tells a worker to apply to itself before it is handed a candidate (see `worker/_confine.py`,
+"""What the caller tells a worker to apply to itself before it is handed a candidate (see `worker/confine/_confine.py`,
 and the sandbox that chose it in `host/_sandbox.py`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ SandboxKind = Literal["bwrap", "landlock+seccomp", "none"]
 
 
 class Confinement(BaseModel):
-    """What a worker applies to itself before it is handed a candidate (see `worker/_confine.py`)."""
+    """What a worker applies to itself before it is handed a candidate (see `worker/confine/_confine.py`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -26,5 +26,5 @@ class Confinement(BaseModel):
     seccomp: bool = False
     # under bubblewrap: Landlock also holds reads to `readable` (the kernel has it)
     restrict_reads: bool = False
-    # the unprivileged user (and group of the same number) the worker becomes first (`worker/_user.py`)
+    # the unprivileged user (and group of the same number) the worker becomes first (`worker/confine/_user.py`)
     user: int | None = None

@@ -25,7 +25,7 @@ class TensorFile(Msg):
     dtype: str
     device: str
     # a sample of a large output: `sampled` of its elements (the file holds them alone), at the positions that
-    # `worker/_kept.positions(sample_seed, ...)` gives; 0 for the whole tensor
+    # `worker/timing/_kept.positions(sample_seed, ...)` gives; 0 for the whole tensor
     sampled: int = Field(default=0, ge=0)
     sample_seed: int = Field(default=0, ge=0)
 
@@ -65,7 +65,7 @@ class SharedInputs(Msg):
 class InputPattern(Msg):
     """The inputs of one timed call, told by how they were made from the timing seed's inputs: each
     floating tensor times factors read from a pool that `key` seeds, starting at its offset
-    (worker/_perturb.py). The judge rebuilds the same inputs from it to recheck that call's outputs."""
+    (worker/timing/_perturb.py). The judge rebuilds the same inputs from it to recheck that call's outputs."""
 
     key: int
     offsets: list[int]

@@ -103,7 +103,8 @@ class CoverageGap(Msg):
 
 
 class Coverage(Msg):
-    """What the forward writes at the task's full sizes, followed on shape-only tensors (worker/_coverage.py)."""
+    """What the forward writes at the task's full sizes, followed on shape-only tensors
+    (worker/coverage/_coverage.py)."""
 
     outputs: int  # outputs checked
     launches: int  # launches followed

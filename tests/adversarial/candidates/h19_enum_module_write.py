@@ -14,7 +14,7 @@ class Anything(enum.Enum):
         return None
 
 
-enum.global_enum(Anything("Anything", [("attribute_refused", 1)], module="adaexplore.executor.worker._taskrun"))
+enum.global_enum(Anything("Anything", [("attribute_refused", 1)], module="adaexplore.executor.worker.task._taskrun"))
 
 
 @triton.jit

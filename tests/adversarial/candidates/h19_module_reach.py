@@ -4,7 +4,7 @@ module as an attribute) and make it report a Triton launch that never happened; 
 import torch
 import torch.nn as nn
 
-audit = torch.sys.modules["adaexplore.executor.worker._launches"].LaunchTracker
+audit = torch.sys.modules["adaexplore.executor.worker.candidate._launches"].LaunchTracker
 real_count = audit.count
 
 

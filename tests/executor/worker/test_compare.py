@@ -5,7 +5,7 @@ import torch
 
 from adaexplore.domain import Tolerance
 from adaexplore.executor import Mode, tolerance_for
-from adaexplore.executor.worker._compare import compare
+from adaexplore.executor.worker.judge._compare import compare
 
 
 def round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -116,7 +116,7 @@ def test_complex_outputs_compare_both_parts_at_their_real_dtypes_tolerance() -> 
 
 
 def test_outputs_that_cannot_be_compared_are_named_not_crashed_on() -> None:
-    from adaexplore.executor.worker._taskrun import flatten_output
+    from adaexplore.executor.worker.task._taskrun import flatten_output
 
     dense = torch.ones(3, 3)
     assert flatten_output((dense, dense)) == [dense, dense]
@@ -131,7 +131,7 @@ def test_outputs_that_cannot_be_compared_are_named_not_crashed_on() -> None:
 
 def test_outputs_carrying_attributes_of_their_own_are_refused() -> None:
     # an attribute on the tensor would shadow torch's method in the evaluator's own calls (detach, numel ...)
-    from adaexplore.executor.worker._taskrun import ShadowedTensor, flatten_output
+    from adaexplore.executor.worker.task._taskrun import ShadowedTensor, flatten_output
 
     plain, shadowed, parameter = torch.ones(2), torch.ones(2), torch.nn.Parameter(torch.ones(2))
     shadowed.detach = lambda: plain  # type: ignore[method-assign]
@@ -143,7 +143,7 @@ def test_outputs_carrying_attributes_of_their_own_are_refused() -> None:
 
 
 def test_tensor_subclass_outputs_are_refused_before_anything_is_read_from_them() -> None:
-    from adaexplore.executor.worker._taskrun import flatten_output
+    from adaexplore.executor.worker.task._taskrun import flatten_output
 
     read: list[str] = []
 

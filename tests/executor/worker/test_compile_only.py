@@ -9,8 +9,8 @@ PRELUDE = """
 import json
 import torch, triton, triton.language as tl
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._compile_only import activate_compile_only
-from adaexplore.executor.worker._launches import LaunchTracker
+from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
 activate_compile_only("cuda:90")
 tracker = LaunchTracker(Backend.compile)
 tracker.install()

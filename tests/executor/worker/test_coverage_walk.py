@@ -1,5 +1,5 @@
 """Full coverage at full size: the compile check follows a forward at the task's full sizes on shape-only tensors and
-finds the output elements that nothing writes (worker/_coverage.py), without ever claiming a hole an honest kernel
+finds the output elements that nothing writes (worker/coverage/_coverage.py), without ever claiming a hole an honest kernel
 does not leave: outputs prefilled by PyTorch, atomics, PyTorch operators after a kernel, views, several launches
 into one buffer, persistent kernels, autotuned kernels with a grid computed from their config, TMA stores, and
 masks that depend on data."""
@@ -343,14 +343,14 @@ SCRIPT = """
 import json, sys
 import torch
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._compile_clock import listen
-from adaexplore.executor.worker._compile_only import activate_compile_only
-from adaexplore.executor.worker._coverage import CoverageRecorder
-from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu, install_device_queries, install_is_cuda
-from adaexplore.executor.worker._faults import CANDIDATE_MODULE
-from adaexplore.executor.worker._full_size import full_size_pass
-from adaexplore.executor.worker._importing import import_file
-from adaexplore.executor.worker._launches import LaunchTracker
+from adaexplore.executor.worker.confine._compile_clock import listen
+from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
+from adaexplore.executor.worker.coverage._coverage import CoverageRecorder
+from adaexplore.executor.worker.cpu._cuda_on_cpu import cuda_on_cpu, install_device_queries, install_is_cuda
+from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
+from adaexplore.executor.worker.cost._full_size import full_size_pass
+from adaexplore.executor.worker.confine._importing import import_file
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
 from adaexplore.roofline import gpu_spec
 
 activate_compile_only("cuda:90")

@@ -13,11 +13,11 @@ import torch
 
 from adaexplore.domain import DEGENERATE_ZERO, Mode
 from adaexplore.executor.wire._protocol import JobSpec, Load, Prepare, Prepared, Release
-from adaexplore.executor.worker._compare import compare
-from adaexplore.executor.worker._degenerate import check_cost_s, full_check_fits, outputs_degeneracy
-from adaexplore.executor.worker._judge import Judge
-from adaexplore.executor.worker._references import Reference
-from adaexplore.executor.worker._taskrun import make_args
+from adaexplore.executor.worker.judge._compare import compare
+from adaexplore.executor.worker.judge._degenerate import check_cost_s, full_check_fits, outputs_degeneracy
+from adaexplore.executor.worker.judge._judge import Judge
+from adaexplore.executor.worker.judge._references import Reference
+from adaexplore.executor.worker.task._taskrun import make_args
 
 
 def _degeneracy(native: torch.Tensor, exact: torch.Tensor, other: torch.Tensor | None) -> str | None:
@@ -179,7 +179,7 @@ def test_the_judge_names_a_degenerate_task_and_tells_degenerate_small_sizes_from
 
 
 def test_the_cost_of_a_full_size_check_comes_from_the_reference_s_work(tmp_path: Path) -> None:
-    from adaexplore.executor.worker._full_size import reference_work
+    from adaexplore.executor.worker.cost._full_size import reference_work
 
     cheap, _ = reference_work(_write(tmp_path, "cheap", GROUPS_OF_ONE), None)
     dear, _ = reference_work(

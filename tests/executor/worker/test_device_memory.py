@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not ON_GPU, reason="needs a CU
 CHILD = """
 import sys, torch
 from adaexplore.executor.wire._side import SideSocket
-from adaexplore.executor.worker._device_memory import import_buffer
+from adaexplore.executor.worker.exchange._device_memory import import_buffer
 
 side = SideSocket.inherited(int(sys.argv[1]))
 torch.cuda.init()
@@ -53,7 +53,7 @@ def _bwrap() -> list[str]:
 def test_a_child_reads_a_buffer_read_only_and_writes_another(wrapped: bool) -> None:
     import torch
 
-    from adaexplore.executor.worker._device_memory import export_buffer
+    from adaexplore.executor.worker.exchange._device_memory import export_buffer
 
     inputs = export_buffer(1 << 20, 0)
     inputs.tensor.view(torch.float32).fill_(2.0)

@@ -12,9 +12,9 @@ import torch
 
 from adaexplore.executor import Mode
 from adaexplore.executor.wire._protocol import JobSpec, Load, Loaded, Prepare, Prepared, Release, TaskFailed
-from adaexplore.executor.worker._draws import DrawReport, draw_side_by_side
-from adaexplore.executor.worker._judge import Judge
-from adaexplore.executor.worker._taskrun import draw_args, load_task_module, make_args
+from adaexplore.executor.worker.judge._draws import DrawReport, draw_side_by_side
+from adaexplore.executor.worker.judge._judge import Judge
+from adaexplore.executor.worker.task._taskrun import draw_args, load_task_module, make_args
 
 KERNELBENCH = Path(__file__).resolve().parents[4] / "shared" / "data" / "kernelbench"
 

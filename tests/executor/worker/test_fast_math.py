@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from adaexplore.executor.worker._fast_math import FAST_BINARY, FAST_UNARY
+from adaexplore.executor.worker.cpu._fast_math import FAST_BINARY, FAST_UNARY
 
 RNG = np.random.default_rng(7)
 

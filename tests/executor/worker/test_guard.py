@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 PRELUDE = """
 import torch
-from adaexplore.executor.worker._guard import Guard
+from adaexplore.executor.worker.confine._guard import Guard
 
 guard = Guard()
 original = torch.manual_seed

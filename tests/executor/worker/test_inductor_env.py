@@ -10,7 +10,7 @@ import torch
 from torch._dynamo import debug_utils
 from torch._dynamo.repro import after_aot
 
-from adaexplore.executor.worker._inductor_env import (
+from adaexplore.executor.worker.confine._inductor_env import (
     compile_failure,
     pin_triton_ptxas,
     prepare_inductor,

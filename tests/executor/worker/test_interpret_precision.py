@@ -115,7 +115,7 @@ def test_a_hand_made_high_low_split_gets_the_gpus_error(replayed: dict, name: st
 # The long reduction of `benchmarks/tf32_probe.py --long` (data/tf32_h200_long.npz): 16x8192 by 8192x16 in chunks
 # of 64. On the H200 the hand-made splits err by 5.8e-5 normwise, over strict mode's fp32 tolerance (2e-5): the case
 # of kernels that passed on the CPU and failed on the GPU. Emulating only how the tensor cores read their operands
-# gave 5e-7 here; their accumulation (worker/_tensor_cores.py) is what loses the small products.
+# gave 5e-7 here; their accumulation (worker/cpu/_tensor_cores.py) is what loses the small products.
 LONG = Path(__file__).parent / "data" / "tf32_h200_long.npz"
 
 LONG_KERNELS = """

@@ -13,7 +13,7 @@ import pytest
 PRELUDE = """
 import json, os
 import torch, triton, triton.language as tl
-from adaexplore.executor.worker import _interpret_shim
+from adaexplore.executor.worker.cpu import _interpret_shim
 _interpret_shim.install()
 from triton.language.extra import libdevice
 """

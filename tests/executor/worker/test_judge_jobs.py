@@ -24,8 +24,8 @@ from adaexplore.executor.wire._protocol import (
     Release,
     TimeReference,
 )
-from adaexplore.executor.worker._judge import Judge
-from adaexplore.executor.worker._references import ReferenceCache
+from adaexplore.executor.worker.judge._judge import Judge
+from adaexplore.executor.worker.judge._references import ReferenceCache
 
 TASK = """
 import torch

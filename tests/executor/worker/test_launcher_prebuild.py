@@ -29,8 +29,8 @@ import importlib.util, json, sys
 import torch, triton
 import triton.runtime.build as build
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._launches import LaunchTracker
-from adaexplore.executor.worker._faults import CANDIDATE_MODULE
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
+from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
 
 builds = []
 original = build._build

@@ -14,8 +14,8 @@ import textwrap
 from triton.compiler.compiler import LazyDict
 
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._kernel_sources import def_line_source
-from adaexplore.executor.worker._launches import LaunchTracker, _launch_facts
+from adaexplore.executor.worker.candidate._kernel_sources import def_line_source
+from adaexplore.executor.worker.candidate._launches import LaunchTracker, _launch_facts
 
 
 def launch(name: str, stream: int, grid: tuple[int, ...]) -> LazyDict:
@@ -82,14 +82,14 @@ COMPILE_PRELUDE = """
 import json, sys
 import torch, triton, triton.language as tl
 from adaexplore.domain import Backend
-from adaexplore.executor.worker._launches import LaunchTracker
-from adaexplore.executor.worker._importing import import_file
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
+from adaexplore.executor.worker.confine._importing import import_file
 BACKEND = Backend(sys.argv[1])
 if BACKEND is Backend.interpret:
-    from adaexplore.executor.worker import _interpret_shim
+    from adaexplore.executor.worker.cpu import _interpret_shim
     _interpret_shim.install()
 else:
-    from adaexplore.executor.worker._compile_only import activate_compile_only
+    from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
     activate_compile_only("cuda:90")
 tracker = LaunchTracker(BACKEND)
 tracker.install()

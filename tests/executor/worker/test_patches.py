@@ -1,4 +1,4 @@
-"""The table of the worker's patches on Triton and torch (worker/_patches.py) against what installing them as a
+"""The table of the worker's patches on Triton and torch (worker/confine/_patches.py) against what installing them as a
 worker does changes: every function, method and setting of Triton's and torch's modules and classes is noted
 before and after, in a process of its own, and inside each context manager that patches for a while."""
 
@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from adaexplore.executor.worker._patches import PATCHES
+from adaexplore.executor.worker.confine._patches import PATCHES
 from tests.conftest import ROOT
 
 _SNAPSHOT = r"""
@@ -45,14 +45,15 @@ def changed(before, after):
 before = snapshot()
 from adaexplore.domain import Backend
 from adaexplore.roofline import gpu_spec
-from adaexplore.executor.worker import _interpret_shim, _kernel_rules
-from adaexplore.executor.worker._compile_only import activate_compile_only, compiling_for, install_mirrors
-from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu, install_device_queries, install_is_cuda
-from adaexplore.executor.worker._full_size import shape_only
-from adaexplore.executor.worker._guard import _WATCHED_CLASSES
-from adaexplore.executor.worker._inductor_env import prepare_inductor
-from adaexplore.executor.worker._launches import LaunchTracker
-from adaexplore.executor.worker._static_cost import capture_ptxas_logs
+from adaexplore.executor.worker.cpu import _interpret_shim
+from adaexplore.executor.worker.candidate import _kernel_rules
+from adaexplore.executor.worker.candidate._compile_only import activate_compile_only, compiling_for, install_mirrors
+from adaexplore.executor.worker.cpu._cuda_on_cpu import cuda_on_cpu, install_device_queries, install_is_cuda
+from adaexplore.executor.worker.cost._full_size import shape_only
+from adaexplore.executor.worker.confine._guard import _WATCHED_CLASSES
+from adaexplore.executor.worker.confine._inductor_env import prepare_inductor
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
+from adaexplore.executor.worker.cost._static_cost import capture_ptxas_logs
 
 # what the workers of every backend install (one process holds them all: only what changes is compared)
 _interpret_shim.install()
@@ -96,9 +97,9 @@ def test_every_patch_on_triton_and_torch_is_in_the_table_with_its_reason() -> No
     for holds in ("worker", "cuda_on_cpu", "shape_only", "compiling_for"):
         listed = [p.target for p in PATCHES if p.holds == holds]
         unlisted = [t for t in found[holds] if not any(fnmatch.fnmatchcase(t, pattern) for pattern in listed)]
-        assert not unlisted, f"patched ({holds}) with no entry in worker/_patches.py: {unlisted}"
+        assert not unlisted, f"patched ({holds}) with no entry in worker/confine/_patches.py: {unlisted}"
         stale = [pattern for pattern in listed if not fnmatch.filter(found[holds], pattern)]
-        assert not stale, f"in worker/_patches.py ({holds}) but not patched: {stale}"
+        assert not stale, f"in worker/confine/_patches.py ({holds}) but not patched: {stale}"
         if holds != "worker":
             assert not found[holds + " after"], f"{holds} left its patches behind: {found[holds + ' after']}"
     assert all(p.why and p.by.startswith("_") for p in PATCHES)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from adaexplore.executor.policy import ALLOWED_IMPORTS
-from adaexplore.executor.worker._importing import candidate_builtins, import_file
+from adaexplore.executor.worker.confine._importing import candidate_builtins, import_file
 
 SOURCE = """
 import torch

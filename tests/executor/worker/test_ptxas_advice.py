@@ -9,8 +9,8 @@ import pytest
 
 from adaexplore.domain import KernelCost
 from adaexplore.executor.pipeline.stages.speed import advice_flags
-from adaexplore.executor.worker._ptxas_advice import parse_advisories
-from adaexplore.executor.worker._static_cost import parse_ptxas_log
+from adaexplore.executor.worker.cost._ptxas_advice import parse_advisories
+from adaexplore.executor.worker.cost._static_cost import parse_ptxas_log
 
 REAL_LOG = (Path(__file__).parent / "data" / "ptxas_c7515.log").read_text()
 SERIALIZED = "Potential Performance Loss: wgmma.mma_async instructions are serialized due to "

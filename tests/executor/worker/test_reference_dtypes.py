@@ -15,10 +15,10 @@ import torch
 
 from adaexplore.domain import Mode
 from adaexplore.executor.wire._protocol import JobSpec, Load, Prepare, Prepared, Release
-from adaexplore.executor.worker._faults import TaskFault
-from adaexplore.executor.worker._judge import Judge
-from adaexplore.executor.worker._references import Reference
-from adaexplore.executor.worker._taskrun import load_task_module, shrink_globals
+from adaexplore.executor.worker.confine._faults import TaskFault
+from adaexplore.executor.worker.judge._judge import Judge
+from adaexplore.executor.worker.judge._references import Reference
+from adaexplore.executor.worker.task._taskrun import load_task_module, shrink_globals
 
 TASK = """
     import torch

@@ -20,8 +20,8 @@ from adaexplore.executor.wire._protocol import (
     Release,
     TaskFailed,
 )
-from adaexplore.executor.worker._judge import Judge
-from adaexplore.executor.worker._references import ReferenceCache, reference_key
+from adaexplore.executor.worker.judge._judge import Judge
+from adaexplore.executor.worker.judge._references import ReferenceCache, reference_key
 
 TASK = """
 import pytest
@@ -141,7 +141,6 @@ def test_the_key_tells_apart_what_changes_the_reference(tmp_path: Path) -> None:
     assert reference_key(base) == reference_key(_spec(task, "2"))  # the job's own id does not matter
     for change in ({"init_seed": 1}, {"cast_floats_to": "float16"}, {"allow_tf32_matmul": True}, {"sizes": "small"}):
         assert reference_key(base.model_copy(update=change)) != reference_key(base), change
-
 
 
 def _device_runs_out(judge: Judge, monkeypatch: pytest.MonkeyPatch) -> None:

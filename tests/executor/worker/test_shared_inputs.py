@@ -16,8 +16,8 @@ import torch
 from adaexplore.domain import Backend, Mode, Status
 from adaexplore.executor.wire._protocol import Failed, Inputs, JobSpec, RunCandidate, SharedArg, SharedInputs
 from adaexplore.executor.wire._protocol import TensorSlot as Slot
-from adaexplore.executor.worker._candidate import CandidateRunner
-from adaexplore.executor.worker._launches import LaunchTracker
+from adaexplore.executor.worker.candidate._candidate import CandidateRunner
+from adaexplore.executor.worker.candidate._launches import LaunchTracker
 
 TRIALS = 5
 N = 1 << 16  # floats an input

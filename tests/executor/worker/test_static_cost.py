@@ -7,7 +7,7 @@ import pytest
 
 from adaexplore.executor import EvaluationOptions, Evaluator, Status, task_from_source
 from adaexplore.executor.pipeline._render import render_evaluation
-from adaexplore.executor.worker._static_cost import parse_ptxas_log, plain_warning
+from adaexplore.executor.worker.cost._static_cost import parse_ptxas_log, plain_warning
 
 pytestmark = pytest.mark.anyio
 

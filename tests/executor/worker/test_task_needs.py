@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from adaexplore.executor.worker._faults import TaskFault
-from adaexplore.executor.worker._taskrun import load_task_module
+from adaexplore.executor.worker.confine._faults import TaskFault
+from adaexplore.executor.worker.task._taskrun import load_task_module
 
 TASK = """import torch
 import adaexplore_not_a_real_package.layers as layers

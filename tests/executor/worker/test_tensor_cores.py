@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from adaexplore.executor.worker import _tensor_cores as tensor_cores
+from adaexplore.executor.worker.cpu import _tensor_cores as tensor_cores
 
 
 def _case(rng: np.random.Generator, m: int, k: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,8 +11,8 @@ import torch
 
 from adaexplore.executor.wire._modes import Mode, mode_spec
 from adaexplore.executor.wire._protocol import InputPattern
-from adaexplore.executor.worker._perturb import PatternSource, apply_pattern, factor_pool, pool_size
-from adaexplore.executor.worker._timing import Sampler, Timer, caught
+from adaexplore.executor.worker.timing._perturb import PatternSource, apply_pattern, factor_pool, pool_size
+from adaexplore.executor.worker.timing._timing import Sampler, Timer, caught
 
 
 def sleeper(ms: float, seen: list[tuple[float, ...]], at: list[float] | None = None):
@@ -312,7 +312,7 @@ def test_the_factor_pool_is_the_same_on_the_gpu_and_the_cpu() -> None:
 def test_floats_inside_list_arguments_are_scaled_and_named_tuples_stay_named() -> None:
     from collections import namedtuple
 
-    from adaexplore.executor.worker._taskrun import clone_args
+    from adaexplore.executor.worker.task._taskrun import clone_args
 
     x = torch.ones(3)
     indices = torch.arange(5)
@@ -356,8 +356,8 @@ def test_a_candidate_that_replaces_pythons_randomness_cannot_steer_which_calls_a
 
 
 def test_replacing_the_samplers_own_randomness_is_caught() -> None:
-    from adaexplore.executor.worker import _sampler
-    from adaexplore.executor.worker._guard import Guard
+    from adaexplore.executor.worker.confine._guard import Guard
+    from adaexplore.executor.worker.timing import _sampler
 
     guard = Guard()
     saved = _sampler._URANDOM

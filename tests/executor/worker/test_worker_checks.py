@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from adaexplore.domain import Status
-from adaexplore.executor.worker._errors import classify
-from adaexplore.executor.worker._faults import CandidateFault, DisguisedOutput, OutputNotTensors
-from adaexplore.executor.worker._kept import kept_copy
-from adaexplore.executor.worker._taskrun import flatten_output, own_attributes
+from adaexplore.executor.worker.confine._errors import classify
+from adaexplore.executor.worker.confine._faults import CandidateFault, DisguisedOutput, OutputNotTensors
+from adaexplore.executor.worker.task._taskrun import flatten_output, own_attributes
+from adaexplore.executor.worker.timing._kept import kept_copy
 
 
 class Lazy(tuple):  # type: ignore[type-arg]
@@ -80,7 +80,7 @@ def test_the_candidate_cannot_pass_its_own_mistakes_off_as_the_evaluators() -> N
 
     assert classify(raised("refuse()", refuse=refuse)) is Status.runtime_error
     # an error of torch's, raised through the CUDA-on-CPU mode every torch call passes through
-    from adaexplore.executor.worker._cuda_on_cpu import cuda_on_cpu
+    from adaexplore.executor.worker.cpu._cuda_on_cpu import cuda_on_cpu
 
     with cuda_on_cpu():
         error = raised("torch.ones(2, 3) @ torch.ones(2, 3)", module="adaexplore_candidate")
@@ -90,7 +90,7 @@ def test_the_candidate_cannot_pass_its_own_mistakes_off_as_the_evaluators() -> N
 # The evaluator's code and the candidate's, as modules of those names: a stand-in that fails, and candidate
 # code that calls it, lets its failure through, or catches it to raise it again later.
 OURS = """
-from adaexplore.executor.worker._faults import EvaluatorFault
+from adaexplore.executor.worker.confine._faults import EvaluatorFault
 
 def stand_in():
     raise EvaluatorFault("the stand-in failed")
@@ -137,8 +137,8 @@ def _caught(fn, *args) -> BaseException:  # type: ignore[no-untyped-def]
 
 
 def test_the_evaluators_fault_is_its_own_only_as_it_happened() -> None:
-    from adaexplore.executor.worker._errors import evaluator_fault, kept_by_candidate
-    from adaexplore.executor.worker._faults import EvaluatorFault
+    from adaexplore.executor.worker.confine._errors import evaluator_fault, kept_by_candidate
+    from adaexplore.executor.worker.confine._faults import EvaluatorFault
 
     ours = _module(OURS, "adaexplore.executor.worker._fake_stand_in")
     candidate = _module(CANDIDATE, "adaexplore_candidate")

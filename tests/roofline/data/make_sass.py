@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 from triton import knobs
 
-from adaexplore.executor.worker._compile_only import activate_compile_only
+from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
 
 activate_compile_only()
 

@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from adaexplore.executor.worker._compile_only import activate_compile_only
+from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
 
 activate_compile_only()
 

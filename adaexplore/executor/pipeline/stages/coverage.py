@@ -1,14 +1,13 @@
-"""Stage 2b (machines without a GPU): does the forward, at the task's full sizes, write every element of every
-output?
+"""Stage 2b (machines without a GPU): does the forward, at the task's full sizes, write every element of every output?
 
-The trials run at small sizes, where one program may cover a whole output: a kernel launched over a grid of fixed
-size passes them and leaves most of a full-size output unwritten on the GPU. The compile check follows the forward
-at the task's full sizes on shape-only tensors and, for each launch, where its stores may write
-(worker/_coverage.py); an output with elements that nothing wrote (or that were computed from such elements) makes
-the kernel a `mismatch`, which says which output, how many elements and where. The verdict is drawn after the trials
-(a rule they find broken outweighs a gap), before the full-size probes. What the check could not follow is taken as
-written and said in an info flag; a verdict given without the check (the interpreter alone, or a forward that
-could not be followed at full size) says so in a warning.
+The trials run at small sizes, where one program may cover a whole output: a kernel launched over a grid of fixed size
+passes them and leaves most of a full-size output unwritten on the GPU. The compile check follows the forward at the
+task's full sizes on shape-only tensors and, for each launch, where its stores may write (worker/coverage/_coverage.py);
+an output with elements that nothing wrote (or that were computed from such elements) makes the kernel a `mismatch`,
+which says which output, how many elements and where. The verdict is drawn after the trials (a rule they find broken
+outweighs a gap), before the full-size probes. What the check could not follow is taken as written and said in an info
+flag; a verdict given without the check (the interpreter alone, or a forward that could not be followed at full size)
+says so in a warning.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from adaexplore.roofline import OpWork, TaskWork
 
 __all__ = ["Footprint", "admission", "estimate", "need"]
 
-# the buffers per input that timing rotates through (worker/_timing.py)
+# the buffers per input that timing rotates through (worker/timing/_timing.py)
 _RING = 3
 
 

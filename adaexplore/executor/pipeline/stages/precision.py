@@ -9,7 +9,7 @@ finds the sizes the outputs do not depend on (what the dots reduce over) and giv
 (at most `REDUCTION_CAP`); the other sizes stay small (the batch raised until the outputs hold `CHECKED_ELEMENTS`),
 so that the interpreter runs the whole reduction for a sample of output tiles, often one program. One trial runs
 there (of the first config of an autotuned kernel, its launches not compiled for sm_90 again, in a worker the
-pool started beside the trials), with the interpreter's emulation of the tensor cores (worker/_tensor_cores.py),
+pool started beside the trials), with the interpreter's emulation of the tensor cores (worker/cpu/_tensor_cores.py),
 and its outputs are held to the same tolerance.
 
 The normwise error of a sample strays from that of every output the GPU computes; the judge says by how much (a

@@ -1,0 +1,1 @@
+"""Task synthesis: tasks composed from a catalogue of operators, with the checks a synthesized task must pass."""

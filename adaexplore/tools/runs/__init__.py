@@ -1,0 +1,1 @@
+"""The tools of runs: listing and showing runs, their text, benches and the report's pages."""
