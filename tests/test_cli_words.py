@@ -149,7 +149,7 @@ def test_every_conflict_the_tools_raise_has_words_for_the_cli() -> None:
     import ast
 
     raises: list[tuple[str, ast.Call]] = []
-    for module in sorted((Path(__file__).parents[1] / "adaexplore" / "tools").glob("*.py")):
+    for module in sorted((Path(__file__).parents[1] / "adaexplore" / "tools").rglob("*.py")):
         source = module.read_text()
         raises += [
             (source, node.exc)

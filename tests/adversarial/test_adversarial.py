@@ -46,8 +46,8 @@ BATTERY = [
     ),
     ("h08_replay_after_warmup", SCALE_RELU, Status.mismatch, "must not be cached or reused across calls"),
     # timed inputs differ from call to call element by element, not by one scale a linear task passes on
-    ("h08_linear_rescale", MATMUL, Status.mismatch, "the output of a timed call is wrong"),
-    ("h20_wrong_in_a_tenth", SCALE_RELU, Status.mismatch, "the output of a timed call is wrong"),
+    ("h08_linear_rescale", MATMUL, Status.mismatch, "is wrong although the trials passed"),
+    ("h20_wrong_in_a_tenth", SCALE_RELU, Status.mismatch, "is wrong although the trials passed"),
     # eighth round: names bound by imports, enum's writes into modules, bases named through variables,
     # special attributes set through a method's first parameter, launches owed across timed calls
     ("h19_builtin_name_import", SCALE_RELU, Status.rejected, "You cannot import under the name getattr"),
@@ -162,14 +162,14 @@ BATTERY = [
         Status.mismatch,
         ("at the task's full sizes forward takes another path", "wrong result in trial 1"),
     ),
-    ("t41_wrong_when_timed", SCALE_RELU, Status.mismatch, "the output of a timed call is wrong"),
+    ("t41_wrong_when_timed", SCALE_RELU, Status.mismatch, "is wrong although the trials passed"),
     ("t41_mutates_input_when_timed", SCALE_RELU, Status.rejected, "You cannot modify the inputs"),
 ]
 
 # With the static rules off, the runtime guard still catches what reaches it.
 RUNTIME = [
     ("rt_patch_interpreter", Status.rejected, "triton.runtime.interpreter.InterpretedFunction.__call__"),
-    ("h20_wrong_in_a_tenth", Status.mismatch, "the output of a timed call is wrong"),
+    ("h20_wrong_in_a_tenth", Status.mismatch, "is wrong although the trials passed"),
     ("h07_timer_patch", Status.rejected, "You cannot replace torch.cuda.Event.elapsed_time"),
     ("h14_global_flags", Status.rejected, "You cannot change global settings: torch.backends"),
     ("rt_thread", Status.rejected, "You cannot start threads"),
@@ -220,7 +220,7 @@ RUNTIME = [
         Status.mismatch,
         ("at the task's full sizes forward takes another path", "wrong result in trial 1"),
     ),
-    ("t41_wrong_when_timed", Status.mismatch, "the output of a timed call is wrong"),
+    ("t41_wrong_when_timed", Status.mismatch, "is wrong although the trials passed"),
     ("t41_mutates_input_when_timed", Status.rejected, "You cannot modify the inputs"),
 ]
 

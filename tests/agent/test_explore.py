@@ -296,7 +296,7 @@ def test_a_task_that_does_not_import_is_reported_before_any_run(tmp_path: Path) 
     unimportable.write_text("import no_such_module_xyz\n" + TASK.read_text())
     failed = adaexplore("explore", str(TASK), str(unimportable), "--parallel", "2", env=cli_env(home, None))
     assert failed.returncode == 2, failed.stderr
-    assert "No module named 'no_such_module_xyz'" in failed.stderr and "Traceback" not in failed.stderr
+    assert "needs no_such_module_xyz, which is not installed" in failed.stderr and "Traceback" not in failed.stderr
     assert_nothing_started(home)
 
 

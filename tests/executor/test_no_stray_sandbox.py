@@ -131,3 +131,14 @@ async def test_a_sandbox_dies_with_its_evaluator_even_while_it_is_being_built(ev
     for worker in workers:
         argv = Path(f"/proc/{worker.pid}/cmdline").read_bytes().split(b"\0")
         assert str(SCRIPT).encode() in argv and argv[argv.index(str(SCRIPT).encode()) + 1] == str(os.getpid()).encode()
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "exit 3"])
+def test_the_launcher_ends_as_its_command_did(how: str) -> None:
+    """The evaluator reads a worker's end through the launcher: a signal (SIGKILL included, whose handler cannot be
+    set) or an exit code comes back as the command's own."""
+    from adaexplore.executor.host._reaper import reaped
+
+    body = "raise SystemExit(3)" if how == "exit 3" else f"import os, signal; os.kill(os.getpid(), signal.{how})"
+    ended = subprocess.run(reaped([sys.executable, "-c", body], os.getpid()), timeout=60)
+    assert ended.returncode == (3 if how == "exit 3" else -getattr(signal, how))

@@ -71,7 +71,8 @@ def _end_all() -> None:
 def _exit_as(status: int) -> None:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # their handlers cannot be set, nor need to be
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
         os._exit(128 + number)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adaexplore.config import Settings
 from adaexplore.errors import ConfigError
+from adaexplore.executor.host._reaper import reaped
 from adaexplore.executor.host._view import (
     DEV_READABLE,
     PROC_READABLE,
@@ -221,7 +222,8 @@ async def _probe_bwrap(path: str) -> tuple[str | None, bool, str]:
     base += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for disable in (True, False):
         command = [*base, *(["--disable-userns"] if disable else []), "--", true]
-        result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE)
+        # through the launcher that ends the sandbox if this process dies while bubblewrap starts (`_reaper.py`)
+        result = await anyio.run_process(reaped(command, os.getpid()), check=False, stderr=subprocess.PIPE)
         if result.returncode == 0:
             return text, disable, ""
         reason = result.stderr.decode(errors="replace").strip()

@@ -21,6 +21,7 @@ from pathlib import Path
 import anyio
 
 from adaexplore.config import Settings
+from adaexplore.executor.host._reaper import reaped
 from adaexplore.executor.host._view import gpu_devices, inside
 
 __all__ = ["bind", "hand_over", "system_binds", "unprivileged_user"]
@@ -65,7 +66,8 @@ async def unprivileged_user(
         gpu = any(Path(d).name.removeprefix("nvidia").isdigit() for d in devices)
         command += [sys.executable, "-P", "-c", _DROP.format(uid=uid) + (_CUDA if gpu else "")]
         env = {**env, "HOME": "/tmp"}
-        result = await anyio.run_process(command, check=False, stderr=subprocess.PIPE, env=env)
+        # through the launcher that ends the sandbox if this process dies while bubblewrap starts (`_reaper.py`)
+        result = await anyio.run_process(reaped(command, os.getpid()), check=False, stderr=subprocess.PIPE, env=env)
         why = ""
         if result.returncode != 0:
             tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
