@@ -122,8 +122,7 @@ def _list(svc: Services, *, show_all: bool) -> str:
     lines = [f"{head}{'scope':<{width + 1}}rule"]
     for rule, scope in zip(rules, scopes, strict=True):
         on = "yes" if injected(rule, svc.settings.memory, triton) else "no"
-        text = rule.text if len(rule.text) <= 90 else rule.text[:89] + "…"
-        shown = scope if len(scope) <= width else scope[: width - 1] + "…"
+        text, shown = shorten(rule.text, 90), shorten(scope, width)
         lines.append(
             f"{rule.id:>5}  {rule.status:<8}{rule.source:<10}{rule.occurrences:>5}{rule.tasks:>6}  {on:<9}"
             f"{shown:<{width + 1}}{text}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from adaexplore.listing import shorten
 from adaexplore.store import NodeRecord
 from adaexplore.tools._best import RunBest, run_best, speedup_text
 from adaexplore.tools._service import Services
@@ -16,10 +17,6 @@ def _speedup(value: float | None, estimated: float | None = None) -> str:
     if value is not None:
         return f"{value:.3f}x"
     return f"{estimated:.2f}x est" if estimated is not None else "-"
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _best(best: RunBest | None) -> str:
@@ -49,8 +46,8 @@ def render_runs(svc: Services) -> str:
         total = json.loads(run.config).get("total_steps")
         steps = f"{run.steps}/{total}" if total else str(run.steps)
         lines.append(
-            f"{run.id:<14}{_cut(names.get(run.task_id, run.task_id), 21):<22}{run.status:<10}{steps:>9}  "
-            f"{_best(best):>12}  {_cut(run.model, 15):<16}{run.created_at[:19]:<21}{_about(best)}"
+            f"{run.id:<14}{shorten(names.get(run.task_id, run.task_id), 21):<22}{run.status:<10}{steps:>9}  "
+            f"{_best(best):>12}  {shorten(run.model, 15):<16}{run.created_at[:19]:<21}{_about(best)}"
         )
     return "\n".join(lines)
 
