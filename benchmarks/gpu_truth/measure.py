@@ -74,6 +74,7 @@ async def main(
     mode: str = "strict",
     stop_after: float | None = None,
     listing: bool = False,
+    breadth: int = 0,
 ) -> None:
     done = {}
     if out.is_file():
@@ -85,6 +86,15 @@ async def main(
         for level, task, kernel in kernels(only, kernelbench, skip)
     ]
     todo = [item for item in chosen if item[3] not in done]
+    if breadth:
+        # every problem's first `breadth` kernels before any problem's others, problem by problem within each pass:
+        # a run cut short has touched every problem, and a problem's reference is built once a pass
+        rank: dict[Path, int] = {}
+        ordered = []
+        for item in todo:
+            ordered.append((rank.get(item[1], 0) >= breadth, len(ordered), item))
+            rank[item[1]] = rank.get(item[1], 0) + 1
+        todo = [item for *_, item in sorted(ordered, key=lambda t: (t[0], t[1]))]
     if listing:
         for level in (1, 2, 3):
             picked = [item for item in chosen if item[0] == level]
@@ -199,9 +209,25 @@ if __name__ == "__main__":
     )
     parser.add_argument("--stop-after", type=float, help="start no evaluation after this many seconds")
     parser.add_argument("--list", action="store_true", help="say what a run would measure, by level, and stop")
+    parser.add_argument(
+        "--breadth",
+        type=int,
+        default=4,
+        help="measure each problem's first N kernels before any problem's others, so that a run cut short has "
+        "touched every problem (default 4; 0: problem by problem)",
+    )
     args = parser.parse_args()
     if args.mode != "strict" and args.out.resolve() == (HERE / "truth.jsonl").resolve():
         sys.exit("truth.jsonl holds strict mode's rows: give --out another file for --mode " + args.mode)
     anyio.run(
-        main, args.only, args.out, args.kernelbench, args.parallel, args.skip, args.mode, args.stop_after, args.list
+        main,
+        args.only,
+        args.out,
+        args.kernelbench,
+        args.parallel,
+        args.skip,
+        args.mode,
+        args.stop_after,
+        args.list,
+        args.breadth,
     )
