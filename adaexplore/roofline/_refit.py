@@ -51,7 +51,7 @@ FACTOR_GROUPS: dict[str, tuple[str, ...]] = {
 }
 _BOUND = math.log(4.0)
 # the penalty on each factor's log, against the squared log errors' mean: a factor moves where kernels ask it to
-_PRIOR = 0.01
+_PRIOR = 0.001
 _FOLDS = 5
 
 
