@@ -120,7 +120,7 @@ def record(rows: list[dict], records: dict, jobs: int) -> None:
 
 
 # ---- the corpus as a store's verdicts ------------------------------------------------------------------
-def _stats(ms: float):  # noqa: ANN202 (the domain's Stats)
+def _stats(ms: float):  # the domain's Stats
     from adaexplore.executor import Stats
 
     return Stats(n=100, median_ms=ms, mean_ms=ms, std_ms=0.0, min_ms=ms, max_ms=ms, p10_ms=ms, p90_ms=ms)
@@ -193,7 +193,7 @@ def load_store(url: str, kernels: list[dict]) -> None:
         store.close()
 
 
-def _errors(kernels: list[dict], calibration, gpu) -> tuple[float, float]:  # noqa: ANN001
+def _errors(kernels: list[dict], calibration, gpu) -> tuple[float, float]:
     """Median |log(estimated / measured)| of kernel times and of speedups."""
     from adaexplore.roofline import ForwardWork, TaskWork, estimate_forward
 
@@ -241,7 +241,7 @@ def one_split(kernels: list[dict], train: int, seed: int, db: str | None, gpu_na
         "held_out_in_store": [outcome.calibration.error_before, outcome.calibration.error_after]
         if outcome.calibration is not None
         else None,
-        "rest_time": list(before[:1]) + [after[0]],
+        "rest_time": [before[0], after[0]],
         "rest_speedup": [before[1], after[1]],
         "calibrate_s": seconds,
     }
@@ -288,8 +288,10 @@ def main() -> None:
     if args.db and args.splits > 1:
         sys.exit("--db holds one store: give --splits 1 with it")
     results = [one_split(kernels, args.train, seed, args.db, args.gpu) for seed in range(args.splits)]
-    print(f"\n{'draw':>4} {'fit on':>6} {'rest':>5} {'in-store LOPO':>15} {'rest: time error':>18} "
-          f"{'rest: speedup error':>20} {'calibrate':>9}")
+    print(
+        f"\n{'draw':>4} {'fit on':>6} {'rest':>5} {'in-store LOPO':>15} {'rest: time error':>18} "
+        f"{'rest: speedup error':>20} {'calibrate':>9}"
+    )
     for r in results:
         lopo = "{:.3f}->{:.3f}".format(*r["held_out_in_store"]) if r["held_out_in_store"] else "-"
         print(
