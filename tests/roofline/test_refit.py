@@ -17,10 +17,10 @@ from tests.synthetic_verdicts import H200, TRUE, corpus
 
 
 def test_the_fit_recovers_the_factors_that_made_the_times() -> None:
-    fit = refit(corpus(30), H200)
+    fit = refit(corpus(32, problems=8), H200)
     for group, factor in TRUE.items():
-        assert fit.factors[group] == pytest.approx(factor, rel=0.08), (group, fit.factors)
-    assert fit.kernels == 30 and fit.problems == 6 and fit.held_out == "leave one problem out"
+        assert fit.factors[group] == pytest.approx(factor, rel=0.1), (group, fit.factors)
+    assert fit.kernels == 32 and fit.problems == 8 and fit.held_out == "leave one problem out"
     # on problems it did not see, the fit's estimates sit within the noise of the times; the package's do not
     assert fit.error_after < 0.05 < 0.15 < fit.error_before
     assert fit.speedup_error_after < fit.speedup_error_before
