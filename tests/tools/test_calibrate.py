@@ -103,6 +103,8 @@ async def test_a_timed_kernels_forward_is_kept_beside_its_verdict_not_in_it(tmp_
     calibrate(svc)
     task = create_task(svc, CreateTaskRequest(path=str(DATA / "scale_relu_task.py")))
     run = start_run(svc, StartRunRequest(task_id=task.task_id, seed=1, model="tester"))
+    # the run's brief says which efficiencies rank its kernels
+    assert "The estimate uses calibration 1 (H200, " in run.brief and "fitted to this store's verdicts" in run.brief
     step = await compile_and_profile(
         svc, CompileAndProfileRequest(run_id=run.run_id, parent_id=run.root_node_id, action="large", code="x = 1")
     )
