@@ -50,7 +50,6 @@ RECORDER = (
     "adaexplore/executor/worker/cost/_full_size.py",
     "adaexplore/executor/worker/candidate/_launches.py",
 )
-DEVICE = {"H200": "NVIDIA H200", "H100": "NVIDIA H100 80GB HBM3"}
 
 
 def _key(task_path: str, kernel_path: str) -> str:
@@ -130,6 +129,7 @@ def load_store(url: str, kernels: list[dict]) -> None:
     """Write `kernels` into the store at `url` as a GPU machine's search would leave them."""
     from adaexplore.domain import Kind
     from adaexplore.executor import Backend, Evaluation, Mode, Provenance, Status, Timing
+    from adaexplore.roofline import gpu_spec
     from adaexplore.store import NewEvaluation, open_store
 
     store = open_store(url)
@@ -161,7 +161,7 @@ def load_store(url: str, kernels: list[dict]) -> None:
                 provenance=Provenance(
                     adaexplore="truth",
                     python="3",
-                    gpu=DEVICE.get(k["gpu"], k["gpu"]),
+                    gpu=gpu_spec(k["gpu"]).cuda_name,
                     device=0,
                     environment=f"truth-{k['gpu']}",
                     task_hash=task_id,
@@ -328,9 +328,13 @@ def main() -> None:
         for r in corpus(args.truth)
         if (r.get("h200_status") or r.get("status")) == "ok" and r.get("kernel_ms") and r.get("eager_ms")
     ]
-    for r in rows:
-        r["gpu"] = r.get("gpu", "H200")
-    rows = [r for r in rows if r["gpu"] == args.gpu]
+    from adaexplore.roofline import gpu_for_device, gpu_spec
+
+    wanted = gpu_spec(args.gpu).name
+    for r in rows:  # the GPU a row names (as CUDA does: "NVIDIA H100 80GB HBM3"), else the corpus's H200
+        found = gpu_for_device(r["gpu"]) if r.get("gpu") else None
+        r["gpu"] = found.name if found is not None else "H200"
+    rows = [r for r in rows if r["gpu"] == wanted]
     records = json.loads(RECORDS.read_text()) if RECORDS.is_file() else {}
     record(rows, records, args.jobs)
     kernels = []
@@ -340,16 +344,20 @@ def main() -> None:
             print(f"left out (not recorded to its end): {r['kernel']}")
             continue
         kernels.append({**r, "kernel_work": got["kernel"], "task_work": got["task"]})
-    print(f"{len(kernels)} {args.gpu} kernels of {len({k['problem'] for k in kernels})} problems with records")
+    print(f"{len(kernels)} {wanted} kernels of {len({k['problem'] for k in kernels})} problems with records")
+    from adaexplore.roofline import MIN_KERNELS
+
+    if args.train < MIN_KERNELS:
+        sys.exit(f"--train {args.train}: calibrate fits on at least {MIN_KERNELS} kernels")
     if len(kernels) <= args.train:
         sys.exit(f"{len(kernels)} kernels: no rest to score after {args.train} in the store")
     if args.db and args.splits > 1:
         sys.exit("--db holds one store: give --splits 1 with it")
-    results = [one_split(kernels, args.train, seed, args.db, args.gpu) for seed in range(args.splits)]
-    detuned = [detuned_split(kernels, args.train, seed, args.detune, args.gpu) for seed in range(args.splits)]
+    results = [one_split(kernels, args.train, seed, args.db, wanted) for seed in range(args.splits)]
+    detuned = [detuned_split(kernels, args.train, seed, args.detune, wanted) for seed in range(args.splits)]
     _table(f"efficiencies off by up to {args.detune}x per group, refitted on {args.train} (roofline.refit)", detuned)
     _table(
-        f"adaexplore calibrate on a store of {args.train} {args.gpu} verdicts, the package's own efficiencies "
+        f"adaexplore calibrate on a store of {args.train} {wanted} verdicts, the package's own efficiencies "
         "(fitted to this corpus)",
         results,
     )
