@@ -30,7 +30,8 @@ def add_calibrate_parser(commands: argparse._SubParsersAction[OneLineErrors]) ->
         f"model, from at least {tools.MIN_CALIBRATION_KERNELS} kernels. It prints the kernels read and the "
         "median |log(estimate/measured)| of kernel times before and after on verdicts the fit did not see (each "
         "problem left out in turn), and stores the calibration: every later estimate for that GPU model, on any "
-        "machine that reads this store, uses it and names it. A fit no better on held-out verdicts is not stored.",
+        "machine that reads this store, uses it and names it. A fit not 5 percent better on held-out verdicts is "
+        "not stored.",
     )
     calibrate.add_argument(
         "--gpu", metavar="NAME", type=tools.check_target_gpu, help="that GPU model alone (default: every one)"

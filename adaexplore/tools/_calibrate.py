@@ -16,6 +16,7 @@ from adaexplore.roofline import (
     ForwardWork,
     GpuCalibration,
     GpuSpec,
+    Refit,
     TaskWork,
     TimedKernel,
     gpu_for_device,
@@ -27,6 +28,9 @@ from adaexplore.tools._service import Services
 
 # the fewest kernels of one GPU model a calibration is fitted on
 MIN_CALIBRATION_KERNELS = MIN_KERNELS
+# how much better on held-out verdicts a fit must be to be kept (a smaller gain is within what another draw of
+# the same kernels changes)
+_MARGIN = 0.05
 
 __all__ = [
     "MIN_CALIBRATION_KERNELS",
@@ -36,6 +40,7 @@ __all__ = [
     "calibrations_in_force",
     "stored_calibrations",
     "timed_kernels",
+    "worth_keeping",
 ]
 
 
@@ -148,17 +153,24 @@ def calibrate(svc: Services, gpu: str | None = None, *, dry_run: bool = False) -
             speedup_error_before=fit.speedup_error_before,
             speedup_error_after=fit.speedup_error_after,
         )
-        if not fit.error_after < fit.error_before:  # a fit no better on verdicts it did not see is not kept
+        if not worth_keeping(fit):  # a fit no better on verdicts it did not see is not kept
             outcome.refused = (
-                f"the fit did not beat adaexplore's own efficiencies on held-out verdicts ({fit.held_out}: median "
-                f"|log(estimate/measured)| {fit.error_before:.3f} -> {fit.error_after:.3f}); not stored, the "
-                "package's efficiencies stay in force for this GPU"
+                f"the fit did not beat adaexplore's own efficiencies on held-out verdicts by {_MARGIN:.0%} ("
+                f"{fit.held_out}: median |log(estimate/measured)| of kernel times {fit.error_before:.3f} -> "
+                f"{fit.error_after:.3f}); "
+                "not stored, the package's efficiencies stay in force for this GPU"
             )
             continue
         if not dry_run:
             outcome.calibration = svc.store.put_calibration(outcome.calibration)
             report.stored = True
     return report
+
+
+def worth_keeping(fit: Refit) -> bool:
+    """Whether a fit beats the package's efficiencies on held-out verdicts by more than noise: its error on kernel
+    times lower by `_MARGIN`."""
+    return fit.error_after <= (1 - _MARGIN) * fit.error_before
 
 
 def _nothing_to_fit(svc: Services, report: CalibrateReport) -> str:
