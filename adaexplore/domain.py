@@ -25,6 +25,7 @@ __all__ = [
     "Mode",
     "Provenance",
     "Seeds",
+    "SizeValue",
     "SpeedOfLight",
     "Stats",
     "Status",
@@ -32,6 +33,11 @@ __all__ = [
     "Tolerance",
     "TrialResult",
 ]
+
+
+# one entry of a task's SMALL_SIZES: a number, or the small values of a module-level list or tuple of sizes
+# (`hidden_layer_sizes = [32768, 32768]`), element for element
+SizeValue = int | float | list[int]
 
 
 class Status(StrEnum):

@@ -19,6 +19,7 @@ from adaexplore.domain import (
     Estimate,
     Mode,
     Seeds,
+    SizeValue,
     SpeedOfLight,
     Status,
     Timing,
@@ -138,7 +139,7 @@ class Run:
         self.coverage_checked = False
         self.trial_kernels: list[str] | None = None
         # the small sizes with the reduction lengths back at full size, and their names (see stages/precision.py)
-        self.reduction_sizes: dict[str, int | float] | None = None
+        self.reduction_sizes: dict[str, SizeValue] | None = None
         self.reduction_names: list[str] = []
         # what result.settle_speed made of them
         self.speed_of_light: SpeedOfLight | None = None
