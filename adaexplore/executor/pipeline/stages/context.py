@@ -118,6 +118,8 @@ class Run:
         # client waits for the answer), and the wall time it took so far (see stages/budget.py)
         self.candidate_budget_wall = True
         self.candidate_wall_s = 0.0
+        # the wall time the Triton compiler took in the waits so far (never counted against the budget)
+        self.compile_wall_s = 0.0
         # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
         self.trial_timeout_s: float | None = None
         # the seconds the judge spent on this evaluation's reference before it began (built ahead on its seeds)

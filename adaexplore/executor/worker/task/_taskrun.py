@@ -35,6 +35,7 @@ __all__ = [
     "place_args",
     "rebuilt",
     "resolve_seeds",
+    "seed_forward",
     "tensors_in",
     "upcast",
     "upcast_copy",
@@ -144,6 +145,14 @@ def derive_seeds(base: int, count: int) -> list[int]:
     """Trial seeds drawn as KernelBench draws them: seed `base`, then one randint(0, 2**32 - 1) per trial."""
     torch.manual_seed(base)
     return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+
+
+def seed_forward(seed: int) -> None:
+    """Seed every generator (the CPU's and each GPU's) right before a forward whose outputs are compared, with its
+    trial's seed, on the judge's side and the candidate's alike: a task that draws random numbers inside forward
+    (an LSTM's initial state from `torch.randn`) then draws the same ones for the reference and for a candidate
+    that draws them the same way, on the CPU and on a GPU (the CUDA generator is seeded too)."""
+    torch.manual_seed(seed)
 
 
 def resolve_seeds(spec: JobSpec) -> tuple[int, list[int], int]:
