@@ -2,13 +2,15 @@
 of what, and where the candidate was (its Python line, or its kernel's), from the stack its worker writes before
 it is killed.
 
-On a GPU the budget is wall time over all the candidate's phases. On the CPU backends it is the time the
-candidate's own code runs, its worker's CPU time (read from the system, so a busy machine does not spend it) and,
-where a client waits for the answer (`Run.candidate_budget_wall`), the wall time the client has waited: the whole
-evaluation's since it began (the worker's handover and the reference included, which a busy machine slows as much
-as the candidate), less a reserve for stopping the worker and answering, so that the answer comes within the
-budget whatever phase the time went to. The Triton compiler's time is not counted in either (the worker says when
-each compile starts and ends), save a single compile that goes on past the whole budget."""
+On a GPU the budget is wall time over all the candidate's phases. On the CPU backends it is the time the candidate's
+own code runs, its worker's CPU time (read from the system, so a busy machine does not spend it) and, where a client
+waits for the answer (`Run.candidate_budget_wall`), the wall time the client has waited: the whole evaluation's
+since it began (the worker's handover and the reference included, which a busy machine slows as much as the
+candidate), less a reserve for stopping the worker and answering, so that the answer comes within the budget
+whatever phase the time went to; though never before the candidate's own phases have had half the budget (a worker
+that took long to start on a busy machine is not the kernel's doing). The Triton compiler's time is not counted in
+either (the worker says when each compile starts and ends), save a single compile that goes on past the whole
+budget."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.host._stack import Frame, sample_stack, thread_stacks
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
 
-__all__ = ["Clock", "phase_timeout", "ran_out", "where_it_was"]
+__all__ = ["Clock", "phase_timeout", "ran_out", "wall_left", "where_it_was"]
 
 _CANDIDATE = "candidate.py"
 # the share of its wall time a worker gets on the CPU where the machine is not busy
@@ -28,6 +30,16 @@ _FAIR_SHARE = 0.9
 # of a waiting client's budget, what is kept for answering once the candidate is stopped (its stack read, its
 # worker killed, the verdict written): this share of the budget, at most _ANSWER_S seconds
 _ANSWER_SHARE, _ANSWER_S = 0.05, 2.0
+# the share of a waiting client's budget the candidate's own phases always get in wall time, however long its
+# worker took to start on a busy machine: a slow start is the machine's, not the kernel's
+_OWN_SHARE = 0.5
+
+
+def wall_left(budget: float, call_wall: float, own_wall: float) -> float:
+    """What a waiting client's budget leaves the candidate, in wall time: the budget counted from the evaluation's
+    start (`call_wall` spent), less the reserve for answering; but never less than `_OWN_SHARE` of the budget
+    counted in the candidate's own phases alone (`own_wall` spent)."""
+    return max(budget - min(_ANSWER_S, _ANSWER_SHARE * budget) - call_wall, _OWN_SHARE * budget - own_wall)
 
 
 class Clock:
@@ -112,7 +124,7 @@ class Clock:
         # seconds
         left = budget - self.spent()
         if self.wall_bound():
-            left = min(left, budget - min(_ANSWER_S, _ANSWER_SHARE * budget) - self.call_wall())
+            left = min(left, wall_left(budget, self.call_wall(), self.wall_spent()))
         return left
 
     def out(self) -> bool:
