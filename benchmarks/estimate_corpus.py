@@ -133,7 +133,7 @@ def record_one(task_path: str, kernel_path: str) -> dict:
     capture_ptxas_logs()
     tracker.shared_memory_limit = 232448
     module = import_file(CANDIDATE_MODULE, kernel_path)
-    stopped, steps = full_size_pass(tracker, module.ModelNew, task_path, None)
+    stopped, steps, _ = full_size_pass(tracker, module.ModelNew, task_path, None)
     task, note = reference_work(task_path, None)
     return {
         "kernel": ForwardWork(steps=steps, complete=not stopped, note=stopped).model_dump(mode="json"),

@@ -80,3 +80,27 @@ def test_the_estimate_records_are_keyed_by_sources_that_exist() -> None:
 
     missing = [path for path in estimate_corpus.RECORDER if not (ROOT / path).is_file()]
     assert not missing, f"estimate_corpus.RECORDER names files that are gone: {missing}"
+
+
+@pytest.mark.slow  # a compile for sm_90 at full size
+def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "estimate_corpus.py"),
+            "record-one",
+            str(ROOT / "examples" / "tasks" / "elementwise_chain.py"),
+            str(ROOT / "examples" / "kernels" / "elementwise_chain" / "correct.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    [launch] = [step for step in record["kernel"]["steps"] if step["kind"] == "launch"]
+    assert launch["kernel"] == "_chain_kernel" and launch["configs"][0]["programs"] > 0
+    assert record["kernel"]["complete"] and record["task"] is not None
