@@ -17,6 +17,7 @@ from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker.confine._faults import TaskFault
 from adaexplore.executor.worker.judge._compare import compare
 from adaexplore.executor.worker.judge._degenerate import (
+    Degeneracies,
     constant_excess,
     excess,
     full_check_fits,
@@ -357,47 +358,6 @@ class ReferenceBuilder:
             except Exception:  # the task's code at its full sizes (its memory, say): not checked there
                 self._full_degeneracy[key] = (None, False)
         return self._full_degeneracy[key]
-
-
-@dataclass
-class Degeneracies:
-    """What the judge found of a task's degeneracy: at the sizes it runs, and at full size where it checked."""
-
-    sizes: Literal["full", "small"]  # the sizes the judge runs
-    at_sizes: Degeneracy | None
-    at_full: Degeneracy | None = None
-    full_checked: bool = False
-    undecided: bool = False  # the reference could not be run in float64 here
-
-    @property
-    def checked(self) -> Literal["full", "small"] | None:
-        """Where the task's degeneracy was decided: "full" or "small" (None: it was not)."""
-        if self.undecided:
-            return None
-        return "full" if self.full_checked or self.sizes == "full" else "small"
-
-    def named(self) -> tuple[Degeneracy | None, Degeneracy | None]:
-        """(the task's degeneracy, the small sizes' where the full sizes keep the task)."""
-        if self.full_checked:
-            return self.at_full, self.at_sizes if self.at_full is None else None
-        return self.at_sizes, None
-
-    def flags(self) -> list[AuditFlag]:
-        task, sizes = self.named()
-        flags = []
-        if task is not None:
-            flags.append(AuditFlag(code="degenerate_task", severity="warn", message=task.line()))
-        if sizes is not None:
-            flags.append(
-                AuditFlag(
-                    code="degenerate_sizes",
-                    severity="warn",
-                    message=f"at the small sizes the checks run at, {sizes.what()}, though at its full sizes it does "
-                    "not: these checks cannot tell a kernel that writes one value from a correct one; give other "
-                    "small sizes, or check at the full sizes",
-                )
-            )
-        return flags
 
 
 @dataclass
