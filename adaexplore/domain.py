@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "DRAWS_IN_FORWARD",
     "Audit",
     "AuditFlag",
     "Backend",
@@ -25,6 +26,7 @@ __all__ = [
     "Mode",
     "Provenance",
     "Seeds",
+    "SizeValue",
     "SpeedOfLight",
     "Stats",
     "Status",
@@ -32,6 +34,11 @@ __all__ = [
     "Tolerance",
     "TrialResult",
 ]
+
+
+# one entry of a task's SMALL_SIZES: a number, or the small values of a module-level list or tuple of sizes
+# (`hidden_layer_sizes = [32768, 32768]`), element for element
+SizeValue = int | float | list[int]
 
 
 class Status(StrEnum):
@@ -161,6 +168,9 @@ class AuditFlag(_Model):
     severity: Literal["reject", "warn", "info"]
     message: str
 
+
+# the task flag of a task whose forward draws random numbers: its trials are seeded alike, its timed calls unchecked
+DRAWS_IN_FORWARD = "draws_in_forward"
 
 # what every place that shows a degenerate task's results says of them
 DEGENERATE_ZERO = "any kernel that writes 0 is correct on this task: its speedups say nothing"

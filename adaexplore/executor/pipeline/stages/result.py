@@ -48,6 +48,7 @@ def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: 
             sol,
             calibrations=ctx.calibrations,
         )
+        ctx.add_flags(speed.idle_sm_flags(ctx.candidate_work, ctx.estimate, gpu))
         if sol is not None and ctx.estimate is not None:
             estimate = ctx.estimate
             flag = speed.faster_than_light(sol, estimate.ms, estimate.reference_ms, measured=False)

@@ -42,6 +42,7 @@ __all__ = [
     "estimate_for",
     "faster_than_light",
     "fp32_path",
+    "idle_sm_flags",
     "sol_for",
     "target_gpu",
 ]
@@ -262,6 +263,47 @@ def advice_flags(costs: list[KernelCost]) -> list[AuditFlag]:
             flags.append(
                 AuditFlag(
                     code="ptxas_advisory", severity="warn", message=f"kernel {name} ({which}{sizes} sizes): {advice}"
+                )
+            )
+    return flags
+
+
+# a kernel whose grid leaves at least this share of the multiprocessors without a program, and which takes at least
+# this share of the estimated forward, is named in a warning
+IDLE_SMS = 0.5
+IDLE_SHARE = 0.2
+
+
+def idle_sm_flags(candidate: ForwardWork | None, estimate: Estimate | None, gpu: GpuSpec | None) -> list[AuditFlag]:
+    """A warning for each kernel whose full-size grid gives most of the target GPU's streaming multiprocessors no
+    program while it takes a fair share of the estimated time: a persistent kernel sized from a CPU fallback for the
+    SM count, or a fixed grid, runs on a few SMs of the GPU and the rest idle. The estimate already charges for it
+    (its waves); the warning says why the kernel is slow and what to look at."""
+    if candidate is None or estimate is None or gpu is None or estimate.ms <= 0:
+        return []
+    spent: dict[str, float] = {}
+    for part in estimate.parts:
+        spent[part.step] = spent.get(part.step, 0.0) + part.ms
+    flags = []
+    seen = set()
+    for step in candidate.steps:
+        if not isinstance(step, LaunchWork) or not step.configs or step.kernel in seen:
+            continue
+        programs = max(c.programs for c in step.configs)
+        share = spent.get(step.kernel, 0.0) / estimate.ms
+        if 0 < programs <= gpu.sms * (1 - IDLE_SMS) and share >= IDLE_SHARE:
+            seen.add(step.kernel)
+            flags.append(
+                AuditFlag(
+                    code="idle_sms",
+                    severity="warn",
+                    message=(
+                        f"kernel {step.kernel} launches {programs} program{'s' if programs != 1 else ''} at full "
+                        f"size, so {gpu.sms - programs} of the {gpu.name}'s {gpu.sms} multiprocessors get no work "
+                        f"({share:.0%} of the estimated time): size the grid from the problem, and where it comes "
+                        "from the SM count, read it from the GPU the kernel runs on (no fixed number, no CPU "
+                        "fallback)"
+                    ),
                 )
             )
     return flags
