@@ -10,7 +10,7 @@ import pytest
 
 from adaexplore.cli import main
 from adaexplore.config import Settings
-from adaexplore.executor import Evaluation, EvaluationOptions, Mode, Status, Task, load_task
+from adaexplore.executor import Evaluation, EvaluationOptions, Mode, Status, Task, calibration_for, load_task
 from adaexplore.executor.pipeline.stages.speed import estimate_for
 from adaexplore.roofline import CALIBRATION, MIN_KERNELS, TaskWork, estimate_forward, gpu_spec
 from adaexplore.store import open_store
@@ -157,3 +157,11 @@ def test_the_command_refuses_too_few_kernels_reports_a_dry_run_and_stores_a_fit(
     line = doctor_line(settings)
     assert line.found.startswith("calibration 1 (H200, ") and "in force for H200 estimates" in line.found
     assert line.todo is None
+    # one fitted against another version's efficiencies is named, not used, and doctor asks for a new fit
+    store = open_store(settings.database_url)
+    stale = store.put_calibration(store.calibrations()[0].model_copy(update={"gpu": "H100", "base": "0" * 12}))
+    assert calibration_for(gpu_spec("H100"), store.calibrations()) is None
+    store.close()
+    line = doctor_line(settings)
+    assert f"{stale.label()} fitted to another version's estimate, not used" in line.found
+    assert line.todo == "run `adaexplore calibrate --gpu H100` again"
