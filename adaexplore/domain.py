@@ -359,6 +359,9 @@ class Estimate(_Model):
     sol_fraction: float | None = None
     # False: some launch's work was guessed (a loop bound or branch depending on data)
     exact: bool = True
+    # the efficiencies it used where not the package's: a calibration this store's GPU verdicts fitted for this GPU
+    # (`adaexplore calibrate`), named by its id, date, kernels and held-out error
+    calibration: str | None = None
 
 
 class InputSetResult(_Model):
@@ -397,6 +400,10 @@ class Evaluation(_Model):
     speed_of_light: SpeedOfLight | None = None
     # where nothing timed a correct kernel: its estimated time on the target GPU (never a measurement)
     estimate: Estimate | None = None
+    # where a GPU timed a correct kernel: what it launches at full size (roofline.ForwardWork as JSON), the
+    # estimate's input, which `adaexplore calibrate` fits against the measured time. The tools keep it in the store
+    # beside the verdict, not in the verdict they store or answer with.
+    forward_work: str | None = None
 
     @property
     def speedup(self) -> float | None:

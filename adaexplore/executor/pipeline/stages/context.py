@@ -28,7 +28,7 @@ from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import ModeSpec, mode_spec
 from adaexplore.executor.wire._protocol import Coverage, Event
-from adaexplore.roofline import ForwardWork, TaskWork
+from adaexplore.roofline import ForwardWork, GpuCalibration, TaskWork
 
 __all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
 
@@ -143,6 +143,9 @@ class Run:
         # the small sizes with the reduction lengths back at full size, and their names (see stages/precision.py)
         self.reduction_sizes: dict[str, SizeValue] | None = None
         self.reduction_names: list[str] = []
+        # the calibrations a store's GPU verdicts fitted (`adaexplore calibrate`): an estimate for one of their GPUs
+        # uses that GPU's
+        self.calibrations: list[GpuCalibration] = []
         # what result.settle_speed made of them
         self.speed_of_light: SpeedOfLight | None = None
         self.estimate: Estimate | None = None
