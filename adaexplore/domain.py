@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "DRAWS_IN_FORWARD",
     "Audit",
     "AuditFlag",
     "Backend",
@@ -25,6 +26,7 @@ __all__ = [
     "Mode",
     "Provenance",
     "Seeds",
+    "SizeValue",
     "SpeedOfLight",
     "Stats",
     "Status",
@@ -32,6 +34,11 @@ __all__ = [
     "Tolerance",
     "TrialResult",
 ]
+
+
+# one entry of a task's SMALL_SIZES: a number, or the small values of a module-level list or tuple of sizes
+# (`hidden_layer_sizes = [32768, 32768]`), element for element
+SizeValue = int | float | list[int]
 
 
 class Status(StrEnum):
@@ -161,6 +168,9 @@ class AuditFlag(_Model):
     severity: Literal["reject", "warn", "info"]
     message: str
 
+
+# the task flag of a task whose forward draws random numbers: its trials are seeded alike, its timed calls unchecked
+DRAWS_IN_FORWARD = "draws_in_forward"
 
 # what every place that shows a degenerate task's results says of them
 DEGENERATE_ZERO = "any kernel that writes 0 is correct on this task: its speedups say nothing"
@@ -349,6 +359,9 @@ class Estimate(_Model):
     sol_fraction: float | None = None
     # False: some launch's work was guessed (a loop bound or branch depending on data)
     exact: bool = True
+    # the efficiencies it used where not the package's: a calibration this store's GPU verdicts fitted for this GPU
+    # (`adaexplore calibrate`), named by its id, date, kernels and held-out error
+    calibration: str | None = None
 
 
 class InputSetResult(_Model):
@@ -387,6 +400,10 @@ class Evaluation(_Model):
     speed_of_light: SpeedOfLight | None = None
     # where nothing timed a correct kernel: its estimated time on the target GPU (never a measurement)
     estimate: Estimate | None = None
+    # where a GPU timed a correct kernel: what it launches at full size (roofline.ForwardWork as JSON), the
+    # estimate's input, which `adaexplore calibrate` fits against the measured time. The tools keep it in the store
+    # beside the verdict, not in the verdict they store or answer with.
+    forward_work: str | None = None
 
     @property
     def speedup(self) -> float | None:

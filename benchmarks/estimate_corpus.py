@@ -49,12 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # the sources whose output a record is: a change to one of them makes every record stale
 RECORDER = (
     "adaexplore/roofline/_ttir.py",
-    "adaexplore/roofline/_traffic.py",
-    "adaexplore/roofline/_sass.py",
-    "adaexplore/roofline/_issue.py",
     "adaexplore/roofline/_work.py",
     "adaexplore/executor/worker/cost/_work_record.py",
-    "adaexplore/executor/worker/_compiled_loop.py",
     "adaexplore/executor/worker/cost/_static_cost.py",
     "adaexplore/executor/worker/cost/_ptxas_advice.py",
     "adaexplore/executor/worker/cost/_full_size.py",
@@ -137,7 +133,7 @@ def record_one(task_path: str, kernel_path: str) -> dict:
     capture_ptxas_logs()
     tracker.shared_memory_limit = 232448
     module = import_file(CANDIDATE_MODULE, kernel_path)
-    stopped, steps = full_size_pass(tracker, module.ModelNew, task_path, None)
+    stopped, steps, _ = full_size_pass(tracker, module.ModelNew, task_path, None)
     task, note = reference_work(task_path, None)
     return {
         "kernel": ForwardWork(steps=steps, complete=not stopped, note=stopped).model_dump(mode="json"),

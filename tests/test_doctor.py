@@ -47,11 +47,12 @@ def test_doctor_reports_every_part_of_the_machine(tmp_path: Path) -> None:
     run = doctor(home=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     heads = [line.split()[0] for line in run.stdout.splitlines()[1:-1:2]]
-    assert heads == ["gpu", "torch", "backends", "sandbox", "home", "database", "cache", "model"]
+    assert heads == ["gpu", "torch", "backends", "sandbox", "home", "database", "cache", "estimate", "model"]
     verdicts = run.stdout.splitlines()[2:-1:2]
     assert all(v.strip() == "ok" for v in verdicts), run.stdout
     assert "triton" in run.stdout and "compile, interpret" in run.stdout and "Triton cache" in run.stdout
-    assert run.stdout.splitlines()[-1] == "8 ok"
+    assert "estimate  adaexplore's own efficiencies for every GPU (no store yet, so no calibration)" in run.stdout
+    assert run.stdout.splitlines()[-1] == "9 ok"
 
 
 def test_doctor_checks_the_endpoint_with_a_real_request(tmp_path: Path) -> None:
@@ -65,7 +66,7 @@ def test_doctor_checks_the_endpoint_with_a_real_request(tmp_path: Path) -> None:
         server.server_close()
     assert run.returncode == 1, run.stdout + run.stderr
     assert "to do: the endpoint at" in run.stdout and "not an OpenAI-compatible chat API" in run.stdout
-    assert "check --base-url" in run.stdout and run.stdout.splitlines()[-1] == "7 ok; to do: model"
+    assert "check --base-url" in run.stdout and run.stdout.splitlines()[-1] == "8 ok; to do: model"
 
 
 def _doctor_env(home: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ from adaexplore.agent._display import TerminalDisplay, best_text, summary_table
 from adaexplore.agent._explore import Budget, Explorer, TaskSummary, run_all
 from adaexplore.agent._writers import ModelWriter, ReplayWriter, Writer
 from adaexplore.config import BackendChoice, ModeName, Settings
+from adaexplore.domain import SizeValue
 from adaexplore.errors import RequestError, TaskError
 from adaexplore.listing import first_of
 
@@ -297,7 +298,7 @@ async def _prepare_runs(svc: tools.Services, writer: Writer, options: ExploreOpt
     # every task is loaded in the evaluator's own process, and replay finds its kernels, before any run
     # starts: a task that fails stops the command with its reason and leaves no run behind; sizes {}: none, in
     # place of derived or the module's own
-    sizes: dict[str, int | float] | None = None if options.small_sizes else {}
+    sizes: dict[str, SizeValue] | None = None if options.small_sizes else {}
     tasks = [
         await tools.create_checked_task(
             svc, tools.task_file_request(path, small_sizes=sizes), backend=options.backend, mode=options.mode

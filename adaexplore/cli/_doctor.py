@@ -170,12 +170,35 @@ async def _endpoint(settings: Settings) -> _Line:
     return _Line("model", f"{name} at {where}: answers chat completions")
 
 
+def _estimate(settings: Settings) -> _Line:
+    """Which efficiencies the estimate uses for each GPU model: a calibration the store holds, or the package's."""
+    if not tools.database_exists(settings):
+        return _Line("estimate", "adaexplore's own efficiencies for every GPU (no store yet, so no calibration)")
+    try:
+        with tools.open_reader(settings) as svc:
+            fitted = tools.calibrations_in_force(svc)
+    except AdaexploreError as exc:
+        return _Line("estimate", f"cannot read the store's calibrations: {exc.in_cli_words()}")
+    if not fitted:
+        return _Line(
+            "estimate",
+            "adaexplore's own efficiencies for every GPU: the store holds no calibration (`adaexplore calibrate` "
+            "fits one to its GPU verdicts)",
+        )
+    said = [f"{c.label()} in force for {c.gpu} estimates" for c in fitted if c.current]
+    stale = [c for c in fitted if not c.current]
+    said += [f"{c.label()} fitted to another version's estimate, not used" for c in stale]
+    todo = f"run `adaexplore calibrate --gpu {stale[0].gpu}` again" if stale else None
+    return _Line("estimate", "; ".join(said) + "; adaexplore's own efficiencies for the other GPUs", todo)
+
+
 async def run_doctor(settings: Settings) -> int:
     """Print the checks; 0 when every line is ok, 1 when one says what to do."""
     lines = [
         *await _machine(settings),
         await _sandbox(settings),
         *_home(settings),
+        _estimate(settings),
         *await _cluster(settings),
         await _endpoint(settings),
     ]

@@ -13,6 +13,7 @@ import anyio
 
 from adaexplore import __version__
 from adaexplore.cli._bench import add_bench_parser, run_bench_command
+from adaexplore.cli._calibrate import add_calibrate_parser, run_calibrate
 from adaexplore.cli._memory import run_memory_command
 from adaexplore.cli._options import (
     EXIT_INFRA,
@@ -201,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
         "when nothing needs doing, 1 otherwise.",
     )
     model_options(doctor)
+    add_calibrate_parser(commands)
     add_worker_parser(commands)
     add_task_parsers(commands)
     add_global_options(parser, top=True)
@@ -247,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
             code = run_bench_command(args, settings)
         elif args.command == "report":
             code = run_report(args, settings)
+        elif args.command == "calibrate":
+            code = run_calibrate(args, settings)
         elif args.command == "runs":
             code = _runs(args, settings)
         elif args.command == "examples":

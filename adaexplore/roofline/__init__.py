@@ -15,6 +15,16 @@ from adaexplore.roofline._estimate import (
     kernel_estimate,
 )
 from adaexplore.roofline._gpus import DEFAULT_TARGET, GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
+from adaexplore.roofline._refit import (
+    FACTOR_GROUPS,
+    MIN_KERNELS,
+    GpuCalibration,
+    Refit,
+    TimedKernel,
+    base_digest,
+    refit,
+    scaled,
+)
 from adaexplore.roofline._sol import (
     PATHS,
     STRICT_FP32_BUDGET,
@@ -30,11 +40,14 @@ __all__ = [
     "CALIBRATION",
     "DEFAULT_TARGET",
     "DOT_PRECISIONS",
+    "FACTOR_GROUPS",
     "GPUS",
+    "MIN_KERNELS",
     "PATHS",
     "STRICT_FP32_BUDGET",
     "Calibration",
     "ForwardWork",
+    "GpuCalibration",
     "GpuSpec",
     "KernelIR",
     "LaunchConfig",
@@ -43,7 +56,10 @@ __all__ = [
     "OpWork",
     "Part",
     "ProgramCounts",
+    "Refit",
     "TaskWork",
+    "TimedKernel",
+    "base_digest",
     "count_launch",
     "estimate_forward",
     "estimate_reference",
@@ -54,5 +70,7 @@ __all__ = [
     "matmul_path",
     "normwise_budget",
     "parse_ttir",
+    "refit",
+    "scaled",
     "speed_of_light",
 ]

@@ -2,6 +2,7 @@
 
 from adaexplore.store._agent import ModelCall, UsageTotals
 from adaexplore.store._bench import BenchProblemRecord, BenchRecord, ProblemVerdict
+from adaexplore.store._calibrations import TimedVerdict
 from adaexplore.store._claims import ClaimRecord, ClaimSpec
 from adaexplore.store._memory import FailureRecord, NewRule, RuleRecord, version_key
 from adaexplore.store._nodes import NewEvaluation, StoreTreeView
@@ -31,6 +32,7 @@ __all__ = [
     "StoreCheck",
     "StoreTreeView",
     "TaskRecord",
+    "TimedVerdict",
     "UsageTotals",
     "check_store",
     "open_store",

@@ -55,10 +55,13 @@ class NewEvaluation:
         speedup: float | None,
         result: str,
         estimated_speedup: float | None = None,
+        work: str | None = None,
     ) -> None:
         self.code_hash, self.environment, self.mode = code_hash, environment, mode
         self.status, self.speedup, self.result = status, speedup, result
         self.estimated_speedup = estimated_speedup
+        # what a kernel a GPU timed launches at full size (Evaluation.forward_work), for `adaexplore calibrate`
+        self.work = work
 
 
 class NodeTables:
@@ -191,7 +194,7 @@ class NodeTables:
             else:
                 evaluation_id = db.insert(
                     "INSERT INTO evaluations (task_id, code_hash, environment, mode, status, speedup, "
-                    "estimated_speedup, result, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "estimated_speedup, result, created_at, work) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         task_id,
                         evaluation.code_hash,
@@ -202,6 +205,7 @@ class NodeTables:
                         evaluation.estimated_speedup,
                         evaluation.result,
                         now,
+                        evaluation.work,
                     ),
                 )
                 status, speedup = evaluation.status, evaluation.speedup

@@ -75,6 +75,8 @@ class EvaluationRecord(_Record):
     result: str
     created_at: str
     estimated_speedup: float | None = None
+    # what the kernel launches at full size (roofline.ForwardWork as JSON), kept where a GPU timed it correct
+    work: str | None = None
 
 
 class NodeRecord(_Record):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # Statements that take an empty database to version 1.
 CREATE: list[str] = [
@@ -229,5 +229,17 @@ UPGRADES: dict[int, list[str]] = {
     12: [
         "ALTER TABLE tasks ADD COLUMN degenerate TEXT",
         "ALTER TABLE tasks ADD COLUMN degeneracy_checked TEXT",
+    ],
+    # 14: what a kernel a GPU timed launches at full size (the estimate's input), and the calibrations of the
+    # estimate that `adaexplore calibrate` fits to those verdicts, per GPU model (roofline.GpuCalibration as JSON)
+    13: [
+        "ALTER TABLE evaluations ADD COLUMN work TEXT",
+        """CREATE TABLE calibrations (
+            id INTEGER PRIMARY KEY,
+            gpu TEXT NOT NULL,
+            record TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX calibrations_by_gpu ON calibrations (gpu, id)",
     ],
 }

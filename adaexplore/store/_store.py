@@ -17,6 +17,7 @@ from adaexplore.domain import Kind
 from adaexplore.errors import ConfigError, NotFoundError, StoreError
 from adaexplore.store._agent import AgentTables
 from adaexplore.store._bench import BenchTables
+from adaexplore.store._calibrations import CalibrationTables
 from adaexplore.store._claims import ClaimTables
 from adaexplore.store._db import Database, one_line
 from adaexplore.store._memory import MemoryTables
@@ -131,7 +132,7 @@ def open_store(url: str) -> Store:
         raise
 
 
-class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables):
+class Store(NodeTables, MemoryTables, AgentTables, ClaimTables, BenchTables, CalibrationTables):
     def __init__(self, db: Database) -> None:
         self._db = db
         # Answers that callers derive from the store, kept per connection under a name of theirs; each entry

@@ -1,6 +1,12 @@
 """The service behind every tool (DESIGN §4): typed requests in, typed results out."""
 
 from adaexplore.tools._best import Measured, RunBest, run_best, speedup_text, tie_break_key
+from adaexplore.tools._calibrate import (
+    MIN_CALIBRATION_KERNELS,
+    CalibrateReport,
+    calibrate,
+    calibrations_in_force,
+)
 from adaexplore.tools._machine import (
     has_gpu,
     machine,
@@ -113,8 +119,10 @@ from adaexplore.tools.tasks._synthesis import synthesize_tasks
 from adaexplore.tools.tasks._task_tools import create_checked_task, create_task
 
 __all__ = [
+    "MIN_CALIBRATION_KERNELS",
     "BestKernelRequest",
     "BestKernelResult",
+    "CalibrateReport",
     "CompileAndProfileRequest",
     "CompileAndProfileResult",
     "ConfirmRuleRequest",
@@ -154,6 +162,8 @@ __all__ = [
     "bench_record",
     "bench_rows",
     "best_kernel",
+    "calibrate",
+    "calibrations_in_force",
     "check_database",
     "check_target_gpu",
     "check_task_file",

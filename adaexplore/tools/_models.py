@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from adaexplore.config import SearchConfig
+from adaexplore.domain import SizeValue
 from adaexplore.executor import Evaluation
 from adaexplore.store import MAX_INTEGER
 
@@ -61,10 +62,10 @@ class CreateTaskRequest(_In):
         default=None, description="its workload files or folders (default: its trace set's workloads/)"
     )
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
-    small_sizes: dict[str, int | float] | None = Field(
+    small_sizes: dict[str, SizeValue] | None = Field(
         default=None,
-        description="names to numbers for CPU checks, in place of SMALL_SIZES; {}: full sizes; default: derived "
-        "on the CPU",
+        description="names to numbers (to lists of integers for a list of sizes) for CPU checks, in place of "
+        "SMALL_SIZES; {}: full sizes; default: derived on the CPU",
     )
 
 

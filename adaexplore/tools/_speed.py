@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adaexplore.domain import Evaluation, Mode, SpeedOfLight
-from adaexplore.executor import Task, describe_sol, sol_for, target_gpu
+from adaexplore.executor import Task, calibration_for, describe_sol, sol_for, target_gpu
 from adaexplore.roofline import GpuSpec, TaskWork, gpu_spec, known_gpus
 from adaexplore.store import RunRecord, TaskRecord
 from adaexplore.tools._machine import machine
@@ -11,6 +11,7 @@ from adaexplore.tools._service import Services
 
 __all__ = [
     "TaskWork",
+    "calibration_sentence",
     "check_target_gpu",
     "describe_sol",
     "known_target_gpus",
@@ -82,4 +83,14 @@ def ranking_sentence(svc: Services, run: RunRecord, task: Task, record: TaskReco
     else:
         gpu = sol.gpu if sol is not None else "H200"
         parts.append(f"No GPU here: correct kernels rank by their estimated time on an {gpu} (the verdicts say how).")
+        parts.append(calibration_sentence(svc, gpu))
     return " ".join(parts)
+
+
+def calibration_sentence(svc: Services, gpu: str) -> str:
+    """Which efficiencies the estimates for `gpu` use: the calibration this store's verdicts of that GPU fitted
+    (`adaexplore calibrate`), or the package's."""
+    fitted = calibration_for(gpu_spec(gpu), svc.store.calibrations())
+    if fitted is None:
+        return "The estimate uses adaexplore's own efficiencies (no calibration of this store for that GPU)."
+    return f"The estimate uses {fitted.label()}, fitted to this store's verdicts of that GPU."

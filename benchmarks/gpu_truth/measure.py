@@ -27,6 +27,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -65,6 +66,20 @@ def kernels(only: str | None, kernelbench: Path = KERNELBENCH, skip: str | None 
     return found
 
 
+def broad_first(todo: list[Any], breadth: int) -> list[Any]:
+    """Every problem's first `breadth` kernels before any problem's others (problem by problem within each pass),
+    so that a run cut short has touched every problem and builds each problem's reference once a pass; items are
+    (level, task, kernel, key) in problem order. `breadth` 0 keeps the order."""
+    if breadth <= 0:
+        return todo
+    rank: dict[Path, int] = {}
+    ordered = []
+    for index, item in enumerate(todo):
+        ordered.append((rank.get(item[1], 0) >= breadth, index, item))
+        rank[item[1]] = rank.get(item[1], 0) + 1
+    return [item for *_, item in sorted(ordered, key=lambda t: (t[0], t[1]))]
+
+
 async def main(
     only: str | None,
     out: Path,
@@ -86,15 +101,7 @@ async def main(
         for level, task, kernel in kernels(only, kernelbench, skip)
     ]
     todo = [item for item in chosen if item[3] not in done]
-    if breadth:
-        # every problem's first `breadth` kernels before any problem's others, problem by problem within each pass:
-        # a run cut short has touched every problem, and a problem's reference is built once a pass
-        rank: dict[Path, int] = {}
-        ordered = []
-        for item in todo:
-            ordered.append((rank.get(item[1], 0) >= breadth, len(ordered), item))
-            rank[item[1]] = rank.get(item[1], 0) + 1
-        todo = [item for *_, item in sorted(ordered, key=lambda t: (t[0], t[1]))]
+    todo = broad_first(todo, breadth)
     if listing:
         for level in (1, 2, 3):
             picked = [item for item in chosen if item[0] == level]

@@ -65,3 +65,42 @@ def test_measure_lists_level3_and_resumes_only_from_rows_of_the_same_code(tmp_pa
         f"level 3: {len(kernels)} kernels of {problems} problems, {len(kernels) - 1} not yet measured",
     ]
     assert lines[3] == f"{len(kernels) - 1} kernels to measure; results go to {out}"
+
+
+def test_a_run_cut_short_has_measured_every_problems_first_kernels() -> None:
+    a, b = ROOT / "a.py", ROOT / "b.py"
+    todo = [(2, a, f"a{i}", None) for i in range(3)] + [(2, b, f"b{i}", None) for i in range(2)]
+    assert [item[2] for item in measure.broad_first(todo, 2)] == ["a0", "a1", "b0", "b1", "a2"]
+    assert measure.broad_first(todo, 0) == todo
+
+
+def test_the_estimate_records_are_keyed_by_sources_that_exist() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimate_corpus
+
+    missing = [path for path in estimate_corpus.RECORDER if not (ROOT / path).is_file()]
+    assert not missing, f"estimate_corpus.RECORDER names files that are gone: {missing}"
+
+
+@pytest.mark.slow  # a compile for sm_90 at full size
+def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "estimate_corpus.py"),
+            "record-one",
+            str(ROOT / "examples" / "tasks" / "elementwise_chain.py"),
+            str(ROOT / "examples" / "kernels" / "elementwise_chain" / "correct.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    [launch] = [step for step in record["kernel"]["steps"] if step["kind"] == "launch"]
+    assert launch["kernel"] == "_chain_kernel" and launch["configs"][0]["programs"] > 0
+    assert record["kernel"]["complete"] and record["task"] is not None

@@ -4,6 +4,8 @@ time is not the candidate's."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from adaexplore.executor import EvaluationOptions, Evaluator, Status
@@ -35,8 +37,12 @@ def _line(code: str, text: str) -> int:
 
 async def test_a_python_loop_in_forward_is_a_timeout_within_the_budget_naming_its_line(evaluator: Evaluator) -> None:
     budget = 6.0
+    began = time.monotonic()
     result = await evaluator.evaluate(TASK, FORWARD_HANGS, EvaluationOptions(candidate_budget_s=budget))
     assert result.status is Status.timeout, result.message
+    if not ON_GPU:  # a client waits: the answer comes within the budget counted from the call's start, unless its
+        # worker's start took more than half of it (then the candidate's phases still get half)
+        assert time.monotonic() - began < max(budget, result.phases["handover"] + budget / 2) + 2.0, result.phases
     assert f"budget of {budget:.0f} s" in result.message and "did not finish within" not in result.message
     # where it was: the loop's line (its test or its body), in forward
     lines = [_line(FORWARD_HANGS, "while x.numel()"), _line(FORWARD_HANGS, "while x.numel()") + 1]
@@ -73,3 +79,14 @@ async def test_the_compilers_time_is_not_charged_to_the_candidate(evaluator: Eva
 async def test_an_honest_kernel_within_its_budget_is_judged_as_without_one(evaluator: Evaluator) -> None:
     result = await evaluator.evaluate(TASK, KERNEL, EvaluationOptions(candidate_budget_s=120))
     assert result.status is Status.ok, result.message
+
+
+def test_a_waiting_clients_budget_counts_from_the_calls_start_and_leaves_the_candidate_half() -> None:
+    from adaexplore.executor.pipeline.stages.budget import wall_left
+
+    # 40 s from the call's start, 2 s kept for the answer: 10 s went before the candidate, 5 s to it
+    assert wall_left(40.0, call_wall=15.0, own_wall=5.0) == 23.0
+    # a worker that took 30 s to start: the candidate's own phases still get 20 s
+    assert wall_left(40.0, call_wall=35.0, own_wall=5.0) == 15.0
+    # a small budget keeps a twentieth of itself for the answer
+    assert wall_left(6.0, call_wall=1.0, own_wall=1.0) == 6.0 - 0.3 - 1.0

@@ -573,3 +573,19 @@ def _processes_naming(path: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+async def test_a_task_that_draws_random_numbers_in_forward_is_judged_on_seeded_forwards(evaluator: Evaluator) -> None:
+    # as KernelBench Level 3 problem 35's LSTM draws its initial state: each trial's forward is seeded alike on
+    # the judge's side and the candidate's, so a kernel that draws the same numbers matches (the judge's own test,
+    # tests/executor/worker/test_reference_dtypes.py, shows the reference is the seeded draw)
+    drawing = task_from_source(
+        TASK.source.replace(
+            "return torch.relu(x * self.scale + 1.0)", "return torch.relu(x * self.scale + 1.0) + torch.randn_like(x)"
+        ),
+        name="draws",
+    )
+    same = variant("        return y", "        return y + torch.randn_like(x)")
+    result = await evaluator.evaluate(drawing, same)
+    assert result.status is Status.ok, result.message
+    assert any(f.code == "draws_in_forward" for f in result.audit.flags), result.audit.flags

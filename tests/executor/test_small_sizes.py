@@ -24,7 +24,6 @@ from adaexplore.executor.tasks._small_sizes import (
     Derivation,
     candidates,
     module_sizes,
-    sequence_values,
     with_small_sizes,
 )
 from adaexplore.executor.tasks._task import task_from_source
@@ -91,15 +90,64 @@ def settings(tmp_path: Path) -> Settings:
     return fast_settings(tmp_path / "home")
 
 
-def test_the_note_names_the_sequences_that_ran_at_full_size() -> None:
-    # KernelBench Level 3's MLPs: the hidden widths are a list, which SMALL_SIZES cannot replace
-    source = "batch_size = 128\ninput_size = 16384\nlayer_sizes = [16384, 16384]\nshape = (3, n)\n"
-    assert sequence_values(source) == {"layer_sizes": "[16384, 16384]"}
-    chosen = Attempt(how="sizes capped at 17", sizes={"batch_size": 2, "input_size": 17}, ok=True, forward_s=0.1)
-    derivation = Derivation(sizes=chosen.sizes, attempts=[chosen], full_sequences=sequence_values(source))
-    note = derivation.note()
-    assert "batch_size=2, input_size=17" in note and "layer_sizes=[16384, 16384] ran at full size" in note
-    assert "ran at full size" not in Derivation(sizes=chosen.sizes, attempts=[chosen]).note()
+# KernelBench Level 3 problem 2's layers: the hidden widths are a list of sizes, the input a tuple of one
+WIDE_LIST = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class Model(nn.Module):
+        def __init__(self, input_size, hidden_layer_sizes, output_size):
+            super().__init__()
+            widths = [input_size, *hidden_layer_sizes, output_size]
+            self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip(widths, widths[1:])])
+
+        def forward(self, x):
+            return self.layers(x)
+
+    batch_size = 128
+    input_size = 16384
+    input_shape = (input_size,)
+    hidden_layer_sizes = [32768, 32768, 4]
+    feature_shape = (8192 * 2,)
+    output_size = 16384
+    kernel_size = (5, 7)
+
+    def get_inputs():
+        return [torch.rand(batch_size, *feature_shape)]
+
+    def get_init_inputs():
+        return [input_size, hidden_layer_sizes, output_size]
+""")
+
+
+def test_a_list_or_tuple_of_sizes_shrinks_element_for_element(tmp_path: Path) -> None:
+    from adaexplore.errors import TaskError
+    from adaexplore.executor.worker.task._taskrun import load_task_module, shrink_globals
+
+    first = candidates(WIDE_LIST)[0][0].sizes
+    # each element as a size (a small one kept), a tuple of literals too; a structural tuple and a tuple built
+    # from a name (which follows that name) are not in SMALL_SIZES
+    assert first["hidden_layer_sizes"] == [17, 17, 4] and first["feature_shape"] == [17]
+    assert first["input_size"] == 17 and "kernel_size" not in first and "input_shape" not in first
+    path = tmp_path / "task.py"
+    path.write_text(with_small_sizes(WIDE_LIST, first, "test"))
+    task = task_from_source(path.read_text())
+    assert task.small_sizes == first
+    module = load_task_module(str(path), task.small_sizes, name="adaexplore_test_wide_list")
+    assert module.hidden_layer_sizes == [17, 17, 4] and module.feature_shape == (17,)  # a tuple stays a tuple
+    assert module.input_shape == (17,) and module.kernel_size == (5, 7)
+    model = module.Model(*module.get_init_inputs())
+    assert tuple(model(*module.get_inputs()).shape) == (2, 17)
+    # a candidate's own copy of the list shrinks with the task's, one of another length does not
+    copied = type(module)("adaexplore_test_candidate")
+    copied.__dict__.update(hidden_layer_sizes=[32768, 32768, 4], feature_shape=(16384, 2), batch_size=128)
+    assert shrink_globals(copied, first) == ["batch_size", "hidden_layer_sizes"]
+    assert copied.hidden_layer_sizes == [17, 17, 4] and copied.feature_shape == (16384, 2)
+    # the sizes line shows the lists as they ran
+    chosen = Attempt(how="sizes capped at 17", sizes=first, ok=True, forward_s=0.1)
+    assert "hidden_layer_sizes=[17, 17, 4]" in Derivation(sizes=first, attempts=[chosen]).note()
+    with pytest.raises(TaskError, match="lists of integers"):
+        task_from_source(WIDE_LIST + "\nSMALL_SIZES = {'hidden_layer_sizes': [1.5]}\n")
 
 
 @pytest.mark.anyio

@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from adaexplore.executor import Evaluator, Status, load_task
+from adaexplore.executor import EvaluationOptions, Evaluator, Status, load_task
+from adaexplore.roofline import FACTOR_GROUPS, GpuCalibration
 from tests.conftest import ON_GPU
 
 DATA = Path(__file__).parent / "data"
@@ -63,6 +64,22 @@ async def test_tritons_own_split_and_fp32_products_pass_and_are_estimated(evalua
         assert estimate.reference_ms > 0 and estimate.speedup == pytest.approx(estimate.reference_ms / estimate.ms)
         assert "_linear" in {p.step for p in estimate.parts}
         assert estimate.summary in result.message and "not measured" in estimate.summary
+        assert estimate.calibration is None  # the package's efficiencies: no calibration was given
+    # the same kernel's estimate with a calibration of the target GPU (`adaexplore calibrate`'s), and of another
+    halved = dict.fromkeys(FACTOR_GROUPS, 0.5)
+    fitted = [
+        GpuCalibration(gpu=gpu, factors=halved, kernels=30, problems=4, held_out="leave one problem out",
+                       error_before=0.4, error_after=0.2, created_at="2026-12-07T10:00:00+00:00", id=n)
+        for n, gpu in ((1, "H100"), (2, "H200"))
+    ]  # fmt: skip
+    again = await evaluator.evaluate(TASK, kernels.kernel("ieee", False), EvaluationOptions(calibrations=fitted))
+    calibrated = again.estimate
+    assert calibrated is not None and estimate is not None
+    assert calibrated.calibration == fitted[1].label() and f"by {fitted[1].label()}" in again.message
+    # every efficiency halved: every step's time but its launch's doubles (the reference's, a launch's cost at
+    # these sizes, barely moves)
+    assert 1.5 * estimate.ms < calibrated.ms < 2 * estimate.ms
+    assert calibrated.reference_ms > estimate.reference_ms
 
 
 def _normwise(text: str) -> float:

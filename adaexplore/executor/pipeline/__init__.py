@@ -6,7 +6,7 @@ sets of a task judged on each, and the words of a verdict. It never imports torc
 from adaexplore.executor.pipeline._evaluator import Evaluator, Progress, ProgressUpdate
 from adaexplore.executor.pipeline._render import render_evaluation
 from adaexplore.executor.pipeline._request import EvaluationOptions, EvaluatorProtocol, TaskCheck
-from adaexplore.executor.pipeline.stages.speed import describe_sol, sol_for, target_gpu
+from adaexplore.executor.pipeline.stages.speed import calibration_for, describe_sol, sol_for, target_gpu
 
 __all__ = [
     "EvaluationOptions",
@@ -15,6 +15,7 @@ __all__ = [
     "Progress",
     "ProgressUpdate",
     "TaskCheck",
+    "calibration_for",
     "describe_sol",
     "render_evaluation",
     "sol_for",

@@ -15,6 +15,7 @@ from adaexplore.executor.pipeline._lanes import LaneBook
 from adaexplore.executor.pipeline.stages import faults, result, sequence
 from adaexplore.executor.pipeline.stages.context import Progress, Run, Verdict
 from adaexplore.executor.tasks._task import Task
+from adaexplore.roofline import GpuCalibration
 
 __all__ = ["ATTEMPTS", "evaluate"]
 
@@ -37,6 +38,7 @@ async def evaluate(
     progress: Progress | None,
     budget: float | None,
     budget_wall: bool = True,
+    calibrations: list[GpuCalibration] | None = None,
 ) -> tuple[Evaluation, float]:
     """`code`'s verdict on `task` (see `Evaluator.evaluate`), and the time the candidate spent of its budget."""
     first: Verdict | None = None
@@ -48,6 +50,7 @@ async def evaluate(
         # the device's memory ran out the first time: the retry waits for the device to itself
         run.alone = first is not None and first.memory
         run.candidate_budget_wall = budget_wall
+        run.calibrations = calibrations or []
         if fresh_seeds and not run.spec.fresh_seeds:
             run.spec = run.spec.model_copy(update={"fresh_seeds": True})
         status, message, error = await sequence.run(

@@ -336,6 +336,7 @@ class Evaluator:
                 progress=part_progress,
                 budget=budget,
                 budget_wall=options.candidate_budget_wall,
+                calibrations=options.calibrations,
             )
 
         if task.input_sets is None:

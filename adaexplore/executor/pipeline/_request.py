@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from adaexplore.domain import Degeneracy, Evaluation, Mode
 from adaexplore.executor.pipeline.stages.context import Progress
 from adaexplore.executor.tasks._task import Task
-from adaexplore.roofline import TaskWork
+from adaexplore.roofline import GpuCalibration, TaskWork
 
 __all__ = ["EvaluationOptions", "EvaluatorProtocol", "TaskCheck"]
 
@@ -51,6 +51,9 @@ class EvaluationOptions(BaseModel):
     # (a headless search, a bench), so that a busy machine does not change the verdict
     candidate_budget_s: float | None = Field(default=None, gt=0)
     candidate_budget_wall: bool = True
+    # the calibrations this store's GPU verdicts fitted (`adaexplore calibrate`): an estimate for one of their GPU
+    # models uses that model's efficiencies instead of the package's
+    calibrations: list[GpuCalibration] = Field(default_factory=list)
 
 
 class EvaluatorProtocol(Protocol):

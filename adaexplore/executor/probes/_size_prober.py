@@ -37,8 +37,6 @@ from adaexplore.executor.tasks._small_sizes import (
     Candidate,
     Derivation,
     candidates,
-    sequence_sizes,
-    sequence_values,
 )
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 
@@ -255,21 +253,11 @@ class SizeProber:
     def _refused(self, source: str, reason: str, attempts: list[Attempt], began: float, unconfined: bool) -> Derivation:
         return Derivation(
             sizes=None,
-            reason=reason + _sequence_hint(source),
+            reason=reason,
             attempts=attempts,
             seconds=time.monotonic() - began,
             unconfined=unconfined,
         )
-
-
-def _sequence_hint(source: str) -> str:
-    fixed = sequence_sizes(source)
-    if not fixed:
-        return ""
-    return (
-        f"; its module-level {', '.join(fixed)} hold(s) a tuple or list of sizes, which SMALL_SIZES cannot "
-        "replace: write them as separate numbers, or give small_sizes yourself"
-    )
 
 
 async def derive_small_sizes(
@@ -283,7 +271,4 @@ async def derive_small_sizes(
     """
     async with SizeProber(settings, sandbox=sandbox) as prober:
         derivation = await prober.derive(source, timeout_s=timeout_s)
-    if derivation.sizes:  # the sizes that ran: the derived ones, and the sequences that kept their values
-        with contextlib.suppress(SyntaxError):
-            derivation.full_sequences = sequence_values(source)
     return derivation

@@ -2,25 +2,26 @@
 running the reference at those sizes in a sandboxed worker of role `sizes` (never in the caller's process;
 `probes/_size_prober.py` starts it, `worker/judge/_size_probe.py` runs it).
 
-Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`).
-Every size is scaled, those a module-level tuple or list is built from (`bias_shape = (out_channels, 1, 1)`)
-too: the worker applies SMALL_SIZES to the module's own assignments, so what the module computes from them
-follows. Structural numbers (kernel sizes, strides, padding, dilation, groups, heads, axes, layer counts) and
-any integer of at most 8 stay as written (a `dim` of 393216 is a size, not an axis); the batch becomes 2, and
-every other size is capped, smallest cap first, at a multiple of what it shares with the groups, heads,
-chunks and splits, so that channels stay divisible by groups and an embedding by its heads (spatial sizes
-and lengths excepted). At each cap, a candidate that keeps what a group computes comes first: the groups (heads,
-chunks) are divided by the factor their multiples are divided by, so that the channels per group stay at their
-full-size count and at least two groups remain (a GroupNorm of 8192 channels in 512 groups becomes 32 channels in
-2 groups at the cap of 33, where the plain candidates give 512 channels in 512 groups of one, whose output is
-zero). Names derived from others (`n = 2 * m`) are recomputed from the scaled
-values. The probe tries the candidates in turn and keeps the first under which
+Sizes are read from the module's text (`batch_size = 16`, `depth, height, width = 24, 48, 48`, `n = 2 * m`,
+`hidden_layer_sizes = [32768, 32768]`). Every size is scaled, those a module-level tuple or list is built from
+(`bias_shape = (out_channels, 1, 1)`) too: the worker applies SMALL_SIZES to the module's own assignments, so what
+the module computes from them follows. A tuple or list of literal integers is scaled element for element, each
+element as a size under the sequence's name (SMALL_SIZES holds the small list). Structural numbers (kernel sizes,
+strides, padding, dilation, groups, heads, axes, layer counts) and any integer of at most 8 stay as written (a
+`dim` of 393216 is a size, not an axis); the batch becomes 2, and every other size is capped, smallest cap first,
+at a multiple of what it shares with the groups, heads, chunks and splits, so that channels stay divisible by
+groups and an embedding by its heads (spatial sizes and lengths excepted). At each cap, a candidate that keeps what
+a group computes comes first: the groups (heads, chunks) are divided by the factor their multiples are divided by,
+so that the channels per group stay at their full-size count and at least two groups remain (a GroupNorm of 8192
+channels in 512 groups becomes 32 channels in 2 groups at the cap of 33, where the plain candidates give 512
+channels in 512 groups of one, whose output is zero). Names derived from others (`n = 2 * m`) are recomputed from
+the scaled values. The probe tries the candidates in turn and keeps the first under which
 `Model(*get_init_inputs())(*get_inputs())` runs, returns non-empty tensors, takes at most the budget in CPU time,
-and keeps the task (`executor/worker/judge/_degenerate.py`: its output is not a constant, float32 rounding noise, or the
-same for two draws of its inputs); a kernel larger than its input, or a layer whose width is fixed by a full-size
-input, shows up there as an error and the next, larger candidate is tried. Where every candidate that runs makes
-the task degenerate, the probe checks the task at its full sizes when the CPU can afford it: a task that is
-degenerate there too keeps the smallest sizes, named as degenerate; one that is not is checked at full size.
+and keeps the task (`executor/worker/judge/_degenerate.py`: its output is not a constant, float32 rounding noise,
+or the same for two draws of its inputs); a kernel larger than its input, or a layer whose width is fixed by a
+full-size input, shows up there as an error and the next, larger candidate is tried. Where every candidate that
+runs makes the task degenerate, the probe checks the task at its full sizes when the CPU can afford it: a task that
+is degenerate there too keeps the smallest sizes, named as degenerate; one that is not is checked at full size.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from adaexplore.domain import Degeneracy
+from adaexplore.domain import Degeneracy, SizeValue
 
 __all__ = [
     "BATCH_NAME",
@@ -45,7 +47,6 @@ __all__ = [
     "candidates",
     "module_sizes",
     "sequence_sizes",
-    "sequence_values",
     "with_small_sizes",
 ]
 
@@ -69,13 +70,17 @@ _SPATIAL = re.compile(r"height|width|depth|^[hwdl]$|length|len$|seq", re.IGNOREC
 _BATCH = BATCH_NAME = re.compile(r"batch|^n$|^bs$", re.IGNORECASE)
 
 
+# what one candidate assigns: a name to its small value, or a list or tuple of sizes to its small elements
+Sizes = dict[str, int | list[int]]
+
+
 class Attempt(BaseModel):
     """One candidate as the probe ran it."""
 
     model_config = ConfigDict(extra="forbid")
 
     how: str
-    sizes: dict[str, int]
+    sizes: Sizes
     ok: bool
     reason: str | None = None  # why it was refused: the error, empty outputs, or the time over budget
     build_s: float | None = None  # importing the module, building Model and drawing the inputs
@@ -92,7 +97,7 @@ class Derivation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sizes: dict[str, int] | None  # None: no sizes were found; {}: the module's own sizes are already small
+    sizes: Sizes | None  # None: no sizes were found; {}: the module's own sizes are already small
     reason: str | None = None  # why none were found
     attempts: list[Attempt] = []
     seconds: float = 0.0  # wall time of the whole derivation, probe start included
@@ -104,9 +109,6 @@ class Derivation(BaseModel):
     # every candidate that ran made the task degenerate under some draw of the weights, and the sizes kept are the
     # first that do not under the probe's own: how it is under the other
     fragile: Degeneracy | None = None
-    # module-level tuples and lists of literal sizes, which SMALL_SIZES cannot replace: they run at their full
-    # values beside the derived sizes, and the note says so (name -> the value as written)
-    full_sequences: dict[str, str] = {}
 
     @property
     def chosen(self) -> Attempt | None:
@@ -118,14 +120,7 @@ class Derivation(BaseModel):
     def note(self) -> str:
         """One sentence for the caller: which sizes were derived and how, or why none were."""
         unconfined = "; the reference ran without a sandbox (executor.sandbox is 'none')" if self.unconfined else ""
-        full = ""
-        if self.sizes and self.full_sequences:
-            kept = ", ".join(f"{name}={value}" for name, value in self.full_sequences.items())
-            full = (
-                f"; {kept} ran at full size: SMALL_SIZES holds numbers only, so a tuple or list of sizes keeps its "
-                "values (write them as separate numbers to have them scaled)"
-            )
-        return self._note() + full + unconfined
+        return self._note() + unconfined
 
     def _note(self) -> str:
         chosen = self.chosen
@@ -162,7 +157,7 @@ class Candidate(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     how: str
-    sizes: dict[str, int]
+    sizes: Sizes
 
 
 def _value(node: ast.expr, env: dict[str, int]) -> int | None:
@@ -227,19 +222,17 @@ def module_sizes(source: str) -> tuple[dict[str, int], dict[str, ast.expr]]:
     return env, derived
 
 
-def sequence_sizes(source: str) -> list[str]:
-    """Module-level names bound to a tuple or list of integers (`input_shape = (32768,)`): SMALL_SIZES holds
-    numbers only, so these keep their full values."""
-    return list(sequence_values(source))
-
-
-def sequence_values(source: str) -> dict[str, str]:
-    """As `sequence_sizes`, each name with its value as written (the last assignment's)."""
-    found: dict[str, str] = {}
+def sequence_sizes(source: str) -> dict[str, list[int]]:
+    """Module-level names bound to a tuple or list of integer literals (`hidden_layer_sizes = [32768, 32768]`,
+    `input_shape = (8192 * 2,)`), each with its elements (the last assignment's); the derivation scales them
+    element for element."""
+    found: dict[str, list[int]] = {}
     for name, expr in _assignments(ast.parse(source)):
+        found.pop(name, None)
         if isinstance(expr, ast.Tuple | ast.List) and expr.elts:
-            if all(_value(e, {}) is not None for e in expr.elts):
-                found[name] = ast.unparse(expr)
+            values = [_value(e, {}) for e in expr.elts]
+            if all(v is not None for v in values):
+                found[name] = [v for v in values if v is not None]
     return found
 
 
@@ -256,22 +249,28 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
     """The size sets to try, smallest first, or a reason there are none (SyntaxError on unparsable text)."""
     sizes, derived = module_sizes(source)
     leaves = {n: v for n, v in sizes.items() if n not in derived and n.isidentifier() and not n.startswith("_")}
+    sequences = {
+        n: v
+        for n, v in sequence_sizes(source).items()
+        if n.isidentifier() and not n.startswith("_") and not _STRUCTURAL.search(n) and max(v) > _KEPT_BELOW
+    }
     divisors = [v for n, v in leaves.items() if 0 < v and _DIVIDES.search(n)]
     keep = math.lcm(*divisors) if divisors else 1
     keep = keep if keep <= 4096 else 1
     scalable = {n: v for n, v in leaves.items() if v > _KEPT_BELOW and not _STRUCTURAL.search(n)}
-    if not scalable and not any(_BATCH.search(n) and v > _BATCH_CAP for n, v in leaves.items()):
+    if not scalable and not sequences and not any(_BATCH.search(n) and v > _BATCH_CAP for n, v in leaves.items()):
         why = "none is larger than 8 or all are structural" if sizes else "it defines no module-level integer"
         return [Candidate(how=f"the module's own sizes: {why}", sizes={})], None
     found: list[Candidate] = []
 
-    def add(how: str, chosen: dict[str, int]) -> None:
+    def add(how: str, chosen: dict[str, int], lists: dict[str, list[int]]) -> None:
         env = dict(sizes) | chosen
         for name, expr in derived.items():  # in module order, so a chain recomputes in turn
             value = _value(expr, env)
             if value is not None:
                 env[name] = value
-        changed = {n: v for n, v in env.items() if v != sizes.get(n) and n in sizes}
+        changed: Sizes = {n: v for n, v in env.items() if v != sizes.get(n) and n in sizes}
+        changed |= {n: v for n, v in lists.items() if v != sequences[n]}
         if changed and all(c.sizes != changed for c in found):
             found.append(Candidate(how=how, sizes=changed))
 
@@ -283,14 +282,18 @@ def candidates(source: str) -> tuple[list[Candidate], str | None]:
         # split in four and then in groups stays divisible by both
         even = cap if cap & (cap - 1) == 0 else 1
         scaled = {n: _capped(v, cap, math.lcm(even, 1 if _SPATIAL.search(n) else keep)) for n, v in scalable.items()}
+        lists = {
+            n: [_capped(e, cap, math.lcm(even, 1 if _SPATIAL.search(n) else keep)) if e > _KEPT_BELOW else e for e in v]
+            for n, v in sequences.items()
+        }
         shares = _group_shares(groups, scalable, keep, cap)
         if shares is not None:
             names = ", ".join(f"{n}={v}" for n, v in shares.items() if n in groups)
             how = f"sizes capped at {cap}{lowered}, {names} so that each group keeps its full-size share"
-            add(how, scaled | shares | batch)
-        add(f"sizes capped at {cap}{lowered}", scaled | batch)
+            add(how, scaled | shares | batch, lists)
+        add(f"sizes capped at {cap}{lowered}", scaled | batch, lists)
     if batch:
-        add(f"only the batch lowered, to {_BATCH_CAP}", batch)
+        add(f"only the batch lowered, to {_BATCH_CAP}", batch, {})
     if not found:
         return [], "scaling changes none of its sizes"
     return found, None
@@ -317,7 +320,7 @@ def _group_shares(groups: dict[str, int], scalable: dict[str, int], keep: int, c
     return {n: v // factor for n, v in groups.items()} | {n: v // factor for n, v in multiples.items()}
 
 
-def with_small_sizes(source: str, sizes: dict[str, int | float], how: str) -> str:
+def with_small_sizes(source: str, sizes: Mapping[str, SizeValue], how: str) -> str:
     """The module's text with a `SMALL_SIZES` assignment appended (a later assignment overrides an earlier one)."""
     body = ", ".join(f"{name!r}: {value!r}" for name, value in sizes.items())
     return f"{source.rstrip()}\n\n# Small sizes for CPU checks ({how}).\nSMALL_SIZES = {{{body}}}\n"

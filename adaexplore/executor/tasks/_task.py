@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from adaexplore.domain import SizeValue
 from adaexplore.errors import TaskError
 
 __all__ = ["Task", "code_hash", "load_task", "model_view", "module_assignment", "read_task_file", "task_from_source"]
@@ -31,7 +32,7 @@ class Task(BaseModel):
     name: str
     source: str
     hash: str
-    small_sizes: dict[str, int | float] | None = None
+    small_sizes: dict[str, SizeValue] | None = None
     allowed_precision: str | None = None
     input_sets: dict[str, dict[str, int | float]] | None = None
     tolerance: dict[str, float] | None = None
@@ -157,18 +158,30 @@ def task_from_source(source: str, name: str = "task") -> Task:
     )
 
 
-def _small_sizes(name: str, node: ast.expr | None) -> dict[str, int | float] | None:
+def _small_sizes(name: str, node: ast.expr | None) -> dict[str, SizeValue] | None:
+    """The module's SMALL_SIZES: names to numbers, or to lists (tuples) of integers for a module-level list or
+    tuple of sizes, element for element (a tuple is kept as a list: the worker gives the name its own kind)."""
     if node is None:
         return None
+    refusal = (
+        f"task {name!r}: SMALL_SIZES must map module-level names (str) to numbers, or to lists of integers for a "
+        "list or tuple of sizes"
+    )
     try:
         value = ast.literal_eval(node)
     except ValueError as exc:
-        raise TaskError(f"task {name!r}: SMALL_SIZES must be a dict literal of names to numbers") from exc
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) for k, v in value.items()
-    ):
-        raise TaskError(f"task {name!r}: SMALL_SIZES must map module-level names (str) to numbers")
-    return value
+        raise TaskError(refusal) from exc
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TaskError(refusal)
+    sizes: dict[str, SizeValue] = {}
+    for key, size in value.items():
+        if _number(size):
+            sizes[key] = size
+        elif isinstance(size, list | tuple) and all(isinstance(e, int) and not isinstance(e, bool) for e in size):
+            sizes[key] = list(size)
+        else:
+            raise TaskError(refusal)
+    return sizes
 
 
 def _number(value: object) -> bool:

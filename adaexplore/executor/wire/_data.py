@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adaexplore.domain import Mode
+from adaexplore.domain import Mode, SizeValue
 
 __all__ = ["DeviceExchange", "InputPattern", "JobSpec", "Msg", "SharedArg", "SharedInputs", "TensorFile", "TensorSlot"]
 
@@ -85,7 +85,7 @@ class JobSpec(Msg):
     task_path: str
     exchange_dir: str
     sizes: Literal["full", "small"]
-    small_sizes: dict[str, int | float] | None = None
+    small_sizes: dict[str, SizeValue] | None = None
     mode: Mode
     init_seed: int | None = None  # None: the mode's fixed seed and derived trial seeds
     trial_seeds: list[int] | None = None

@@ -6,7 +6,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from adaexplore.domain import AuditFlag, Degeneracy, ErrorDetail, KernelCost, Stats, Status, Tolerance, TrialResult
+from adaexplore.domain import (
+    AuditFlag,
+    Degeneracy,
+    ErrorDetail,
+    KernelCost,
+    SizeValue,
+    Stats,
+    Status,
+    Tolerance,
+    TrialResult,
+)
 from adaexplore.executor.tasks._small_sizes import Attempt
 from adaexplore.executor.wire._data import DeviceExchange, InputPattern, Msg, SharedInputs, TensorFile
 from adaexplore.roofline import ForwardWork, TaskWork
@@ -84,7 +94,7 @@ class TargetCompiles(Msg):
     target: str
     sizes: Literal["full", "small"]
     # the task's size names and the values assigned to them (small sizes); empty at full size
-    size_values: dict[str, int | float] = Field(default_factory=dict)
+    size_values: dict[str, SizeValue] = Field(default_factory=dict)
     # distinct specializations (argument types, constexprs, options) compiled, per kernel
     specializations: dict[str, int] = Field(default_factory=dict)
 
@@ -189,7 +199,7 @@ class Loaded(Msg):
     work_note: str = ""
     # the job's small sizes with those the outputs do not depend on (what dots reduce over) back at full size,
     # for a precision check at the task's full reduction lengths; None: no such size was made small
-    reduction_sizes: dict[str, int | float] | None = None
+    reduction_sizes: dict[str, SizeValue] | None = None
     reduction_names: list[str] = Field(default_factory=list)
     # a reference built for this job: the seconds the judge spent drawing its inputs (or waiting for processes
     # drawing them side by side), and how many seeds such processes drew

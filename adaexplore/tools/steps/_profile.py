@@ -182,8 +182,11 @@ async def _evaluate_step(
                 else protocol_budget(svc.settings, svc.evaluator, backend, task)
             ),
             candidate_budget_wall=budget == "call",  # a client waits for the answer (see tools/steps/_budget.py)
+            calibrations=svc.store.calibrations(),  # `adaexplore calibrate`'s, for an estimate of their GPU
         )
         evaluation = await svc.evaluator.evaluate(task, req.code, options, progress=progress)
+    # what a timed kernel launches is kept in the store beside its verdict (for `adaexplore calibrate`), not in it
+    work, evaluation = evaluation.forward_work, evaluation.model_copy(update={"forward_work": None})
     # the speedups a run ranks and rewards by, never above what the task's speed of light allows (a kernel
     # measured or estimated under it carries a faster_than_light warning); where nothing timed a correct kernel,
     # the search ranks and rewards it by its estimate (labelled as one)
@@ -206,6 +209,7 @@ async def _evaluate_step(
                 speedup=speedup,
                 estimated_speedup=estimated,
                 result=evaluation.model_dump_json(),
+                work=work,
             )
         )
         node = svc.store.add_child(

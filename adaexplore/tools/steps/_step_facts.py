@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 
-from adaexplore.domain import Kind
+from adaexplore.domain import DRAWS_IN_FORWARD, Kind
 from adaexplore.executor import Evaluation
 from adaexplore.store import NodeRecord, RunRecord
 from adaexplore.tools._service import Services
@@ -16,7 +16,14 @@ __all__ = ["child_lines", "failure_line", "task_facts", "what_changed"]
 _LINE = 60
 _REASON = 200
 # the audit flags that are about the task, not the kernel
-_TASK_FLAGS = ("ill_posed_task", "reference_imprecise", "reference_own_dtype", "degenerate_task", "degenerate_sizes")
+_TASK_FLAGS = (
+    "ill_posed_task",
+    "reference_imprecise",
+    "reference_own_dtype",
+    "degenerate_task",
+    "degenerate_sizes",
+    DRAWS_IN_FORWARD,
+)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -18,6 +18,7 @@ from adaexplore.executor import (
     read_task_file,
     render_evaluation,
 )
+from adaexplore.tools._calibrate import stored_calibrations
 from adaexplore.tools._service import Progress
 from adaexplore.tools.tasks._flashinfer import kernel_file_code, load_any_task, run_mode
 from adaexplore.tools.tasks._task_sizes import checks_on_cpu, sized_task
@@ -121,6 +122,7 @@ async def profile_kernel(
             with_compile=with_compile,
             fresh_reference=fresh_reference,
             candidate_budget_s=budget,
+            calibrations=stored_calibrations(settings),
         )
         evaluation = await evaluator.evaluate(task, code, options, progress=progress)
-    return evaluation, note
+    return evaluation.model_copy(update={"forward_work": None}), note

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import adaexplore
 from adaexplore.config import Settings
-from adaexplore.domain import Evaluation
+from adaexplore.domain import Evaluation, SizeValue
 from adaexplore.errors import RequestError
 from adaexplore.executor import Task, load_task, read_task_file, task_from_source
 from adaexplore.flashinfer import (
@@ -108,7 +108,7 @@ def kernel_file_code(path: Path, task_path: Path) -> str:
     return solution_candidate(path, task_path)
 
 
-def task_file_request(path: Path, *, small_sizes: dict[str, int | float] | None = None) -> CreateTaskRequest:
+def task_file_request(path: Path, *, small_sizes: dict[str, SizeValue] | None = None) -> CreateTaskRequest:
     """The create_task request for a task file: a module's path, or a FlashInfer-Bench definition's (.json)."""
     if path.suffix == ".json":
         return CreateTaskRequest(flashinfer_definition=str(path), small_sizes=small_sizes)

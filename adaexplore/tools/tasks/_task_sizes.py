@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from adaexplore.config import Settings
+from adaexplore.domain import SizeValue
 from adaexplore.executor import Task, derive_small_sizes, task_from_source, with_small_sizes
 
 __all__ = ["checks_on_cpu", "given_sizes", "sized_task"]
 
 
-def given_sizes(task: Task, given: dict[str, int | float] | None) -> tuple[Task, str]:
+def given_sizes(task: Task, given: dict[str, SizeValue] | None) -> tuple[Task, str]:
     """`task` with the caller's small sizes (`{}`: none, so CPU checks run at full sizes) in place of the
     module's SMALL_SIZES, or as it is when none are given; and a sentence saying where its sizes came from.
 
@@ -35,7 +36,7 @@ def checks_on_cpu(evaluator: object, settings: Settings, backend: str | None) ->
     return environment is None or not environment.has_gpu
 
 
-async def sized_task(task: Task, given: dict[str, int | float] | None, settings: Settings) -> tuple[Task, str]:
+async def sized_task(task: Task, given: dict[str, SizeValue] | None, settings: Settings) -> tuple[Task, str]:
     """As `given_sizes`; but a module with no SMALL_SIZES, given none, gets sizes derived from its
     module-level integers, each candidate run in a worker of the evaluator's kind (never this process), in the
     sandbox and with the limits `settings` give candidates, until the reference runs.
@@ -52,5 +53,5 @@ async def sized_task(task: Task, given: dict[str, int | float] | None, settings:
         return task, derivation.note()
     chosen = derivation.chosen
     how = f"derived by adaexplore: {chosen.how if chosen else 'scaled down'}"
-    sizes: dict[str, int | float] = dict(derivation.sizes)  # a dict of ints is no dict of ints or floats to mypy
+    sizes: dict[str, SizeValue] = dict(derivation.sizes)  # invariant dicts: mypy wants the wider type named
     return task_from_source(with_small_sizes(task.source, sizes, how), name=task.name), derivation.note()

@@ -77,3 +77,36 @@ def test_the_verdict_warns_once_per_kernel_and_advisory_at_the_largest_sizes() -
     assert flag.code == "ptxas_advisory" and flag.severity == "warn"
     assert flag.message == f"kernel gemm (1 of its 2 configs, full sizes): {said}"
     assert advice_flags([cost("full", "BK=64", [])]) == []
+
+
+def test_a_grid_that_leaves_most_multiprocessors_idle_is_named_when_it_costs_time() -> None:
+    from adaexplore.domain import Estimate, EstimatePart
+    from adaexplore.executor.pipeline.stages.speed import idle_sm_flags
+    from adaexplore.roofline import GPUS, ForwardWork, LaunchWork, estimate_forward
+    from adaexplore.roofline._work import LaunchConfig
+
+    h200 = GPUS["H200"]
+
+    def forward(programs: int, copy_programs: int = 4096) -> tuple[ForwardWork, Estimate]:
+        gemm = LaunchConfig(
+            config="BM=128", programs=programs, num_warps=8, num_stages=3, dot_flops={"bf16": 2e11}, bytes_read=1e8
+        )
+        copy = LaunchConfig(config="B=1024", programs=copy_programs, num_warps=4, num_stages=2, bytes_read=4e3)
+        work = ForwardWork(
+            steps=[LaunchWork(kernel="_gemm", configs=[gemm]), LaunchWork(kernel="_tail", configs=[copy])]
+        )
+        made = estimate_forward(work, h200)
+        parts = [EstimatePart(step=p.step, ms=p.ms, limit=p.limit, detail=p.detail) for p in made.parts]
+        return work, Estimate(
+            gpu=h200.name, ms=made.ms, reference_ms=1.0, speedup=1.0 / made.ms, summary="", parts=parts
+        )
+
+    # a persistent GEMM whose grid came from a CPU fallback of 12 programs: named, with the count
+    [flag] = idle_sm_flags(*forward(12), h200)
+    assert flag.code == "idle_sms" and flag.severity == "warn"
+    assert "_gemm launches 12 programs" in flag.message and f"120 of the {h200.name}'s 132" in flag.message
+    # a grid that fills the GPU is not, nor a small tail launch that takes little of the time
+    assert idle_sm_flags(*forward(132 * 4, copy_programs=2), h200) == []
+    # no estimate or no recorded forward: nothing to say
+    work, estimate = forward(12)
+    assert idle_sm_flags(None, estimate, h200) == [] and idle_sm_flags(work, None, h200) == []

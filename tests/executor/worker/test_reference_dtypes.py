@@ -18,7 +18,7 @@ from adaexplore.executor.wire._protocol import JobSpec, Load, Prepare, Prepared,
 from adaexplore.executor.worker.confine._faults import TaskFault
 from adaexplore.executor.worker.judge._judge import Judge
 from adaexplore.executor.worker.judge._references import Reference
-from adaexplore.executor.worker.task._taskrun import load_task_module, shrink_globals
+from adaexplore.executor.worker.task._taskrun import load_task_module, make_args, shrink_globals
 
 TASK = """
     import torch
@@ -101,3 +101,28 @@ def test_a_candidates_own_size_globals_shrink_with_the_tasks() -> None:
     assert sorted(shrunk) == ["batch_size", "hidden_size", "scale"]
     assert (module.batch_size, module.hidden_size, module.scale) == (2, 17, 0.25)
     assert module.flag is True and module.shape == (256, 3) and not hasattr(module, "absent")
+
+
+def test_a_forward_that_draws_random_numbers_is_seeded_per_trial_and_named(tmp_path: Path) -> None:
+    """KernelBench Level 3 problem 35 draws an LSTM's initial state with torch.randn in forward: the judge seeds
+    each trial's forward with the trial's seed (as the candidate's worker does), so the reference is the same on
+    every run, runs it in the task's own dtype, and a task flag says the task draws random numbers; a task that
+    draws none gets no such flag."""
+    judge = Judge(torch.device("cpu"), budget=1 << 30)
+    prepared, ref = _prepare(judge, _task(tmp_path, "plain", "pass", "self.state.t()"), "plain")
+    assert not any(f.code == "draws_in_forward" for f in prepared.task_flags)
+    drawing = _task(tmp_path, "drawing", "pass", "self.state.t() + torch.randn(batch_size, batch_size)")
+    prepared, ref = _prepare(judge, drawing, "drawing")
+    codes = [f.code for f in prepared.task_flags]
+    assert "draws_in_forward" in codes and "ill_posed_task" not in codes, prepared.task_flags
+    # a float64 copy of the model would draw other numbers: the reference is the task's own dtype's, said so
+    assert not ref.float64 and ref.refs[0][0].dtype == torch.float32
+    assert "own dtype" in next(f.message for f in prepared.task_flags if f.code == "draws_in_forward")
+    module = load_task_module(drawing, None, name="drawing_task")
+    for seed, expected in zip(ref.trial_seeds, ref.refs, strict=True):
+        args = make_args(module, "get_inputs", seed, torch.device("cpu"), None)
+        torch.manual_seed(seed)  # the trial's seed, right before its forward, as a candidate's worker seeds it
+        with torch.no_grad():
+            assert torch.equal(ref.native(*args), expected[0])
+        with torch.no_grad():  # unseeded, the draw differs
+            assert not torch.equal(ref.native(*args), expected[0])

@@ -2,11 +2,15 @@
 of what, and where the candidate was (its Python line, or its kernel's), from the stack its worker writes before
 it is killed.
 
-On a GPU the budget is wall time over all the candidate's phases. On the CPU backends it is the time the
-candidate's own code runs, its worker's CPU time (read from the system, so a busy machine does not spend it) and,
-where a client waits for the answer (`Run.candidate_budget_wall`), its wall time as well; the Triton compiler's
-time is not counted (the worker says when each compile starts and ends), save a single compile that goes on
-past the whole budget."""
+On a GPU the budget is wall time over all the candidate's phases. On the CPU backends it is the time the candidate's
+own code runs, its worker's CPU time (read from the system, so a busy machine does not spend it) and, where a client
+waits for the answer (`Run.candidate_budget_wall`), the wall time the client has waited: the whole evaluation's
+since it began (the worker's handover and the reference included, which a busy machine slows as much as the
+candidate), less a reserve for stopping the worker and answering, so that the answer comes within the budget
+whatever phase the time went to; though never before the candidate's own phases have had half the budget (a worker
+that took long to start on a busy machine is not the kernel's doing). The Triton compiler's time is not counted in
+either (the worker says when each compile starts and ends), save a single compile that goes on past the whole
+budget."""
 
 from __future__ import annotations
 
@@ -18,11 +22,24 @@ from adaexplore.executor.host._spawn import WorkerChannel
 from adaexplore.executor.host._stack import Frame, sample_stack, thread_stacks
 from adaexplore.executor.pipeline.stages.context import Run, Verdict
 
-__all__ = ["Clock", "phase_timeout", "ran_out", "where_it_was"]
+__all__ = ["Clock", "phase_timeout", "ran_out", "wall_left", "where_it_was"]
 
 _CANDIDATE = "candidate.py"
 # the share of its wall time a worker gets on the CPU where the machine is not busy
 _FAIR_SHARE = 0.9
+# of a waiting client's budget, what is kept for answering once the candidate is stopped (its stack read, its
+# worker killed, the verdict written): this share of the budget, at most _ANSWER_S seconds
+_ANSWER_SHARE, _ANSWER_S = 0.05, 2.0
+# the share of a waiting client's budget the candidate's own phases always get in wall time, however long its
+# worker took to start on a busy machine: a slow start is the machine's, not the kernel's
+_OWN_SHARE = 0.5
+
+
+def wall_left(budget: float, call_wall: float, own_wall: float) -> float:
+    """What a waiting client's budget leaves the candidate, in wall time: the budget counted from the evaluation's
+    start (`call_wall` spent), less the reserve for answering; but never less than `_OWN_SHARE` of the budget
+    counted in the candidate's own phases alone (`own_wall` spent)."""
+    return max(budget - min(_ANSWER_S, _ANSWER_SHARE * budget) - call_wall, _OWN_SHARE * budget - own_wall)
 
 
 class Clock:
@@ -87,6 +104,13 @@ class Clock:
         """Its own wall time so far, this wait included."""
         return self.ctx.candidate_wall_s + (self.own()[0] if self.charge else 0.0)
 
+    def call_wall(self) -> float:
+        """The wall time a waiting client has waited: the evaluation's since it began, the Triton compiler's left
+        out (of every wait so far, this one's included)."""
+        raw_wall, _ = self._raw()
+        compiling_here = raw_wall - self.own()[0]
+        return max(0.0, time.perf_counter() - self.ctx.started - self.ctx.compile_wall_s - compiling_here)
+
     def wall_bound(self) -> bool:
         """Whether wall time bounds the budget besides CPU time (on the CPU backends, where a client waits)."""
         return self.cpu and self.ctx.candidate_budget_wall
@@ -100,7 +124,7 @@ class Clock:
         # seconds
         left = budget - self.spent()
         if self.wall_bound():
-            left = min(left, budget - self.wall_spent())
+            left = min(left, wall_left(budget, self.call_wall(), self.wall_spent()))
         return left
 
     def out(self) -> bool:
@@ -109,6 +133,7 @@ class Clock:
 
     def settle(self) -> None:
         """Add this wait to what the candidate spent."""
+        self.ctx.compile_wall_s += self._raw()[0] - self.own()[0]
         if self.charge:
             self.ctx.candidate_spent_s += self.used()
             self.ctx.candidate_wall_s += self.own()[0]
@@ -148,11 +173,14 @@ def ran_out(ctx: Run, clock: Clock, what: str, where: str) -> Verdict:
             f"({clock.spent():.1f} s of CPU time for its own code{compiler}, {wall:.1f} s of wall time in this "
             f"phase), and was killed{where}. {_advice(clock)}",
         )
+    before = clock.call_wall() - clock.wall_spent()
+    others = f", {before:.1f} s of it before and between the candidate's phases (its worker's start, the reference)"
     return Verdict(
         Status.timeout,
-        f"{what} was still running when the kernel's budget of {budget:.0f} s of wall time ran out, and was "
-        f"killed{where}. This machine is busy: in that time the candidate's own code had {clock.spent():.1f} s of "
-        f"CPU time{compiler}, so a kernel that needs more is not necessarily stuck. {_advice(clock)}",
+        f"{what} was still running when the call's budget of {budget:.0f} s of wall time (counted from the "
+        f"evaluation's start{others if before >= 0.5 else ''}) ran out, and was killed{where}. This machine is busy: "
+        f"in that time the candidate's own code had {clock.spent():.1f} s of CPU time{compiler}, so a kernel that "
+        f"needs more is not necessarily stuck. {_advice(clock)}",
     )
 
 

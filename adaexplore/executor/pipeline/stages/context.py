@@ -19,6 +19,7 @@ from adaexplore.domain import (
     Estimate,
     Mode,
     Seeds,
+    SizeValue,
     SpeedOfLight,
     Status,
     Timing,
@@ -27,7 +28,7 @@ from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import ModeSpec, mode_spec
 from adaexplore.executor.wire._protocol import Coverage, Event
-from adaexplore.roofline import ForwardWork, TaskWork
+from adaexplore.roofline import ForwardWork, GpuCalibration, TaskWork
 
 __all__ = ["Pending", "Progress", "ProgressUpdate", "Run", "Verdict"]
 
@@ -117,6 +118,8 @@ class Run:
         # client waits for the answer), and the wall time it took so far (see stages/budget.py)
         self.candidate_budget_wall = True
         self.candidate_wall_s = 0.0
+        # the wall time the Triton compiler took in the waits so far (never counted against the budget)
+        self.compile_wall_s = 0.0
         # a longer timeout per trial than executor.trial_timeout_s, for a check that runs at larger sizes
         self.trial_timeout_s: float | None = None
         # the seconds the judge spent on this evaluation's reference before it began (built ahead on its seeds)
@@ -138,8 +141,11 @@ class Run:
         self.coverage_checked = False
         self.trial_kernels: list[str] | None = None
         # the small sizes with the reduction lengths back at full size, and their names (see stages/precision.py)
-        self.reduction_sizes: dict[str, int | float] | None = None
+        self.reduction_sizes: dict[str, SizeValue] | None = None
         self.reduction_names: list[str] = []
+        # the calibrations a store's GPU verdicts fitted (`adaexplore calibrate`): an estimate for one of their GPUs
+        # uses that GPU's
+        self.calibrations: list[GpuCalibration] = []
         # what result.settle_speed made of them
         self.speed_of_light: SpeedOfLight | None = None
         self.estimate: Estimate | None = None

@@ -38,8 +38,17 @@ def settle_speed(ctx: Run, status: Status, config: ExecutorConfig, environment: 
     ctx.speed_of_light = sol
     if ctx.timing is None:
         ctx.estimate, ctx.estimate_note = speed.estimate_for(
-            ctx.task, ctx.mode, status, ctx.task_work, ctx.candidate_work, ctx.trial_kernels, gpu, sol
+            ctx.task,
+            ctx.mode,
+            status,
+            ctx.task_work,
+            ctx.candidate_work,
+            ctx.trial_kernels,
+            gpu,
+            sol,
+            calibrations=ctx.calibrations,
         )
+        ctx.add_flags(speed.idle_sm_flags(ctx.candidate_work, ctx.estimate, gpu))
         if sol is not None and ctx.estimate is not None:
             estimate = ctx.estimate
             flag = speed.faster_than_light(sol, estimate.ms, estimate.reference_ms, measured=False)
@@ -167,4 +176,14 @@ def build(
         provenance=provenance,
         speed_of_light=ctx.speed_of_light,
         estimate=ctx.estimate,
+        forward_work=_timed_work(ctx, status),
     )
+
+
+def _timed_work(ctx: Run, status: Status) -> str | None:
+    """What a correct kernel a GPU timed launches at full size, as JSON, where it was recorded to its end (the
+    estimate's input for `adaexplore calibrate`)."""
+    work = ctx.candidate_work
+    if status is not Status.ok or ctx.timing is None or work is None or not work.complete:
+        return None
+    return work.model_dump_json()

@@ -16,10 +16,12 @@ from adaexplore.executor.tasks._task import Task
 from adaexplore.executor.wire._modes import mode_spec, tolerance_for
 from adaexplore.listing import first_of
 from adaexplore.roofline import (
+    CALIBRATION,
     DEFAULT_TARGET,
     GPUS,
     PATHS,
     ForwardWork,
+    GpuCalibration,
     GpuSpec,
     LaunchWork,
     OpWork,
@@ -34,11 +36,13 @@ from adaexplore.roofline import (
 
 __all__ = [
     "advice_flags",
+    "calibration_for",
     "describe_estimate",
     "describe_sol",
     "estimate_for",
     "faster_than_light",
     "fp32_path",
+    "idle_sm_flags",
     "sol_for",
     "target_gpu",
 ]
@@ -181,8 +185,11 @@ def estimate_for(
     trial_launches: list[str] | None,
     gpu: GpuSpec | None,
     sol: SpeedOfLight | None,
+    *,
+    calibrations: list[GpuCalibration] | None = None,
 ) -> tuple[Estimate | None, str]:
-    """The estimate of a correct kernel, or None and why there is none."""
+    """The estimate of a correct kernel, or None and why there is none; with the efficiencies of the calibration
+    fitted for `gpu` among `calibrations` (`adaexplore calibrate`) where there is one, else the package's."""
     if status is not Status.ok:
         return None, ""  # a kernel that is not correct has no speed to claim
     if gpu is None:
@@ -199,17 +206,19 @@ def estimate_for(
             f"({', '.join(sorted(set(trial_launches))) or 'none'})"
         )
     spec = mode_spec(mode)
-    mine = estimate_forward(candidate, gpu, tf32_matmul=spec.allow_tf32_matmul, tf32_conv=spec.allow_tf32_cudnn)
-    theirs = estimate_forward(
-        reference.forward, gpu, tf32_matmul=spec.allow_tf32_matmul, tf32_conv=spec.allow_tf32_cudnn
-    )
+    fitted = calibration_for(gpu, calibrations or [])
+    cal = fitted.applied() if fitted is not None else CALIBRATION
+    tf32 = {"tf32_matmul": spec.allow_tf32_matmul, "tf32_conv": spec.allow_tf32_cudnn}
+    mine = estimate_forward(candidate, gpu, calibration=cal, **tf32)
+    theirs = estimate_forward(reference.forward, gpu, calibration=cal, **tf32)
     if mine.ms <= 0 or theirs.ms <= 0:
         return None, "no estimate: nothing was recorded to time"
     speedup = theirs.ms / mine.ms
     top = sorted(mine.parts, key=lambda p: p.ms, reverse=True)
     made = first_of([f"{p.step} {p.ms:.3g} ms ({p.limit}: {p.detail})" for p in top], 3, sep="; ")
+    by = f" by {fitted.label()}" if fitted is not None else ""
     summary = (
-        f"estimated {mine.ms:.3g} ms on an {gpu.name}, not measured ({speedup:.2f}x eager's estimated "
+        f"estimated {mine.ms:.3g} ms on an {gpu.name}{by}, not measured ({speedup:.2f}x eager's estimated "
         f"{theirs.ms:.3g} ms): {made}"
     )
     exact = all(c.exact for step in candidate.steps if isinstance(step, LaunchWork) for c in step.configs)
@@ -223,9 +232,17 @@ def estimate_for(
             parts=[EstimatePart(step=p.step, ms=p.ms, limit=p.limit, detail=p.detail) for p in mine.parts],
             sol_fraction=(sol.ms / mine.ms) if sol is not None else None,
             exact=exact,
+            calibration=fitted.label() if fitted is not None else None,
         ),
         "",
     )
+
+
+def calibration_for(gpu: GpuSpec, calibrations: list[GpuCalibration]) -> GpuCalibration | None:
+    """The latest calibration fitted for this GPU model against the package's own efficiencies (one fitted
+    against another version's is stale, and not used)."""
+    mine = [c for c in calibrations if c.gpu == gpu.name and c.current]
+    return max(mine, key=lambda c: (c.created_at, c.id or 0)) if mine else None
 
 
 def describe_estimate(estimate: Estimate) -> str:
@@ -246,6 +263,47 @@ def advice_flags(costs: list[KernelCost]) -> list[AuditFlag]:
             flags.append(
                 AuditFlag(
                     code="ptxas_advisory", severity="warn", message=f"kernel {name} ({which}{sizes} sizes): {advice}"
+                )
+            )
+    return flags
+
+
+# a kernel whose grid leaves at least this share of the multiprocessors without a program, and which takes at least
+# this share of the estimated forward, is named in a warning
+IDLE_SMS = 0.5
+IDLE_SHARE = 0.2
+
+
+def idle_sm_flags(candidate: ForwardWork | None, estimate: Estimate | None, gpu: GpuSpec | None) -> list[AuditFlag]:
+    """A warning for each kernel whose full-size grid gives most of the target GPU's streaming multiprocessors no
+    program while it takes a fair share of the estimated time: a persistent kernel sized from a CPU fallback for the
+    SM count, or a fixed grid, runs on a few SMs of the GPU and the rest idle. The estimate already charges for it
+    (its waves); the warning says why the kernel is slow and what to look at."""
+    if candidate is None or estimate is None or gpu is None or estimate.ms <= 0:
+        return []
+    spent: dict[str, float] = {}
+    for part in estimate.parts:
+        spent[part.step] = spent.get(part.step, 0.0) + part.ms
+    flags = []
+    seen = set()
+    for step in candidate.steps:
+        if not isinstance(step, LaunchWork) or not step.configs or step.kernel in seen:
+            continue
+        programs = max(c.programs for c in step.configs)
+        share = spent.get(step.kernel, 0.0) / estimate.ms
+        if 0 < programs <= gpu.sms * (1 - IDLE_SMS) and share >= IDLE_SHARE:
+            seen.add(step.kernel)
+            flags.append(
+                AuditFlag(
+                    code="idle_sms",
+                    severity="warn",
+                    message=(
+                        f"kernel {step.kernel} launches {programs} program{'s' if programs != 1 else ''} at full "
+                        f"size, so {gpu.sms - programs} of the {gpu.name}'s {gpu.sms} multiprocessors get no work "
+                        f"({share:.0%} of the estimated time): size the grid from the problem, and where it comes "
+                        "from the SM count, read it from the GPU the kernel runs on (no fixed number, no CPU "
+                        "fallback)"
+                    ),
                 )
             )
     return flags

@@ -195,7 +195,7 @@ class CandidateRunner(CompilePass, Trials, Timing):
         if proceed.outputs is not None:
             self.sink = OutputSink(self._map(proceed.outputs.nbytes, "outputs", writable=True), proceed.outputs)
         trials_started = time.perf_counter()
-        outputs, launches = self._trials(model, trial_inputs, command, proceed, guard, exchange)
+        outputs, launches = self._trials(model, trial_inputs, trial_seeds, command, proceed, guard, exchange)
         compiles = (
             self._target_compiles("every launch the interpreter ran was also")
             if self.backend is Backend.interpret

@@ -18,7 +18,13 @@ from adaexplore.executor.worker.confine._errors import classify
 from adaexplore.executor.worker.confine._faults import DisguisedOutput
 from adaexplore.executor.worker.confine._guard import Guard
 from adaexplore.executor.worker.cpu import _fast_math as fast_math
-from adaexplore.executor.worker.task._taskrun import ShadowedTensor, flatten_output, own_attributes, tensors_in
+from adaexplore.executor.worker.task._taskrun import (
+    ShadowedTensor,
+    flatten_output,
+    own_attributes,
+    seed_forward,
+    tensors_in,
+)
 from adaexplore.executor.worker.timing._kept import oversized
 
 __all__ = ["Trials"]
@@ -47,6 +53,7 @@ class Trials(RunnerBase):
         self,
         model: torch.nn.Module,
         trial_inputs: list[list[Any]],
+        trial_seeds: list[int],
         command: RunCandidate,
         proceed: Proceed,
         guard: Guard,
@@ -58,6 +65,7 @@ class Trials(RunnerBase):
             self.channel.send(Phase(phase="trial", done=index, total=len(trial_inputs)))
             args, pristine = cloned(inputs), cloned(inputs)
             try:
+                seed_forward(trial_seeds[index])  # as the judge seeds the reference's forward of this trial
                 with self._numerics(), torch.no_grad():
                     # the default binds this trial's args; mypy infers no lambda with one against Callable[[], Any]
                     out, launches = self.tracker.count(cast(Callable[[], Any], lambda args=args: model(*args)))

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from adaexplore.domain import Status
+from adaexplore.domain import SizeValue, Status
 from adaexplore.executor.tasks._small_sizes import BATCH_NAME as _BATCH
 from adaexplore.executor.worker.confine._errors import classify
 from adaexplore.executor.worker.confine._faults import TaskFault
@@ -122,7 +122,7 @@ CHECKED_ELEMENTS = 256
 _SHAPES_MODULE = "adaexplore_task_shapes"
 
 
-def _output_shapes(task_path: str, sizes: dict[str, int | float], cast: torch.dtype | None) -> list[tuple[int, ...]]:
+def _output_shapes(task_path: str, sizes: Mapping[str, SizeValue], cast: torch.dtype | None) -> list[tuple[int, ...]]:
     with shape_only(), torch.no_grad():
         task = load_task_module(task_path, sizes, name=_SHAPES_MODULE)
         init_args = [_cast(v, cast) for v in task.get_init_inputs()]
@@ -133,8 +133,8 @@ def _output_shapes(task_path: str, sizes: dict[str, int | float], cast: torch.dt
 
 
 def reduction_sizes(
-    task_path: str, small: dict[str, int | float], cast: torch.dtype | None
-) -> tuple[dict[str, int | float] | None, list[str]]:
+    task_path: str, small: Mapping[str, SizeValue], cast: torch.dtype | None
+) -> tuple[dict[str, SizeValue] | None, list[str]]:
     """The small sizes with every size the outputs' shapes do not depend on (a GEMM's in_features, a convolution's
     in_channels: what a dot reduces over) back at the module's own value (at most REDUCTION_CAP), and the names of
     those sizes; (None, []) where no such size was made small. Found on shape-only tensors: each small size in
@@ -145,7 +145,7 @@ def reduction_sizes(
         base = _output_shapes(task_path, small, cast)
     except Exception:
         return None, []
-    restored: dict[str, int | float] = {}
+    restored: dict[str, SizeValue] = {}
     for name, value in small.items():
         own = getattr(full, name, None)
         if not isinstance(value, int) or not isinstance(own, int) or isinstance(own, bool) or own <= value:
@@ -162,7 +162,7 @@ def reduction_sizes(
     elements = sum(math.prod(shape) for shape in base)
     if batch is not None and 0 < elements < CHECKED_ELEMENTS:
         own = getattr(full, batch, None)
-        value = int(small[batch])
+        value = int(small[batch])  # type: ignore[arg-type]  # an int: found so above
         if isinstance(own, int) and own > value:
             sizes[batch] = min(own, value * math.ceil(CHECKED_ELEMENTS / elements), 64)
     return sizes, sorted(restored)

@@ -15,12 +15,13 @@ The size probe (`_size_probe.py`) refuses candidate sizes where a task is degene
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
-from adaexplore.domain import Degeneracy, Mode, Tolerance
+from adaexplore.domain import AuditFlag, Degeneracy, Mode, Tolerance
 from adaexplore.executor.tasks._small_sizes import FULL_CHECK_BUDGET_S, FULL_CHECK_MEMORY
 from adaexplore.executor.wire._modes import tolerance_for
 from adaexplore.executor.worker.judge._compare import compare
@@ -228,3 +229,44 @@ def full_check_fits(
     if held > memory:
         return False, f"about {held / 2**30:.1f} GiB, more than the {memory / 2**30:.1f} GiB a check may hold here"
     return True, ""
+
+
+@dataclass
+class Degeneracies:
+    """What the judge found of a task's degeneracy: at the sizes it runs, and at full size where it checked."""
+
+    sizes: Literal["full", "small"]  # the sizes the judge runs
+    at_sizes: Degeneracy | None
+    at_full: Degeneracy | None = None
+    full_checked: bool = False
+    undecided: bool = False  # the reference could not be run in float64 here
+
+    @property
+    def checked(self) -> Literal["full", "small"] | None:
+        """Where the task's degeneracy was decided: "full" or "small" (None: it was not)."""
+        if self.undecided:
+            return None
+        return "full" if self.full_checked or self.sizes == "full" else "small"
+
+    def named(self) -> tuple[Degeneracy | None, Degeneracy | None]:
+        """(the task's degeneracy, the small sizes' where the full sizes keep the task)."""
+        if self.full_checked:
+            return self.at_full, self.at_sizes if self.at_full is None else None
+        return self.at_sizes, None
+
+    def flags(self) -> list[AuditFlag]:
+        task, sizes = self.named()
+        flags = []
+        if task is not None:
+            flags.append(AuditFlag(code="degenerate_task", severity="warn", message=task.line()))
+        if sizes is not None:
+            flags.append(
+                AuditFlag(
+                    code="degenerate_sizes",
+                    severity="warn",
+                    message=f"at the small sizes the checks run at, {sizes.what()}, though at its full sizes it does "
+                    "not: these checks cannot tell a kernel that writes one value from a correct one; give other "
+                    "small sizes, or check at the full sizes",
+                )
+            )
+        return flags

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from adaexplore.config import ExecutorConfig
-from adaexplore.domain import ErrorDetail, Status
+from adaexplore.domain import ErrorDetail, SizeValue, Status
 from adaexplore.executor.wire._protocol import (
     Compare,
     Compared,
@@ -221,7 +221,7 @@ class Judge:
         if key not in self._work:
             cast = getattr(torch, spec.cast_floats_to) if spec.cast_floats_to else None
             work, note = self._work_of(spec.task_path, spec.cast_floats_to)
-            sizes: dict[str, int | float] | None
+            sizes: dict[str, SizeValue] | None
             names: list[str]
             sizes, names = (None, [])
             if spec.sizes == "small" and spec.small_sizes:

@@ -17,6 +17,7 @@ from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker.confine._faults import TaskFault
 from adaexplore.executor.worker.judge._compare import compare
 from adaexplore.executor.worker.judge._degenerate import (
+    Degeneracies,
     constant_excess,
     excess,
     full_check_fits,
@@ -25,6 +26,7 @@ from adaexplore.executor.worker.judge._degenerate import (
     same_inputs,
 )
 from adaexplore.executor.worker.judge._draws import DrawReport, draw_side_by_side
+from adaexplore.executor.worker.judge._random_forward import other_seed, random_forward_flag
 from adaexplore.executor.worker.judge._references import Reference
 from adaexplore.executor.worker.task._taskrun import (
     build_model,
@@ -35,6 +37,7 @@ from adaexplore.executor.worker.task._taskrun import (
     make_args,
     place_args,
     resolve_seeds,
+    seed_forward,
     tensors_in,
     upcast,
     upcast_copy,
@@ -55,6 +58,7 @@ class ReferenceBuilder:
         self.device = device
         self._modules: dict[tuple[str, str], ModuleType] = {}
         self._task_flags: dict[tuple[str, str, Mode], TaskFacts] = {}
+        self._drawing: dict[tuple[str, str, Mode], AuditFlag | None] = {}  # per task: the flag of random draws
         # per task file and cast: the task checked at its full sizes (found, and whether it ran)
         self._full_degeneracy: dict[tuple[str, str | None], tuple[Degeneracy | None, bool]] = {}
         # how the last reference built drew its inputs
@@ -73,8 +77,12 @@ class ReferenceBuilder:
             self._modules[key] = load_task_module(spec.task_path, spec.small_sizes if spec.sizes == "small" else None)
         return self._modules[key]
 
-    def forward(self, model: torch.nn.Module, args: list[Any]) -> list[torch.Tensor]:
+    def forward(self, model: torch.nn.Module, args: list[Any], seed: int | None = None) -> list[torch.Tensor]:
+        """The model's outputs on `args`; with `seed`, every generator seeded with it right before (`seed_forward`:
+        a trial's forward, which the candidate's of the same trial is seeded as)."""
         try:
+            if seed is not None:
+                seed_forward(seed)
             with torch.no_grad():
                 out = model(*args)
             return [t.detach() for t in flatten_output(out)]
@@ -173,12 +181,12 @@ class ReferenceBuilder:
         natives: list[list[torch.Tensor]] = []
         refs: list[list[torch.Tensor]] = []
         own_dtype: AuditFlag | None = None
-        for args in ref.inputs:
-            native_out = self.forward(ref.native, args)
+        for seed, args in zip(ref.trial_seeds, ref.inputs, strict=True):
+            native_out = self.forward(ref.native, args, seed)
             ref_out = native_out
             if ref.float64:
                 try:
-                    ref_out = self.forward(ref.reference, upcast(args))
+                    ref_out = self.forward(ref.reference, upcast(args), seed)
                 except TaskFault as exc:  # the model fixes a dtype float64 cannot follow; it runs in its own
                     own_dtype = self._own_dtype(ref, exc)
                     refs = list(natives)
@@ -190,7 +198,11 @@ class ReferenceBuilder:
             tolerance_for(spec.mode, str(d).removeprefix("torch."), spec.allowed_precision, spec.task_tolerance)
             for d in ref.dtypes
         ]
-        flags: list[AuditFlag] = []
+        drawing = self._random_forward(ref, spec, natives[0])
+        if drawing is not None and ref.float64:  # a float64 copy draws other numbers: the task's own dtype
+            ref.reference, ref.float64 = ref.native, False
+            ref.refs = list(natives)
+        flags: list[AuditFlag] = [drawing] if drawing is not None else []
         ref.allowance = [1.0] * len(ref.dtypes)
         if ref.float64:
             for j, tol in enumerate(ref.tolerances):
@@ -204,6 +216,17 @@ class ReferenceBuilder:
         ref.degeneracy_checked = facts.checked
         ref.drawn.clear()  # a copy drawn for facts another reference of the task found first
         del natives
+
+    def _random_forward(self, ref: Reference, spec: JobSpec, first: list[torch.Tensor]) -> AuditFlag | None:
+        """Whether the task's forward draws random numbers (`_random_forward`), found once per task, sizes and
+        mode: its first trial's inputs drawn again, and the model's output on them under another seed."""
+        key = (spec.task_path, spec.sizes, spec.mode)
+        if key not in self._drawing:
+            seed = ref.trial_seeds[0]
+            args = make_args(ref.module, "get_inputs", seed, self.device, ref.cast, on_device=spec.generate_on_device)
+            other = self.forward(ref.native, args, other_seed(seed))
+            self._drawing[key] = random_forward_flag(other, first, ref.tolerances, float64=ref.float64)
+        return self._drawing[key]
 
     @staticmethod
     def _own_dtype(ref: Reference, exc: TaskFault) -> AuditFlag:
@@ -255,7 +278,7 @@ class ReferenceBuilder:
         flags: list[AuditFlag] = []
         args = self.inputs(ref, spec, ref.trial_seeds[0])
         pristine = clone_args(list(args))
-        again = self.forward(ref.native, args)
+        again = self.forward(ref.native, args, ref.trial_seeds[0])
         now, before = tensors_in(args), tensors_in(pristine)
         mutates = len(now) != len(before) or any(not torch.equal(a, p) for a, p in zip(now, before, strict=True))
         aliases = any(
@@ -290,7 +313,8 @@ class ReferenceBuilder:
                         message=f"output {j} does not depend on the inputs (two different inputs give the same output)",
                     )
                 )
-        found = self._degeneracy(ref, spec, natives, work, deterministic)
+        # a task that draws random numbers: a float64 copy draws others, and cannot tell its output from noise
+        found = self._degeneracy(ref, spec, natives, work, deterministic and self._drawing.get(key) is None)
         task, small = found.named()
         self._task_flags[key] = facts = TaskFacts(flags + found.flags(), mutates, aliases, task, small, found.checked)
         return facts
@@ -308,7 +332,10 @@ class ReferenceBuilder:
         else:
             try:
                 model = upcast_copy(ref.native)
-                exact = [self.forward(model, upcast(args)) for args in ref.inputs[:2]]
+                exact = [
+                    self.forward(model, upcast(args), seed)
+                    for seed, args in zip(ref.trial_seeds[:2], ref.inputs[:2], strict=False)
+                ]
                 del model
             except (TaskFault, torch.OutOfMemoryError, RuntimeError):
                 if self.device.type == "cuda":
@@ -331,47 +358,6 @@ class ReferenceBuilder:
             except Exception:  # the task's code at its full sizes (its memory, say): not checked there
                 self._full_degeneracy[key] = (None, False)
         return self._full_degeneracy[key]
-
-
-@dataclass
-class Degeneracies:
-    """What the judge found of a task's degeneracy: at the sizes it runs, and at full size where it checked."""
-
-    sizes: Literal["full", "small"]  # the sizes the judge runs
-    at_sizes: Degeneracy | None
-    at_full: Degeneracy | None = None
-    full_checked: bool = False
-    undecided: bool = False  # the reference could not be run in float64 here
-
-    @property
-    def checked(self) -> Literal["full", "small"] | None:
-        """Where the task's degeneracy was decided: "full" or "small" (None: it was not)."""
-        if self.undecided:
-            return None
-        return "full" if self.full_checked or self.sizes == "full" else "small"
-
-    def named(self) -> tuple[Degeneracy | None, Degeneracy | None]:
-        """(the task's degeneracy, the small sizes' where the full sizes keep the task)."""
-        if self.full_checked:
-            return self.at_full, self.at_sizes if self.at_full is None else None
-        return self.at_sizes, None
-
-    def flags(self) -> list[AuditFlag]:
-        task, sizes = self.named()
-        flags = []
-        if task is not None:
-            flags.append(AuditFlag(code="degenerate_task", severity="warn", message=task.line()))
-        if sizes is not None:
-            flags.append(
-                AuditFlag(
-                    code="degenerate_sizes",
-                    severity="warn",
-                    message=f"at the small sizes the checks run at, {sizes.what()}, though at its full sizes it does "
-                    "not: these checks cannot tell a kernel that writes one value from a correct one; give other "
-                    "small sizes, or check at the full sizes",
-                )
-            )
-        return flags
 
 
 @dataclass

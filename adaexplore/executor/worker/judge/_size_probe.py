@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from adaexplore.executor.tasks._small_sizes import FULL_SIZES, Attempt
+from adaexplore.executor.tasks._small_sizes import FULL_SIZES, Attempt, Sizes
 from adaexplore.executor.wire._protocol import Done, ProbeSizes, SizeTried
 from adaexplore.executor.worker.confine._faults import TaskFault
 from adaexplore.executor.worker.exchange._channel import Channel
@@ -40,7 +40,7 @@ _FULL_CHECK_UNDER_S = 0.2
 _DEGENERATE_FOR = 5.0
 
 
-def _attempt(path: Path, how: str, sizes: dict[str, int], budget_s: float) -> Attempt:
+def _attempt(path: Path, how: str, sizes: Sizes, budget_s: float) -> Attempt:
     cpu = torch.device("cpu")
     record: dict[str, object] = {"how": how, "sizes": sizes, "ok": False}
     start = time.perf_counter()

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch import nn
 
+from adaexplore.domain import SizeValue
 from adaexplore.errors import TaskError
 from adaexplore.executor.tasks._task import task_from_source
 
@@ -72,7 +73,7 @@ class Reject(Exception):
     """A check failed; the message is the reason."""
 
 
-def _module(source: str, sizes: dict[str, int | float] | None) -> types.ModuleType:
+def _module(source: str, sizes: Mapping[str, SizeValue] | None) -> types.ModuleType:
     module = types.ModuleType("adaexplore_synth_task")
     exec(compile(source, "<synthesized task>", "exec"), module.__dict__)
     for name, value in (sizes or {}).items():

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from adaexplore.domain import SizeValue
 from adaexplore.executor.wire._protocol import JobSpec
 from adaexplore.executor.worker.confine._faults import TaskFault
 from adaexplore.executor.worker.confine._importing import import_file
@@ -34,6 +35,7 @@ __all__ = [
     "place_args",
     "rebuilt",
     "resolve_seeds",
+    "seed_forward",
     "tensors_in",
     "upcast",
     "upcast_copy",
@@ -42,7 +44,18 @@ __all__ = [
 TASK_MODULE = "adaexplore_task"
 
 
-def _sized_code(path: str, sizes: Mapping[str, int | float]) -> Any:
+def _size_node(value: SizeValue, like: ast.expr) -> ast.expr:
+    """The literal of a small size, where `like` stood: a list of sizes as a tuple where the module wrote one."""
+    if isinstance(value, list):
+        elements: list[ast.expr] = [ast.Constant(v) for v in value]
+        node: ast.expr = (
+            ast.Tuple(elements, ast.Load()) if isinstance(like, ast.Tuple) else ast.List(elements, ast.Load())
+        )
+        return ast.copy_location(node, like)
+    return ast.copy_location(ast.Constant(value), like)
+
+
+def _sized_code(path: str, sizes: Mapping[str, SizeValue]) -> Any:
     """The task module compiled with each module-level assignment to a name of `sizes` assigning its small value
     instead, so that what the module computes from them (`bias_shape = (out_features,)`, `n = 2 * m`) follows,
     as Python computes it. Compiled under the file's own name and lines, for tracebacks."""
@@ -57,17 +70,15 @@ def _sized_code(path: str, sizes: Mapping[str, int | float]) -> Any:
             pairs.append((node.target, node.value, node))
         for target, value, owner in pairs:
             if isinstance(target, ast.Name) and target.id in sizes:
-                owner.value = ast.copy_location(ast.Constant(sizes[target.id]), value)
+                owner.value = _size_node(sizes[target.id], value)
             elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
                 for i, element in enumerate(target.elts):
                     if isinstance(element, ast.Name) and element.id in sizes:
-                        value.elts[i] = ast.copy_location(ast.Constant(sizes[element.id]), value.elts[i])
-    return compile(tree, path, "exec", dont_inherit=True)
+                        value.elts[i] = _size_node(sizes[element.id], value.elts[i])
+    return compile(ast.fix_missing_locations(tree), path, "exec", dont_inherit=True)
 
 
-def load_task_module(
-    path: str, small_sizes: Mapping[str, int | float] | None, *, name: str = TASK_MODULE
-) -> ModuleType:
+def load_task_module(path: str, small_sizes: Mapping[str, SizeValue] | None, *, name: str = TASK_MODULE) -> ModuleType:
     """Import a task; for small sizes, with its module-level size names assigned their small values where the
     module assigns them (so that names and shapes computed from them follow), and set after the import too.
 
@@ -96,21 +107,36 @@ def load_task_module(
     for name, value in (small_sizes or {}).items():
         if not hasattr(module, name):
             raise TaskFault(f"SMALL_SIZES names {name!r}, which the task module does not define")
-        setattr(module, name, value)
+        setattr(module, name, _as_kind(value, getattr(module, name)))
     return module
 
 
-def shrink_globals(module: ModuleType, small_sizes: Mapping[str, int | float]) -> list[str]:
+def _as_kind(value: SizeValue, current: object) -> object:
+    """A small list of sizes as the kind of sequence the module holds (a tuple stays a tuple)."""
+    return tuple(value) if isinstance(value, list) and isinstance(current, tuple) else value
+
+
+def _same_kind(current: object, value: SizeValue) -> bool:
+    if isinstance(value, list):
+        return (
+            type(current) in (list, tuple)
+            and len(current) == len(value)  # type: ignore[arg-type]
+            and all(type(e) is int for e in current)  # type: ignore[attr-defined]
+        )
+    return type(current) in (int, float) and type(current) is type(value)
+
+
+def shrink_globals(module: ModuleType, small_sizes: Mapping[str, SizeValue]) -> list[str]:
     """Give a candidate's module the task's small sizes where it has size globals of its own: a candidate is often
     the task's model rewritten, with the task's module-level sizes copied along (a vanilla RNN's `batch_size`,
     read by its constructor), and those must shrink with the task's or the model is built at full size against
-    small inputs. Only a name the module binds to a number of the same kind is set; names the module computed
-    from it at import stay as they are. Returns the names set."""
+    small inputs. Only a name the module binds to a number of the same kind (or to a list or tuple of as many
+    integers) is set; names the module computed from it at import stay as they are. Returns the names set."""
     shrunk = []
     for name, value in small_sizes.items():
         current = module.__dict__.get(name)
-        if type(current) in (int, float) and type(current) is type(value):
-            module.__dict__[name] = value
+        if _same_kind(current, value):
+            module.__dict__[name] = _as_kind(value, current)
             shrunk.append(name)
     return shrunk
 
@@ -119,6 +145,14 @@ def derive_seeds(base: int, count: int) -> list[int]:
     """Trial seeds drawn as KernelBench draws them: seed `base`, then one randint(0, 2**32 - 1) per trial."""
     torch.manual_seed(base)
     return [int(torch.randint(0, 2**32 - 1, (1,)).item()) for _ in range(count)]
+
+
+def seed_forward(seed: int) -> None:
+    """Seed every generator (the CPU's and each GPU's) right before a forward whose outputs are compared, with its
+    trial's seed, on the judge's side and the candidate's alike: a task that draws random numbers inside forward
+    (an LSTM's initial state from `torch.randn`) then draws the same ones for the reference and for a candidate
+    that draws them the same way, on the CPU and on a GPU (the CUDA generator is seeded too)."""
+    torch.manual_seed(seed)
 
 
 def resolve_seeds(spec: JobSpec) -> tuple[int, list[int], int]:
