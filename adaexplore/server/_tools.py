@@ -40,8 +40,8 @@ def _register_search(mcp: MCPServer) -> None:
     async def create_task(
         ctx: Context, request: tools.CreateTaskRequest
     ) -> Annotated[CallToolResult, tools.CreateTaskResult]:
-        """Register a reference task (a PyTorch Model, KernelBench format) and get its task_id (the same task, the
-        same id). A task that fails to load is refused with the reason. Next: start_run."""
+        """Register a reference task (a PyTorch Model, KernelBench format); the same task gets the same task_id.
+        A task that fails to load is refused with the reason. Next: start_run."""
         svc = services(ctx)
 
         async def check(report: Report) -> tools.CreateTaskResult:
@@ -161,7 +161,7 @@ def _register_memory(mcp: MCPServer) -> None:
         ctx: Context, request: tools.RecordFailureRequest
     ) -> Annotated[CallToolResult, tools.RecordFailureResult]:
         """Store a failure and count it toward the skill memory's rule for that mistake (matched by signature or
-        by your rule's text). Returns the rule, its counts, and whether it is now put into prompts."""
+        by your rule's text). Returns the rule, its counts, and whether prompts now carry it."""
         svc = services(ctx)
         result = await acall(lambda: tools.record_failure(svc, request))
         return answer(result, result.message)
@@ -177,7 +177,7 @@ def _register_memory(mcp: MCPServer) -> None:
         ctx: Context, request: tools.ConfirmRuleRequest
     ) -> Annotated[CallToolResult, tools.ConfirmRuleResult]:
         """Back an imported rule (scope unknown) with a small kernel that makes its mistake: if it fails in a way
-        no other rule covers, the rule is scoped to the server's Triton and put into prompts."""
+        no other rule covers, the rule is scoped to this Triton and used in prompts."""
         svc = services(ctx)
         result = await with_progress(
             ctx, lambda progress: acall(lambda: tools.confirm_rule(svc, request, progress=progress))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from adaexplore.config import SearchConfig
 from adaexplore.domain import SizeValue
@@ -52,6 +52,12 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# a size on the wire: integers stay integers (an int is tried first), and the schema says "number" once
+_WireSize = Annotated[
+    SizeValue, WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "array", "items": {"type": "integer"}}]})
+]
+
+
 class CreateTaskRequest(_In):
     source: str | None = Field(default=None, description="the task module's text (KernelBench format)")
     path: str | None = Field(default=None, description="or a path to the task file on the server's machine")
@@ -62,10 +68,10 @@ class CreateTaskRequest(_In):
         default=None, description="its workload files or folders (default: its trace set's workloads/)"
     )
     name: str | None = Field(default=None, description="a short name (default: the file name, or 'task')")
-    small_sizes: dict[str, SizeValue] | None = Field(
+    small_sizes: dict[str, _WireSize] | None = Field(
         default=None,
-        description="names to numbers (to lists of integers for a list of sizes) for CPU checks, in place of "
-        "SMALL_SIZES; {}: full sizes; default: derived on the CPU",
+        description="sizes for CPU checks by name (a number or a list of integers) instead of SMALL_SIZES; {}: "
+        "full sizes; default: derived",
     )
 
 
