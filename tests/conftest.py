@@ -75,14 +75,58 @@ END_TO_END = (
 )
 
 
+# the end-to-end modules that take longest (CPU-seconds of a whole run on 2 cores), longest first: a parallel run
+# (`-n 2 --dist loadscope`) hands them out first, so that none is left to run alone while the other worker idles
+LONGEST = (
+    "adversarial/test_adversarial.py",
+    "executor/test_evaluator.py",
+    "sandbox/test_sandbox.py",
+    "test_examples.py",
+    "memory/test_starter.py",
+    "agent/test_explore.py",
+    "cluster/test_cluster.py",
+    "executor/test_small_sizes.py",
+    "executor/test_gpu_truth.py",
+    "bench/test_bench_cli.py",
+    "server/test_end_to_end.py",
+    "test_cli.py",
+    "adversarial/test_worker_checks.py",
+    "adversarial/test_hopper_code.py",
+    "benchmarks/test_kernelbench_suite.py",
+    "test_cli_profile.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's loadscope hands out the modules with the most tests first, which leaves the long modules of
+    # few tests (a single test of a minute) to the end of the run, where one can run alone: the order below is
+    # the one to follow (no effect without xdist)
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
+    lanes: dict[Path, str] = {}
     for item in items:
         where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
         if where.startswith(END_TO_END):
             item.add_marker(pytest.mark.slow)
+        lane = "slow" if item.get_closest_marker("slow") else "fast"
         # written into a JUnit report (--junitxml), where .ci/lanes times the fast lane from the full run
-        item.user_properties.append(("lane", "slow" if item.get_closest_marker("slow") else "fast"))
+        item.user_properties.append(("lane", lane))
+        if lanes.get(item.path) != "slow":
+            lanes[item.path] = lane
+
+    # Longest first, then the other modules with an end-to-end test, then the fast ones, which fill the end of a
+    # parallel run; a module's tests stay together and in their order (the sort is stable).
+    def order(item: pytest.Item) -> tuple[int, int]:
+        where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        if where in LONGEST:
+            return 0, LONGEST.index(where)
+        return (1, 0) if lanes[item.path] == "slow" else (2, 0)
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
@@ -162,8 +206,13 @@ def _no_sandbox_outlives_its_worker(request: pytest.FixtureRequest) -> Iterator[
     yield
     stray = _stray_sandboxes(before)
     deadline = time.monotonic() + _GRACE_S
+    # A worker's sandbox usually goes within a few tens of milliseconds of its worker (the kernel tears down its
+    # memory): looked at again soon, then less and less often (a scan costs a few milliseconds of CPU), so that
+    # the usual case waits for what it must and no more, and the slow one still has its whole grace.
+    pause = 0.01
     while stray and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
         stray = _stray_sandboxes(before)
     _STRAYS_SEEN.update(line.split()[1] for line in stray)
     where = "" if "PYTEST_XDIST_WORKER" not in os.environ else " (or by a test running beside it)"

@@ -285,6 +285,7 @@ async def test_outputs_too_large_to_copy_are_rechecked_at_sampled_positions(tmp_
         timing_budget_ms=50.0,
         recheck_bytes=4096,
         recheck_sample=64,
+        warm_workers=0,  # two evaluations: each starts the workers it uses, and none is left over to be stopped
     )
     async with Evaluator(settings) as evaluator:
         honest = await evaluator.evaluate(SCALE_RELU, HONEST)

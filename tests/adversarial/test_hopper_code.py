@@ -105,7 +105,7 @@ async def test_torch_cuda_answers_as_the_target_gpu(evaluator: Evaluator) -> Non
 @pytest.mark.skipif(ON_GPU, reason="on a GPU the GPU answers, whatever the target")
 async def test_another_target_gpu_answers_as_itself(tmp_path: Path) -> None:
     expected = {**A100, "capability_of_x": A100["capability"], "device_name": A100["name"]}
-    settings = fast_settings(tmp_path, target_gpu="A100")
+    settings = fast_settings(tmp_path, target_gpu="A100", warm_workers=0)  # one evaluation: no spare to stop
     async with Evaluator(settings) as evaluator:
         result = await evaluator.evaluate(SCALE_RELU, _queries(expected))
     assert result.status is Status.ok, result.message

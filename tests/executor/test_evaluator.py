@@ -331,7 +331,8 @@ async def test_a_task_is_checked_before_any_candidate(evaluator: Evaluator) -> N
 
 
 async def test_cancelling_while_the_judge_starts_or_answers_leaves_the_evaluator_working(home: Path) -> None:
-    async with Evaluator(fast_settings(home)) as ev:
+    # no spare workers: the one evaluation starts its own, and none is started after it only to be stopped
+    async with Evaluator(fast_settings(home, warm_workers=0)) as ev:
         with anyio.move_on_after(0.5):  # the judge is still importing torch
             await ev.check_task(TASK)
         await ev.check_task(TASK)
@@ -354,7 +355,7 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
         "        time.sleep(0.5)\n        return torch.relu(x * self.scale + 1.0)",
     )
     slow = task_from_source(slow_source, name="slow")
-    async with Evaluator(fast_settings(home)) as ev:
+    async with Evaluator(fast_settings(home, warm_workers=0)) as ev:  # the judge alone: no candidate runs
         backend = Backend.cuda if ON_GPU else Backend.interpret
         assert ev.lanes is not None
         judge = ev.lanes.judge(backend, 0)
@@ -375,7 +376,7 @@ async def test_a_cancelled_judge_request_owes_its_answer_and_other_jobs_stay_loa
 
 async def test_a_task_that_hangs_while_loading_is_the_tasks_fault_not_the_evaluators(home: Path) -> None:
     hangs = task_from_source("import time\ntime.sleep(600)\n" + TASK.source, name="hangs")
-    async with Evaluator(fast_settings(home, load_timeout_s=8.0)) as ev:
+    async with Evaluator(fast_settings(home, load_timeout_s=8.0, warm_workers=0)) as ev:  # no candidate runs
         with pytest.raises(TaskError, match=r"task 'hangs': importing its module.*took longer than 8 s"):
             await ev.check_task(hangs)
         await ev.check_task(TASK)  # a new judge serves the next task

@@ -194,14 +194,16 @@ def _warm_up(backend: Backend, device: torch.device, role: str) -> None:
         (x @ x).sum().item()
         torch.nn.functional.conv2d(x.view(1, 1, 64, 64), torch.randn(1, 1, 3, 3, device=device)).sum().item()
         torch.cuda.Event(enable_timing=True)
-    from adaexplore.executor.worker.timing._perturb import PatternSource, apply_pattern
+        from adaexplore.executor.worker.timing._perturb import PatternSource, apply_pattern
 
-    # Strict timing's first pattern runs integer kernels nothing else in a worker uses, and CUDA loads
-    # each kernel's module at its first launch (about 50 ms for these on an H200 host): load them now.
-    for base in ([torch.ones(8, device=device)], [torch.eye(4, device=device)]):
-        source = PatternSource(base)
-        assert source.pool is not None
-        apply_pattern(base, source.next(), source.pool)
+        # Strict timing's first pattern runs integer kernels nothing else in a worker uses, and CUDA loads
+        # each kernel's module at its first launch (about 50 ms for these on an H200 host): load them now.
+        # On the CPU there is nothing to load, and building the patterns' pool of a million factors costs a
+        # worker 0.3 s of CPU at every start, as much the second time as the first: not done there.
+        for base in ([torch.ones(8, device=device)], [torch.eye(4, device=device)]):
+            source = PatternSource(base)
+            assert source.pool is not None
+            apply_pattern(base, source.next(), source.pool)
     if role == "candidate":
         import ast
         from pathlib import Path
