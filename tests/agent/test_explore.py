@@ -354,9 +354,10 @@ def test_a_task_that_fails_in_the_middle_of_a_search_stops_only_its_own_run(tmp_
     (tmp_path / "tasks").mkdir()
     (tmp_path / "kernels").symlink_to(EXAMPLES / "kernels")  # where replay finds the sample kernels
     flaky = tmp_path / "tasks" / "row_softmax.py"
-    # The judge's process draws inputs six times for the task check (five trials' inputs, then one to learn
-    # the reference's facts), then again for each evaluation: the first evaluation's draw fails.
-    guard = "_DRAWS[0] += 1\n    if _DRAWS[0] > 6:\n        raise RuntimeError('the data source went away')"
+    # The judge's process draws inputs seven times for the task check (five trials' inputs, one to learn the
+    # reference's facts, one to see whether its forward draws random numbers), then again for each evaluation:
+    # the first evaluation's draw fails.
+    guard = "_DRAWS[0] += 1\n    if _DRAWS[0] > 7:\n        raise RuntimeError('the data source went away')"
     source = TASK.read_text().replace("def get_inputs():", f"_DRAWS = [0]\n\n\ndef get_inputs():\n    {guard}", 1)
     assert "_DRAWS" in source
     flaky.write_text(source)
