@@ -13,7 +13,8 @@ GPU's share of the speed of light beside it.
     python benchmarks/gpu_truth/measure.py --only level2/12/bf16x3_inloop --mode paper --out v.jsonl
                                                              # another mode's tolerance, its rows elsewhere
 
-Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status`, `strict_speedup`
+Each row: `level`, `problem` (the KernelBench file name), `kernel` (its path here), `h200_status` (on another GPU:
+`gpu` and `status`; truth.jsonl takes an H200's rows alone), `strict_speedup`
 (None unless ok), `kernel_ms` and `eager_ms` (medians of strict timing; with `--mode`, of that mode's, and a
 `mode` field says which), `sol_fraction`, the `message` of a kernel
 that was not ok, and `code_hash`, so that a kernel edited since is measured again. `provenance.json` records the
@@ -119,6 +120,10 @@ async def main(
         assert environment is not None
         if not environment.has_gpu:
             todo = []  # nothing to run here: said once the evaluator has closed
+        elif "H200" not in environment.gpus[0] and out.resolve() == (HERE / "truth.jsonl").resolve():
+            sys.exit(
+                f"truth.jsonl holds an H200's verdicts and this GPU is {environment.gpus[0]}: give --out another file"
+            )
         # several at a time: compiles overlap, while the device is taken by one evaluation at a time (its lock)
         limit = anyio.Semaphore(parallel)
 
@@ -135,11 +140,18 @@ async def main(
                     print(f"{key[0]}: not measured: {str(exc)[:300]}", flush=True)
                     return
             timing = evaluation.timing if evaluation.status.value == "ok" else None
+            gpu = evaluation.provenance.gpu or ""
+            # an H200's verdict under the name the corpus's readers know; another GPU's says which GPU gave it
+            said = (
+                {"h200_status": evaluation.status.value}
+                if "H200" in gpu
+                else {"gpu": gpu, "status": evaluation.status.value}
+            )
             rows[key] = {
                 "level": level,
                 "problem": task_path.name,
                 "kernel": key[0],
-                "h200_status": evaluation.status.value,
+                **said,
                 "strict_speedup": round(timing.speedup, 4) if timing else None,
                 "kernel_ms": round(timing.candidate.median_ms, 4) if timing else None,
                 "eager_ms": round(timing.reference.median_ms, 4) if timing else None,
@@ -192,7 +204,8 @@ def show(rows: list[dict[str, object]]) -> None:
         warnings = r.get("warnings")
         note = ", ".join(warnings) if isinstance(warnings, list) and warnings else str(r.get("message") or "")[:90]
         times = " ".join(cell(r.get(key)) for key in ("kernel_ms", "eager_ms", "strict_speedup", "sol_fraction"))
-        print(f"{r['kernel']!s:34s} {r['h200_status']!s:9s} {times}  {note}")
+        status = r.get("h200_status", r.get("status"))
+        print(f"{r['kernel']!s:34s} {status!s:9s} {times}  {note}")
 
 
 if __name__ == "__main__":
