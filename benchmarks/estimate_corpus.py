@@ -265,15 +265,13 @@ def show(q: dict, title: str) -> None:
 FITTED = (
     "tensor_cores",
     "split_products",
+    "pipeline_exponent",
     "cuda_cores",
     "elementwise",
     "memory",
     "library_gemm",
     "library_conv",
     "library_memory",
-    "loop_issue",
-    "mma_drain_ns",
-    "load_latency_ns",
     "cache_rate",
     "spill_bytes",
     "serial_share",
@@ -288,7 +286,6 @@ FRACTIONS = {
     "library_conv",
     "library_memory",
     "serial_share",
-    "loop_issue",
 }
 
 

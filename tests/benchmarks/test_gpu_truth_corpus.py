@@ -104,3 +104,16 @@ def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
     [launch] = [step for step in record["kernel"]["steps"] if step["kind"] == "launch"]
     assert launch["kernel"] == "_chain_kernel" and launch["configs"][0]["programs"] > 0
     assert record["kernel"]["complete"] and record["task"] is not None
+
+
+def test_the_estimate_corpus_fits_fields_the_calibration_has() -> None:
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimate_corpus
+
+    from adaexplore.roofline import CALIBRATION
+
+    fields = {f.name for f in dataclasses.fields(CALIBRATION)}
+    assert set(estimate_corpus.FITTED) <= fields, set(estimate_corpus.FITTED) - fields
+    assert estimate_corpus.FRACTIONS <= set(estimate_corpus.FITTED)
