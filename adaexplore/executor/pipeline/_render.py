@@ -59,7 +59,10 @@ def static_cost_table(costs: list[KernelCost]) -> str:
     for c in order:
         lines.append(f"  {c.kernel} [{c.sizes}] {c.config}: {_cost(c)}")
         lines.extend(f"    ptxas warning: {w}" for w in c.warnings)
-        lines.extend(f"    ptxas advisory: {a}" for a in c.advisories)
+        # the advisory's words and its fix are in the verdict's warnings (ptxas_advisory): here its code alone
+        lines.extend(
+            f"    ptxas advisory {a.split(':', 1)[0].removeprefix('ptxas ')} (see the warnings)" for a in c.advisories
+        )
     return "\n".join(lines)
 
 

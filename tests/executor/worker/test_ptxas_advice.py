@@ -110,3 +110,15 @@ def test_a_grid_that_leaves_most_multiprocessors_idle_is_named_when_it_costs_tim
     # no estimate or no recorded forward: nothing to say
     work, estimate = forward(12)
     assert idle_sm_flags(None, estimate, h200) == [] and idle_sm_flags(work, None, h200) == []
+
+
+def test_the_static_cost_table_names_an_advisory_by_its_code_and_leaves_its_words_to_the_warning() -> None:
+    from adaexplore.executor.pipeline._render import static_cost_table
+
+    advice = "ptxas C7515: the tensor-core MMAs (wgmma) run one after another; usually fixed by this: start from a dot"
+    costs = [KernelCost(kernel="_gemm", sizes="full", config="BK=64", registers=106, advisories=[advice])]
+    table = static_cost_table(costs)
+    assert "    ptxas advisory C7515 (see the warnings)" in table.splitlines()
+    assert "run one after another" not in table
+    [flag] = advice_flags(costs)
+    assert "run one after another" in flag.message and "usually fixed by this" in flag.message
