@@ -2,8 +2,8 @@
 
 Every kernel of the corpora (`examples/kernels/*/correct.py`, `benchmarks/gpu_truth/`, the shared corpus of GPU
 truth, and the adversarial battery's honest corpus) is followed as the compile check follows it
-(worker/coverage/_coverage.py): its forward at its task's full sizes on shape-only tensors, each launch compiled for sm_90
-and walked for where it writes. A kernel that an H200 found `ok` (or, for our own corpus, one correct in the
+(worker/coverage/_coverage.py): its forward at its task's full sizes on shape-only tensors, each launch compiled for
+sm_90 and walked for where it writes. A kernel that an H200 found `ok` (or, for our own corpus, one correct in the
 interpreter: its rows are not all measured yet) must have no gap; the table says which did, and how long the check
 itself took (the compile is not counted).
 

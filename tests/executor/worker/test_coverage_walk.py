@@ -1,6 +1,6 @@
 """Full coverage at full size: the compile check follows a forward at the task's full sizes on shape-only tensors and
-finds the output elements that nothing writes (worker/coverage/_coverage.py), without ever claiming a hole an honest kernel
-does not leave: outputs prefilled by PyTorch, atomics, PyTorch operators after a kernel, views, several launches
+finds the output elements that nothing writes (worker/coverage/_coverage.py), without ever claiming a hole an honest
+kernel does not leave: outputs prefilled by PyTorch, atomics, PyTorch operators after a kernel, views, several launches
 into one buffer, persistent kernels, autotuned kernels with a grid computed from their config, TMA stores, and
 masks that depend on data."""
 
