@@ -6,7 +6,7 @@ examples, and `--truth` files) becomes what a GPU machine's search leaves in its
 reference launches at full size), a run, and a node whose evaluation carries the measured times, the GPU's name
 and what the kernel launches at full size. What the kernels and references launch is recorded here without a GPU
 (the compile-only pass at full size, one subprocess per kernel, not sandboxed: run it on kernels you trust; cached
-in `benchmarks/.calibrate_records.json` by the files' and the recorder's contents).
+in `benchmarks/.estimate_records.json` by the files' and the recorder's contents, as `estimate_corpus.py` does).
 
 For each of `--splits` seeded draws, `--train` kernels (50) go into a fresh store, `adaexplore calibrate` (the
 package's own `tools.calibrate`) fits there and stores a calibration where it is worth keeping, and the remaining
@@ -30,9 +30,7 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,83 +40,6 @@ from statistics import median
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-
-RECORDS = ROOT / "benchmarks" / ".calibrate_records.json"
-# the sources whose output a record is (those present): a change to one records afresh
-RECORDER = (
-    "adaexplore/roofline/_ttir.py",
-    "adaexplore/roofline/_work.py",
-    "adaexplore/executor/worker/cost/_work_record.py",
-    "adaexplore/executor/worker/cost/_static_cost.py",
-    "adaexplore/executor/worker/cost/_full_size.py",
-    "adaexplore/executor/worker/candidate/_launches.py",
-)
-
-
-def _key(task_path: str, kernel_path: str) -> str:
-    h = hashlib.sha256()
-    for name in RECORDER:
-        if (ROOT / name).is_file():
-            h.update((ROOT / name).read_bytes())
-    h.update(Path(task_path).read_bytes())
-    h.update(Path(kernel_path).read_bytes())
-    return h.hexdigest()[:20]
-
-
-def record_one(task_path: str, kernel_path: str) -> dict:
-    """What the kernel and its task's reference launch at full size, compiled for sm_90 and never run."""
-    os.environ.pop("TRITON_INTERPRET", None)
-    from adaexplore.executor.worker.candidate._compile_only import activate_compile_only
-
-    activate_compile_only("cuda:90")
-    from adaexplore.domain import Backend
-    from adaexplore.executor.worker.candidate._launches import LaunchTracker
-    from adaexplore.executor.worker.confine._faults import CANDIDATE_MODULE
-    from adaexplore.executor.worker.confine._importing import import_file
-    from adaexplore.executor.worker.cost._full_size import full_size_pass, reference_work
-    from adaexplore.executor.worker.cost._static_cost import capture_ptxas_logs
-    from adaexplore.roofline import ForwardWork
-
-    tracker = LaunchTracker(Backend.compile)
-    tracker.install()
-    capture_ptxas_logs()
-    tracker.shared_memory_limit = 232448
-    module = import_file(CANDIDATE_MODULE, kernel_path)
-    passed = full_size_pass(tracker, module.ModelNew, task_path, None)
-    stopped, steps = passed[0], passed[1]
-    task, note = reference_work(task_path, None)
-    return {
-        "kernel": ForwardWork(steps=steps, complete=not stopped, note=stopped).model_dump_json(),
-        "task": task.model_dump_json() if task is not None else None,
-        "task_note": note,
-    }
-
-
-def _record(row: dict) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--record-one", row["task_path"], row["kernel_path"]],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if done.returncode != 0:
-        return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def record(rows: list[dict], records: dict, jobs: int) -> None:
-    from concurrent.futures import ThreadPoolExecutor, as_completed
-
-    todo = [r for r in rows if _key(r["task_path"], r["kernel_path"]) not in records]
-    began = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(_record, row): row for row in todo}
-        for i, future in enumerate(as_completed(futures), 1):
-            row = futures[future]
-            records[_key(row["task_path"], row["kernel_path"])] = got = future.result()
-            failed = f"   failed: {got['error']}" if "error" in got else ""
-            print(f"[{i}/{len(todo)}, {time.monotonic() - began:.0f} s] {row['kernel']}{failed}", flush=True)
-            RECORDS.write_text(json.dumps(records))
 
 
 # ---- the corpus as a store's verdicts ------------------------------------------------------------------
@@ -312,7 +233,6 @@ def _table(title: str, results: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--record-one", nargs=2, metavar=("TASK", "KERNEL"), help=argparse.SUPPRESS)
     parser.add_argument("--truth", type=Path, action="append", default=[], help="more rows (measure.py --out)")
     parser.add_argument("--gpu", default="H200", help="the GPU model whose verdicts are fitted (default H200)")
     parser.add_argument("--train", type=int, default=50, help="kernels in the store calibrate reads (50)")
@@ -324,10 +244,7 @@ def main() -> None:
     parser.add_argument("--db", help="a PostgreSQL URL for the stores (default: an SQLite file per draw)")
     parser.add_argument("--json", type=Path, help="write the numbers here too")
     args = parser.parse_args()
-    if args.record_one:
-        print(json.dumps(record_one(*args.record_one)))
-        return
-    from estimate_corpus import SHARED, corpus
+    from estimate_corpus import RECORDS, SHARED, _digest, corpus, record
 
     if not SHARED.is_dir():
         sys.exit(f"the corpus needs {SHARED} (the shared data beside the checkout)")
@@ -347,11 +264,11 @@ def main() -> None:
     record(rows, records, args.jobs)
     kernels = []
     for r in rows:
-        got = records.get(_key(r["task_path"], r["kernel_path"]), {})
-        if "error" in got or got.get("task") is None or not json.loads(got["kernel"])["complete"]:
+        got = records.get(_digest(r["task_path"], r["kernel_path"]), {})
+        if "error" in got or got.get("task") is None or not got["kernel"]["complete"]:
             print(f"left out (not recorded to its end): {r['kernel']}")
             continue
-        kernels.append({**r, "kernel_work": got["kernel"], "task_work": got["task"]})
+        kernels.append({**r, "kernel_work": json.dumps(got["kernel"]), "task_work": json.dumps(got["task"])})
     print(f"{len(kernels)} {wanted} kernels of {len({k['problem'] for k in kernels})} problems with records")
     from adaexplore.roofline import MIN_KERNELS
 

@@ -54,6 +54,7 @@ RECORDER = (
     "adaexplore/executor/worker/cost/_static_cost.py",
     "adaexplore/executor/worker/cost/_ptxas_advice.py",
     "adaexplore/executor/worker/cost/_full_size.py",
+    "adaexplore/executor/worker/candidate/_launches.py",
 )
 SHARED = ROOT.parent / "shared" / "data"
 OURS = ROOT / "benchmarks" / "gpu_truth"
@@ -163,10 +164,10 @@ def record(rows: list[dict], records: dict, jobs: int = 1) -> None:
         futures = {pool.submit(_record_in_subprocess, row): row for row in todo}
         for i, future in enumerate(as_completed(futures), 1):
             row = futures[future]
-            records[_digest(row["task_path"], row["kernel_path"])] = future.result()
+            records[_digest(row["task_path"], row["kernel_path"])] = got = future.result()
             print(f"[{i}/{len(todo)}] {row['kernel']}", flush=True)
-            if "error" in records[_digest(row["task_path"], row["kernel_path"])]:
-                print("   failed:", records[_digest(row["task_path"], row["kernel_path"])]["error"], flush=True)
+            if "error" in got:
+                print("   failed:", got["error"], flush=True)
             RECORDS.write_text(json.dumps(records))
 
 
