@@ -131,6 +131,7 @@ class TaskSummary:
     measured: str = "untimed"  # where best_speedup comes from: re-measured, search-time, estimated or untimed
     tied: int = 0  # correct kernels of the same speed that were not chosen
     estimated_speedup: float | None = None  # where nothing timed the best: its estimated speedup
+    task_error: str | None = None  # where the task's own code failed mid-run (the run stopped for it): why
 
 
 class Observer(Protocol):
@@ -284,6 +285,7 @@ class Explorer:
         records: list[StepRecord] = []
         failed_in_row = failed_steps = rules = 0
         reason = ""
+        task_error: str | None = None
         counts = dict(run.counts)  # kept up to date here: get_run counts the whole tree, O(nodes)
         state = run
         while True:
@@ -319,6 +321,7 @@ class Explorer:
             except TaskError as exc:
                 # the task's own code, not a kernel: this run stops (resumably), the others go on
                 reason = f"the task's own code failed ({exc}); fix the task file"
+                task_error = str(exc)
                 break
             records.append(record)
             if record.node_id is None:
@@ -356,7 +359,9 @@ class Explorer:
         finished = not reason
         if not finished:
             tools.stop_run(svc, run.run_id, reason)  # kept for `runs list` and get_run until a step is added
-        return self._summary(run.run_id, finished, reason, records, failed_steps, rules)
+        summary = self._summary(run.run_id, finished, reason, records, failed_steps, rules)
+        summary.task_error = task_error
+        return summary
 
     def _refresh(self, run: tools.RunResult) -> tools.RunResult:
         """The run's progress and best node re-read from the store, in constant time (the counts by status

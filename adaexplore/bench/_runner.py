@@ -218,6 +218,15 @@ class BenchRunner:
         if tools.run_record(self.svc, run_id).status != "finished":
             summary = await self.explorer.run(run_id)
             if summary.status != "finished":
+                if self.stopped is None and summary.task_error is not None:
+                    # the task's own code failed in an evaluation (it passed the task check: a draw that fails
+                    # later, a reference that does not fit this GPU at its full sizes): the problem's row says
+                    # so, as a task that fails its check does, and the bench goes on
+                    verdict = ProblemVerdict(
+                        status=TASK_ERROR, message=summary.task_error[:4000], seconds=time.perf_counter() - started
+                    )
+                    self._finish(problem, verdict)
+                    return
                 if self.stopped is None and summary.records and summary.records[-1].status == Status.infra_error:
                     # the evaluator failed on this problem alone (its run says why): a row of its own, and the
                     # bench goes on; a run stopped by the bench, a budget or the model stops the bench

@@ -97,15 +97,26 @@ def test_a_problem_whose_own_code_fails_is_a_task_error_row_and_the_bench_goes_o
     (suite / "1_softmax.py").write_text(source)
     broken = source.replace("def get_inputs():", "def get_inputs():\n    raise ValueError('no data')")
     (suite / "2_broken.py").write_text(broken)
+    # passes the task check (made in the judge's process), then fails in its evaluation (where the candidate's
+    # process builds the model too), as a task too large for the GPU at its full sizes does: a row of its own
+    # too, and the problem after it still runs
+    in_candidate = "'adaexplore.executor.worker.candidate._candidate' in sys.modules"
+    guard = f"if {in_candidate}:\n        raise RuntimeError('the data source went away')"
+    flaky = "import sys\n" + source.replace("def get_init_inputs():", f"def get_init_inputs():\n    {guard}", 1)
+    assert guard in flaky
+    (suite / "3_flaky.py").write_text(flaky)
+    (suite / "4_softmax.py").write_text(source)
     replay = tmp_path / "kernels"
     replay.mkdir()
-    for pid in (1, 2):
+    for pid in (1, 2, 3, 4):
         (replay / f"{pid}.py").write_text((KERNELS / "row_softmax" / "correct.py").read_text())
     out = bench(str(suite), "--replay", str(replay), home=tmp_path / "home")
     assert out.returncode == 0, out.stderr
     broken = next(line for line in out.stderr.splitlines() if "2_broken" in line)
     assert "task_error" in broken and "no data" in broken
-    assert "correct: 1 of 2" in out.stdout
+    failed = next(line for line in out.stderr.splitlines() if "3_flaky" in line)
+    assert "task_error" in failed and "the data source went away" in failed, out.stderr
+    assert "correct: 2 of 4" in out.stdout and "stopped" not in out.stdout, out.stdout
 
 
 def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
