@@ -5,7 +5,8 @@ page-locked allocations are made ordinary memory that the limit sees (PYTORCH_AL
 pinned_use_cuda_host_register, host/_workspace.py). Memory the CUDA driver pins itself (cudaHostAlloc,
 cuMemHostAlloc, reached through ctypes where the import policy is off) may escape both. For each way of pinning
 `--mib` MiB, each in a fresh process, this prints whether it was refused under an RLIMIT_DATA (and an
-RLIMIT_MEMLOCK) below that size, and how much each of /proc/self/status's counters (VmRSS, VmData, VmLck, VmPin,
+RLIMIT_MEMLOCK) below that size, and how much each of /proc/self/status's counters (VmRSS and its RssAnon and
+RssShmem, VmData, VmLck, VmPin,
 VmSize), the mappings of /dev/nvidia* in /proc/self/smaps, and the memory cgroup grew. The column that grows
 by the pinned size for every way is the one the evaluator's watch must read; a way no limit refuses and no
 counter sees is one the cap cannot hold yet.
@@ -32,7 +33,7 @@ def counters():
     status = {}
     for line in open("/proc/self/status"):
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmData", "VmLck", "VmPin", "VmSize"):
+        if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmData", "VmLck", "VmPin", "VmSize"):
             status[key] = int(value.split()[0]) * 1024
     device = 0
     current = None
@@ -132,10 +133,12 @@ def main(args: argparse.Namespace) -> None:
                 row = json.loads(line)
             except ValueError:
                 row = {"refused": f"crashed (code {done.returncode}): {done.stderr.strip()[-160:]}"}
+            if "refused" not in row:  # the child died before it could say (a limit's SIGSEGV inside torch)
+                row = {"refused": f"died without a report (code {done.returncode}): {done.stderr.strip()[-160:]}"}
             row.update(way=way, limit=limit, mib=args.mib)
             rows.append(row)
     (out / "pinned_probe.json").write_text(json.dumps(rows, indent=1))
-    columns = ("VmRSS", "VmData", "VmLck", "VmPin", "VmSize", "nvidia_maps", "cgroup")
+    columns = ("VmRSS", "RssAnon", "RssShmem", "VmData", "VmLck", "VmPin", "VmSize", "nvidia_maps", "cgroup")
     print(f"{'way':28} {'limit':8} " + " ".join(f"{c:>11}" for c in columns) + "  (MiB grown; or why refused)")
     for row in rows:
         if row.get("refused"):
