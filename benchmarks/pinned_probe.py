@@ -6,10 +6,10 @@ pinned_use_cuda_host_register, host/_workspace.py). Memory the CUDA driver pins 
 cuMemHostAlloc, reached through ctypes where the import policy is off) may escape both. For each way of pinning
 `--mib` MiB, each in a fresh process, this prints whether it was refused under an RLIMIT_DATA (and an
 RLIMIT_MEMLOCK) below that size, and how much each of /proc/self/status's counters (VmRSS and its RssAnon and
-RssShmem, VmData, VmLck, VmPin,
-VmSize), the mappings of /dev/nvidia* in /proc/self/smaps, and the memory cgroup grew. The column that grows
-by the pinned size for every way is the one the evaluator's watch must read; a way no limit refuses and no
-counter sees is one the cap cannot hold yet.
+RssShmem, VmData, VmLck, VmPin, VmSize), the mappings of /dev/nvidia* in /proc/self/smaps, and the memory cgroup
+grew. The column that grows by the pinned size for every way is the one the evaluator's watch must read; a way no
+limit refuses and no counter sees is one the cap cannot hold yet. (H100, 2026-12-07: every way grew VmRSS and the
+cgroup by the pinned size; cudaHostAlloc and cuMemHostAlloc grew neither VmData nor VmLck and no limit refused them.)
 
     python3 benchmarks/pinned_probe.py --out "$OUT"           # on the GPU machine; about a minute
 """
