@@ -230,7 +230,23 @@ report("cache filled", {cache_files})
 }
 
 
+# attacks that need a GPU to try (run by their own test, which skips elsewhere)
+GPU_ATTACKS = {
+    # page-locked pages the CUDA driver hands out itself, through ctypes: no rlimit of the worker counts them
+    "pin_through_the_driver_past_the_cap": """
+torch.zeros(1, device="cuda")  # a context to pin through
+driver = ctypes.CDLL("libcuda.so.1")
+pointer = ctypes.c_void_p()
+code = driver.cuMemHostAlloc(ctypes.byref(pointer), ctypes.c_size_t({allocation}), 0)
+if code != 0:
+    raise MemoryError("cuMemHostAlloc returned " + str(code))
+ctypes.memset(pointer, 1, {allocation})
+report("pinned", {allocation})
+""",
+}
+
+
 def candidate(name: str, **values: object) -> str:
     """The candidate module for attack `name`, its placeholders filled."""
-    body = textwrap.indent(ATTACKS[name].strip().format(**values), "    ")
+    body = textwrap.indent({**ATTACKS, **GPU_ATTACKS}[name].strip().format(**values), "    ")
     return TEMPLATE.replace("{body}", body)

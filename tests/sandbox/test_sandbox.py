@@ -26,7 +26,7 @@ import pytest
 from adaexplore.errors import ConfigError
 from adaexplore.executor import Evaluator, Status, load_task
 from adaexplore.executor.host._sandbox import _bwrap_path, detect_sandbox
-from tests.conftest import ROOT, fast_settings
+from tests.conftest import ON_GPU, ROOT, fast_settings
 from tests.sandbox.attacks import ATTACKS, candidate
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -237,6 +237,16 @@ async def test_the_sandbox_holds_without_the_policy(walled: Evaluator, machine: 
         assert not words or any(w in result.message for w in words), told
     assert result.provenance.sandbox == ("bwrap" if walled.config.sandbox == "bwrap" else "landlock+seccomp")
     assert len(result.output) <= 4 * walled.config.output_limit_bytes
+
+
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU: the driver's own page-locked memory")
+async def test_pages_the_driver_pins_count_against_the_cap(walled: Evaluator, machine: Machine) -> None:
+    # no rlimit of the worker counts them (benchmarks/pinned_probe.py); the evaluator's watch of its resident memory
+    # does, and stops it
+    result = await walled.evaluate(TASK, candidate("pin_through_the_driver_past_the_cap", **machine.values))
+    told = f"{result.status.value}: {result.message}\n{result.output}"
+    assert result.status is Status.runtime_error, told
+    assert "of host memory (page-locked pages included), past its share" in result.message, told
 
 
 async def test_a_root_evaluator_runs_its_workers_as_nobody(walled: Evaluator, machine: Machine) -> None:

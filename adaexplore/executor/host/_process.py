@@ -22,7 +22,13 @@ from adaexplore.config import Settings
 from adaexplore.executor.host._cgroup import oom_kills
 from adaexplore.executor.host._reaper import reaped
 from adaexplore.executor.host._sandbox import SandboxPlan
-from adaexplore.executor.host._watch import OutputCapture, namespace_init, process_tree_cpu_seconds, tree_size
+from adaexplore.executor.host._watch import (
+    OutputCapture,
+    namespace_init,
+    process_tree_cpu_seconds,
+    process_tree_resident_bytes,
+    tree_size,
+)
 from adaexplore.executor.host._worker_user import hand_over
 from adaexplore.executor.wire._protocol import Event, Ready, Started, Warm, decode_event, encode
 from adaexplore.executor.wire._side import SideSocket, side_pair
@@ -199,6 +205,10 @@ class WorkerProcess:
             task_group.start_soon(worker._drain)
             if sandbox.kind != "none":
                 task_group.start_soon(worker._watch_disk, sandbox.disk_bytes + sandbox.cache_bytes)
+            if sandbox.kind != "none" and backend == "cuda" and confinement.memory_bytes is not None:
+                # on a GPU the rlimit holds the worker's written memory, and not the pages the CUDA driver pins
+                # for it; on the CPU backends the address-space limit holds everything
+                task_group.start_soon(worker._watch_memory, confinement.memory_bytes)
         except BaseException:
             await worker.aclose()  # shields itself
             raise
@@ -230,6 +240,20 @@ class WorkerProcess:
             used = await anyio.to_thread.run_sync(tree_size, self.exchange)
             if used > limit:
                 self._stop_for_disk(used)
+                return
+            await anyio.sleep(_WATCH_S)
+
+    async def _watch_memory(self, limit: int) -> None:
+        """Kill the worker once its process tree holds more than `limit` bytes of its own (page-locked pages
+        included), read from /proc every `_WATCH_S` seconds."""
+        while self.process.returncode is None and not self._killed:
+            held = await anyio.to_thread.run_sync(process_tree_resident_bytes, self.process.pid)
+            if held is not None and held > limit and self.violation is None:
+                self.violation = (
+                    f"the candidate held {held / 2**20:.0f} MiB of host memory (page-locked pages included), past "
+                    f"its share of {limit / 2**20:.0f} MiB (executor.worker_memory_bytes), and was stopped"
+                )
+                self.kill()
                 return
             await anyio.sleep(_WATCH_S)
 

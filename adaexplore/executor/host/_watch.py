@@ -9,7 +9,14 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["OutputCapture", "namespace_init", "pin_process_tree", "process_tree_cpu_seconds", "tree_size"]
+__all__ = [
+    "OutputCapture",
+    "namespace_init",
+    "pin_process_tree",
+    "process_tree_cpu_seconds",
+    "process_tree_resident_bytes",
+    "tree_size",
+]
 
 
 class OutputCapture:
@@ -118,6 +125,41 @@ def process_tree_cpu_seconds(pid: int) -> float | None:
         except (OSError, ValueError, IndexError):
             continue
     return ticks / _TICKS if found else None
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every descendant it has now, as far as /proc shows them."""
+    pending, seen = [pid], []
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.append(current)
+        with contextlib.suppress(OSError):
+            for tid in Path(f"/proc/{current}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    pending += [int(c) for c in (tid / "children").read_text().split()]
+    return seen
+
+
+def process_tree_resident_bytes(pid: int) -> int | None:
+    """The memory `pid` and its descendants hold of their own now: the resident anonymous and shared pages of each
+    (RssAnon and RssShmem of /proc/PID/status), their libraries' file pages left out. Pages the CUDA driver pins for
+    a process (cudaHostAlloc, cuMemHostAlloc) count here and in no rlimit of the process (measured with
+    benchmarks/pinned_probe.py). None where /proc does not show `pid`."""
+    total, found = 0, False
+    for current in _descendants(pid):
+        try:
+            lines = Path(f"/proc/{current}/status").read_text().splitlines()
+        except OSError:
+            continue
+        found = True
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssShmem"):
+                with contextlib.suppress(ValueError, IndexError):
+                    total += int(value.split()[0]) * 1024
+    return total if found else None
 
 
 def pin_process_tree(pid: int, cpus: frozenset[int]) -> None:
