@@ -59,6 +59,8 @@ RECORDER = (
 SHARED = ROOT.parent / "shared" / "data"
 OURS = ROOT / "benchmarks" / "gpu_truth"
 RECORDS = ROOT / "benchmarks" / ".estimate_records.json"
+# the GPU whose timings the package's calibration is fitted on
+HOME_GPU = "H200"
 
 
 # ---- the corpus --------------------------------------------------------------------------------------
@@ -197,15 +199,29 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     return cov / (vx * vy) if vx and vy else None
 
 
+def status(row: dict) -> str:
+    """The GPU's verdict on a row: the H200 corpus's `h200_status`, or `status` of rows `measure.py --out` wrote."""
+    return row.get("h200_status") or row.get("status") or ""
+
+
+def gpu_of(row: dict) -> str:
+    """The GPU table's name of the GPU that timed a row (`gpu` as CUDA names it), else the corpus's H200."""
+    from adaexplore.roofline import gpu_for_device
+
+    found = gpu_for_device(row["gpu"]) if row.get("gpu") else None
+    return found.name if found is not None else "H200"
+
+
 _parsed: dict[str, tuple] = {}
 
 
 def estimates(rows: list[dict], records: dict, calibration) -> list[dict]:
+    """Each recorded row with its kernel's and its reference's estimates on the GPU that timed it."""
     from adaexplore.roofline import ForwardWork, TaskWork, estimate_forward, gpu_spec
 
-    gpu = gpu_spec("H200")
     out = []
     for row in rows:
+        gpu = gpu_spec(gpu_of(row))
         key = _digest(row["task_path"], row["kernel_path"])
         rec = records.get(key)
         if not rec or "error" in rec or rec.get("task") is None:
@@ -220,7 +236,7 @@ def estimates(rows: list[dict], records: dict, calibration) -> list[dict]:
 
 
 def quality(rows: list[dict]) -> dict:
-    timed = [r for r in rows if r["h200_status"] == "ok" and r.get("kernel_ms")]
+    timed = [r for r in rows if status(r) == "ok" and r.get("kernel_ms")]
     by_problem: dict[str, list[dict]] = {}
     for r in timed:
         by_problem.setdefault(r["problem"], []).append(r)
@@ -295,7 +311,7 @@ def loss(rows: list[dict], records: dict, calibration) -> float:
     terms = []
     seen = set()
     for r in scored:
-        if r["h200_status"] == "ok" and r.get("kernel_ms"):
+        if status(r) == "ok" and r.get("kernel_ms"):
             terms.append(math.log(r["est_ms"] / r["kernel_ms"]) ** 2)
             if r["problem"] not in seen:
                 seen.add(r["problem"])
@@ -320,6 +336,25 @@ def fit(rows: list[dict], records: dict, start, rounds: int = 6):
                     best, best_loss = trial, trial_loss
         step = math.sqrt(step)
     return best, best_loss
+
+
+def base_problem(problem: str) -> str:
+    """A problem's name without the protocol it was timed in ("12_Gemm.py [paper]" -> "12_Gemm.py")."""
+    return problem.split(" [", 1)[0]
+
+
+def held_out(scored: list[dict], home: list[dict], records: dict, start) -> list[dict]:
+    """Each problem of `scored` estimated by a calibration fitted on the rows of `home` that are of other problems
+    (a problem no row of `home` has is estimated by the fit on all of them)."""
+    out = []
+    fits: dict[frozenset, object] = {}
+    for problem in sorted({r["problem"] for r in scored}):
+        train = [r for r in home if base_problem(r["problem"]) != base_problem(problem)]
+        key = frozenset(id(r) for r in train)
+        if key not in fits:
+            fits[key], _ = fit(train, records, start)
+        out.extend(estimates([r for r in scored if r["problem"] == problem], records, fits[key]))
+    return out
 
 
 def sol_fractions(rows: list[dict], records: dict) -> dict:
@@ -347,7 +382,7 @@ def sol_fractions(rows: list[dict], records: dict) -> dict:
         before = max(sol.memory_ms, compute, gpu.launch_us * 1e-3)
         kernel = ForwardWork.model_validate(rec["kernel"])
         est = estimate_forward(kernel, gpu, calibration=CALIBRATION).ms if kernel.complete else None
-        measured = row.get("kernel_ms") if row["h200_status"] == "ok" else None
+        measured = row.get("kernel_ms") if status(row) == "ok" else None
         out.append(
             {
                 "kernel": row["kernel"],
@@ -357,8 +392,8 @@ def sol_fractions(rows: list[dict], records: dict) -> dict:
                 "measured": sol.ms / measured if measured else None,
                 "measured_before": before / measured if measured else None,
                 # estimates are made of correct kernels only: a verdict that is not ok has none
-                "estimated": sol.ms / est if est and row["h200_status"] == "ok" else None,
-                "estimated_before": before / est if est and row["h200_status"] == "ok" else None,
+                "estimated": sol.ms / est if est and status(row) == "ok" else None,
+                "estimated_before": before / est if est and status(row) == "ok" else None,
             }
         )
     return {"kernels": out}
@@ -398,6 +433,12 @@ def main() -> None:
         help="more rows of our corpus, as gpu_truth/measure.py --out wrote them (repeatable)",
     )
     parser.add_argument(
+        "--gpu",
+        default=HOME_GPU,
+        help=f"score the rows this GPU timed (default {HOME_GPU}; H100: give its rows with --truth); the fit reads the "
+        f"{HOME_GPU}'s alone: absolute times of two GPUs are never fitted together",
+    )
+    parser.add_argument(
         "--problems", help="score these problems alone: names or their starts, comma-separated ('12_Gemm,76_')"
     )
     args = parser.parse_args()
@@ -415,35 +456,45 @@ def main() -> None:
         rows = [r for r in rows if any(r["problem"].startswith(w) for w in wanted)]
         if not rows:
             sys.exit(f"no kernel of the corpus is of the problems {args.problems!r} (names start like '12_Gemm')")
+    from adaexplore.config import ConfigError
+    from adaexplore.roofline import gpu_spec
+
+    try:
+        args.gpu = gpu_spec(args.gpu).name
+    except ConfigError as exc:
+        sys.exit(f"--gpu {args.gpu}: {exc}")
+    # the rows scored are those the named GPU timed; the calibration is fitted on the H200's, whatever is scored
+    scored = [r for r in rows if gpu_of(r) == args.gpu]
+    home = [r for r in rows if gpu_of(r) == HOME_GPU]
+    if not scored:
+        sys.exit(f"no row of the corpus was timed on {args.gpu} (give its rows with --truth)")
     records = json.loads(RECORDS.read_text()) if RECORDS.is_file() else {}
-    # only the kernels the H200 timed are scored; `sol` reads the others too
-    record(rows if args.action == "sol" else [r for r in rows if r["h200_status"] == "ok"], records, args.jobs)
+    # only the kernels a GPU timed are scored; `sol` reads the others too
+    wanted_rows = scored if args.action == "sol" else [r for r in scored + home if status(r) == "ok"]
+    record(list({id(r): r for r in wanted_rows}.values()), records, args.jobs)
     if args.action == "record":
         return
     from adaexplore.roofline import CALIBRATION
 
-    failed = [r["kernel"] for r in rows if "error" in records.get(_digest(r["task_path"], r["kernel_path"]), {})]
+    failed = [r["kernel"] for r in scored if "error" in records.get(_digest(r["task_path"], r["kernel_path"]), {})]
     if failed:
         print(f"{len(failed)} kernels could not be recorded and are left out: {', '.join(failed)}")
-    result: dict = {"corpus": {"kernels": len(rows), "problems": len({r["problem"] for r in rows})}}
+    result: dict = {
+        "gpu": args.gpu,
+        "corpus": {"kernels": len(scored), "problems": len({r["problem"] for r in scored})},
+    }
     if args.action == "sol":
-        result = sol_fractions(rows, records)
+        result = sol_fractions(scored, records)
         show_sol(result)
     elif args.action == "report":
-        result["package"] = quality(estimates(rows, records, CALIBRATION))
-        show(result["package"], "the calibration in the package")
+        result["package"] = quality(estimates(scored, records, CALIBRATION))
+        show(result["package"], f"the calibration in the package, on the {args.gpu}'s timings")
     else:
-        problems = sorted({r["problem"] for r in rows})
-        held_out = []
-        for problem in problems:
-            train = [r for r in rows if r["problem"] != problem]
-            fitted, _ = fit(train, records, CALIBRATION)
-            held_out.extend(estimates([r for r in rows if r["problem"] == problem], records, fitted))
-        result["held_out"] = quality(held_out)
-        show(result["held_out"], "fitted without the problem it is scored on (leave one problem out)")
-        fitted, fitted_loss = fit(rows, records, CALIBRATION)
-        result["fitted_all"] = quality(estimates(rows, records, fitted))
-        show(result["fitted_all"], f"fitted on all (loss {fitted_loss:.3f})")
+        result["held_out"] = quality(held_out(scored, home, records, CALIBRATION))
+        show(result["held_out"], f"{args.gpu}: fitted on the {HOME_GPU}'s timings without the problem scored")
+        fitted, fitted_loss = fit(home, records, CALIBRATION)
+        result["fitted_all"] = quality(estimates(scored, records, fitted))
+        show(result["fitted_all"], f"{args.gpu}: fitted on all the {HOME_GPU}'s timings (loss {fitted_loss:.3f})")
         print("\nCalibration(" + ", ".join(f"{n}={getattr(fitted, n):.3g}" for n in FITTED) + ")")
         result["calibration"] = {n: getattr(fitted, n) for n in FITTED}
     if args.json:
