@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDER = (
     "adaexplore/roofline/_ttir.py",
     "adaexplore/roofline/_work.py",
+    "adaexplore/roofline/_layout.py",
     "adaexplore/executor/worker/cost/_work_record.py",
     "adaexplore/executor/worker/cost/_static_cost.py",
     "adaexplore/executor/worker/cost/_ptxas_advice.py",
@@ -282,6 +283,8 @@ def show(q: dict, title: str) -> None:
 FITTED = (
     "tensor_cores",
     "split_products",
+    "tf32_n_major",
+    "fma_k_major",
     "pipeline_exponent",
     "cuda_cores",
     "elementwise",
@@ -296,6 +299,8 @@ FITTED = (
 FRACTIONS = {
     "tensor_cores",
     "split_products",
+    "tf32_n_major",
+    "fma_k_major",
     "cuda_cores",
     "elementwise",
     "memory",
@@ -306,7 +311,10 @@ FRACTIONS = {
 }
 
 
-def loss(rows: list[dict], records: dict, calibration) -> float:
+def loss(rows: list[dict], records: dict, calibration, relative: list[dict] | None = None) -> float:
+    """Mean squared log error of the kernels' and their references' times on `rows`, plus, on `relative` (rows of
+    another GPU), each kernel's log error less the mean of its problem's: only how the kernels of one problem on
+    one GPU compare, never their absolute times."""
     scored = estimates(rows, records, calibration)
     terms = []
     seen = set()
@@ -316,14 +324,21 @@ def loss(rows: list[dict], records: dict, calibration) -> float:
             if r["problem"] not in seen:
                 seen.add(r["problem"])
                 terms.append(math.log(r["est_ref_ms"] / r["eager_ms"]) ** 2)
+    groups: dict[str, list[float]] = {}
+    for r in estimates(relative or [], records, calibration):
+        if status(r) == "ok" and r.get("kernel_ms"):
+            groups.setdefault(r["problem"], []).append(math.log(r["est_ms"] / r["kernel_ms"]))
+    for errors in groups.values():
+        middle = sum(errors) / len(errors)
+        terms.extend((e - middle) ** 2 for e in errors if len(errors) > 1)
     return sum(terms) / max(len(terms), 1)
 
 
-def fit(rows: list[dict], records: dict, start, rounds: int = 6):
+def fit(rows: list[dict], records: dict, start, rounds: int = 6, relative: list[dict] | None = None):
     """Coordinate search in log space: each efficiency in turn scaled by factors that shrink every round,
-    within (0, 1]."""
+    within (0, 1]. `relative`: rows of other GPUs, read by `loss` for how kernels of one problem compare."""
     best = start
-    best_loss = loss(rows, records, best)
+    best_loss = loss(rows, records, best, relative)
     step = 1.6
     for _ in range(rounds):
         for name in FITTED:
@@ -331,7 +346,7 @@ def fit(rows: list[dict], records: dict, start, rounds: int = 6):
                 value = getattr(best, name) * factor
                 value = min(1.0, value) if name in FRACTIONS else value
                 trial = dataclasses.replace(best, **{name: value})
-                trial_loss = loss(rows, records, trial)
+                trial_loss = loss(rows, records, trial, relative)
                 if trial_loss < best_loss - 1e-9:
                     best, best_loss = trial, trial_loss
         step = math.sqrt(step)
@@ -343,16 +358,19 @@ def base_problem(problem: str) -> str:
     return problem.split(" [", 1)[0]
 
 
-def held_out(scored: list[dict], home: list[dict], records: dict, start) -> list[dict]:
-    """Each problem of `scored` estimated by a calibration fitted on the rows of `home` that are of other problems
-    (a problem no row of `home` has is estimated by the fit on all of them)."""
+def held_out(
+    scored: list[dict], home: list[dict], records: dict, start, relative: list[dict] | None = None
+) -> list[dict]:
+    """Each problem of `scored` estimated by a calibration fitted on the rows of `home` (and `relative`) that are of
+    other problems (a problem no row of them has is estimated by the fit on all of them)."""
     out = []
     fits: dict[frozenset, object] = {}
     for problem in sorted({r["problem"] for r in scored}):
         train = [r for r in home if base_problem(r["problem"]) != base_problem(problem)]
-        key = frozenset(id(r) for r in train)
+        also = [r for r in relative or [] if base_problem(r["problem"]) != base_problem(problem)]
+        key = frozenset(id(r) for r in train + also)
         if key not in fits:
-            fits[key], _ = fit(train, records, start)
+            fits[key], _ = fit(train, records, start, relative=also)
         out.extend(estimates([r for r in scored if r["problem"] == problem], records, fits[key]))
     return out
 
@@ -439,6 +457,12 @@ def main() -> None:
         f"{HOME_GPU}'s alone: absolute times of two GPUs are never fitted together",
     )
     parser.add_argument(
+        "--fit-relative",
+        action="store_true",
+        help="the fit also reads the rows of other GPUs (--truth), by how each kernel's time compares with the others "
+        "of its problem on that GPU (never their absolute times)",
+    )
+    parser.add_argument(
         "--problems", help="score these problems alone: names or their starts, comma-separated ('12_Gemm,76_')"
     )
     args = parser.parse_args()
@@ -490,9 +514,11 @@ def main() -> None:
         result["package"] = quality(estimates(scored, records, CALIBRATION))
         show(result["package"], f"the calibration in the package, on the {args.gpu}'s timings")
     else:
-        result["held_out"] = quality(held_out(scored, home, records, CALIBRATION))
-        show(result["held_out"], f"{args.gpu}: fitted on the {HOME_GPU}'s timings without the problem scored")
-        fitted, fitted_loss = fit(home, records, CALIBRATION)
+        relative = [r for r in rows if gpu_of(r) != HOME_GPU and status(r) == "ok"] if args.fit_relative else []
+        result["held_out"] = quality(held_out(scored, home, records, CALIBRATION, relative))
+        also = f" and the others' relative times ({len(relative)} rows)" if relative else ""
+        show(result["held_out"], f"{args.gpu}: fitted on the {HOME_GPU}'s timings{also}, without the problem scored")
+        fitted, fitted_loss = fit(home, records, CALIBRATION, relative=relative)
         result["fitted_all"] = quality(estimates(scored, records, fitted))
         show(result["fitted_all"], f"{args.gpu}: fitted on all the {HOME_GPU}'s timings (loss {fitted_loss:.3f})")
         print("\nCalibration(" + ", ".join(f"{n}={getattr(fitted, n):.3g}" for n in FITTED) + ")")

@@ -32,8 +32,9 @@ class Calibration:
     """Fractions of a GPU's peaks that kernels reach, and fixed costs. Fitted on an H200 to the kernels of the
     shared corpus (`benchmarks/estimate_corpus.py fit`): tensor_cores, split_products, pipeline_exponent,
     spill_bytes, cuda_cores, elementwise, serial_share, memory, cache_rate and the library_* rates the corpus's
-    eager times pin down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are
-    priors that no measured kernel of the corpus exercises yet."""
+    eager times pin down; tf32_n_major, fma_k_major and cuda_cores with them were fitted last, when the record
+    learned which way a dot's operand lies. The others (small_tiles, serialized, busy_warps, program_us,
+    library_tensor_cores) are priors that no measured kernel of the corpus exercises yet."""
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
@@ -47,8 +48,14 @@ class Calibration:
     pipeline_exponent: float = 0.486
     # registers spilled to local memory slow a dot's loop: efficiency / (1 + (spilled bytes / spill_bytes) ** 2)
     spill_bytes: float = 6950.0
+    # tf32 and tf32x3 dots whose K x N operand lies along N (`a @ b`): the warp-group MMA reads 32-bit operands
+    # K-major only, so the tile is rewritten through registers at every step of the loop
+    tf32_n_major: float = 0.589
     # Triton's CUDA-core work: ieee dots (fused multiply-adds in a loop) and element-wise arithmetic on blocks
-    cuda_cores: float = 0.463
+    cuda_cores: float = 0.63
+    # ieee dots whose K x N operand lies along K (`x @ w.T`): each thread reads its row of it from shared memory
+    # one element at a time instead of in wide loads
+    fma_k_major: float = 0.673
     elementwise: float = 0.214
     # how much of the shorter of a launch's tensor-core and CUDA-core times adds to the longer (0: they overlap
     # fully; element-wise work inside a dot's loop, an operand split in registers, waits for the MMAs)
@@ -140,10 +147,13 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     for precision, amount in config.dot_flops.items():
         flops += amount
         if precision == "ieee":
-            fma_s += amount / 2 / (lane_rate * cal.cuda_cores)
+            layout = cal.fma_k_major if config.b_k_major else 1.0
+            fma_s += amount / 2 / (lane_rate * cal.cuda_cores * layout)
             continue
         rate, products, unit_here = _dot_rate(gpu, precision)
         efficiency = cal.split_products if precision == "tf32x3" else cal.tensor_cores
+        if precision in ("tf32", "tf32x3") and config.wgmma and config.b_k_major is False:
+            efficiency *= cal.tf32_n_major
         if not config.wgmma:
             efficiency = min(efficiency, cal.small_tiles)
         if config.serialized_mma:
@@ -175,6 +185,10 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
         detail.append("its MMAs are serialized")
     if config.spill_bytes:
         detail.append(f"{config.spill_bytes} B/thread spilled")
+    if config.b_k_major is False and any(p in ("tf32", "tf32x3") for p in config.dot_flops) and config.wgmma:
+        detail.append("a tf32 operand along N (rewritten K-major in the loop)")
+    if config.b_k_major and "ieee" in config.dot_flops:
+        detail.append("an fp32 dot's operand along K (read element by element)")
     if flops and not config.wgmma and any(p != "ieee" for p in config.dot_flops):
         detail.append("tiles too small for wgmma")
     return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))
