@@ -14,6 +14,12 @@ estimates both on an H200 and compares with the measured times.
     python benchmarks/estimate_corpus.py sol             # each time and estimate against its task's speed of light
     ... --problems 12_,76_                               # those problems alone (names or their starts)
     ... --truth v.jsonl                                  # with rows `gpu_truth/measure.py --out v.jsonl` wrote
+    ... --gpu H100 --truth gpu_truth/h100_2026-12-07.jsonl   # score the rows an H100 timed (on the H100's peaks)
+
+Each row is estimated on the GPU that timed it (its `gpu`, else the H200). The fit reads the H200's rows alone, so
+`fit --gpu H100` scores each H100 problem by the calibration fitted on the H200's rows of the other problems:
+absolute times of two GPUs are never fitted together. `--fit-relative` lets the fit read the other GPUs' rows too,
+by how each kernel's time compares with the others of its problem on that GPU (tried; it held out worse).
 
 Only the kernels a GPU timed are recorded and scored (`sol` records the others too).
 
