@@ -91,8 +91,8 @@ def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
             sys.executable,
             str(ROOT / "benchmarks" / "estimate_corpus.py"),
             "record-one",
-            str(ROOT / "examples" / "tasks" / "elementwise_chain.py"),
-            str(ROOT / "examples" / "kernels" / "elementwise_chain" / "correct.py"),
+            str(ROOT / "examples" / "tasks" / "gemm_epilogue.py"),
+            str(ROOT / "examples" / "kernels" / "gemm_epilogue" / "correct.py"),
         ],
         capture_output=True,
         text=True,
@@ -102,7 +102,10 @@ def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout.strip().splitlines()[-1])
     [launch] = [step for step in record["kernel"]["steps"] if step["kind"] == "launch"]
-    assert launch["kernel"] == "_chain_kernel" and launch["configs"][0]["programs"] > 0
+    [config] = launch["configs"]
+    assert launch["kernel"] == "_linear_scale_leaky_kernel" and config["programs"] > 0
+    # an fp32 dot of x @ w.T: the weight's tile is read along K, as the compiled code's load layout says
+    assert set(config["dot_flops"]) == {"ieee"} and config["b_k_major"] is True
     assert record["kernel"]["complete"] and record["task"] is not None
 
 
