@@ -19,8 +19,8 @@ estimates both on an H200 and compares with the measured times.
 Each row is estimated on the GPU that timed it (its `gpu`, else the H200). The fit reads the H200's rows alone, so
 `fit --gpu H100` scores each H100 problem by the calibration fitted on the H200's rows of the other problems:
 absolute times of two GPUs are never fitted together. `--fit-relative` lets the fit read the other GPUs' rows too,
-by how each kernel's time compares with the others of its problem on that GPU (tried; held out it ranked
-better and picked worse, so the package is not fitted so).
+by how each kernel's time compares with the others of its problem on that GPU (tried: it held out worse on
+both GPUs, so the package is not fitted so).
 
 Only the kernels a GPU timed are recorded and scored (`sol` records the others too).
 
