@@ -14,6 +14,13 @@ estimates both on an H200 and compares with the measured times.
     python benchmarks/estimate_corpus.py sol             # each time and estimate against its task's speed of light
     ... --problems 12_,76_                               # those problems alone (names or their starts)
     ... --truth v.jsonl                                  # with rows `gpu_truth/measure.py --out v.jsonl` wrote
+    ... --gpu H100 --truth gpu_truth/h100_2026-12-07.jsonl   # score the rows an H100 timed (on the H100's peaks)
+
+Each row is estimated on the GPU that timed it (its `gpu`, else the H200). The fit reads the H200's rows alone, so
+`fit --gpu H100` scores each H100 problem by the calibration fitted on the H200's rows of the other problems:
+absolute times of two GPUs are never fitted together. `--fit-relative` lets the fit read the other GPUs' rows too,
+by how each kernel's time compares with the others of its problem on that GPU (tried: it held out worse on
+both GPUs, so the package is not fitted so).
 
 Only the kernels a GPU timed are recorded and scored (`sol` records the others too).
 
@@ -43,13 +50,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from estimate_quality import quality, show, show_sol, status  # noqa: E402  (the measures it reports)
+
 # the sources whose output a record is: a change to one of them makes every record stale
 RECORDER = (
     "adaexplore/roofline/_ttir.py",
     "adaexplore/roofline/_work.py",
+    "adaexplore/roofline/_layout.py",
     "adaexplore/executor/worker/cost/_work_record.py",
     "adaexplore/executor/worker/cost/_static_cost.py",
     "adaexplore/executor/worker/cost/_ptxas_advice.py",
@@ -59,6 +69,8 @@ RECORDER = (
 SHARED = ROOT.parent / "shared" / "data"
 OURS = ROOT / "benchmarks" / "gpu_truth"
 RECORDS = ROOT / "benchmarks" / ".estimate_records.json"
+# the GPU whose timings the package's calibration is fitted on
+HOME_GPU = "H200"
 
 
 # ---- the corpus --------------------------------------------------------------------------------------
@@ -171,41 +183,25 @@ def record(rows: list[dict], records: dict, jobs: int = 1) -> None:
             RECORDS.write_text(json.dumps(records))
 
 
-# ---- quality -----------------------------------------------------------------------------------------
-def spearman(xs: list[float], ys: list[float]) -> float | None:
-    if len(xs) < 3:
-        return None
+# ---- estimates -------------------------------------------------------------------------------------
+def gpu_of(row: dict) -> str:
+    """The GPU table's name of the GPU that timed a row (`gpu` as CUDA names it), else the corpus's H200."""
+    from adaexplore.roofline import gpu_for_device
 
-    def ranks(values: list[float]) -> list[float]:
-        order = sorted(range(len(values)), key=lambda i: values[i])
-        out = [0.0] * len(values)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                out[order[k]] = (i + j) / 2
-            i = j + 1
-        return out
-
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = math.sqrt(sum((a - mx) ** 2 for a in rx))
-    vy = math.sqrt(sum((b - my) ** 2 for b in ry))
-    return cov / (vx * vy) if vx and vy else None
+    found = gpu_for_device(row["gpu"]) if row.get("gpu") else None
+    return found.name if found is not None else "H200"
 
 
 _parsed: dict[str, tuple] = {}
 
 
 def estimates(rows: list[dict], records: dict, calibration) -> list[dict]:
+    """Each recorded row with its kernel's and its reference's estimates on the GPU that timed it."""
     from adaexplore.roofline import ForwardWork, TaskWork, estimate_forward, gpu_spec
 
-    gpu = gpu_spec("H200")
     out = []
     for row in rows:
+        gpu = gpu_spec(gpu_of(row))
         key = _digest(row["task_path"], row["kernel_path"])
         rec = records.get(key)
         if not rec or "error" in rec or rec.get("task") is None:
@@ -219,53 +215,13 @@ def estimates(rows: list[dict], records: dict, calibration) -> list[dict]:
     return out
 
 
-def quality(rows: list[dict]) -> dict:
-    timed = [r for r in rows if r["h200_status"] == "ok" and r.get("kernel_ms")]
-    by_problem: dict[str, list[dict]] = {}
-    for r in timed:
-        by_problem.setdefault(r["problem"], []).append(r)
-    rhos, picks = {}, {}
-    for problem, members in sorted(by_problem.items()):
-        est = [m["est_ref_ms"] / m["est_ms"] for m in members]
-        meas = [m["strict_speedup"] for m in members]
-        rho = spearman(est, meas)
-        if rho is not None:
-            rhos[problem] = rho
-        if len(members) > 1:  # a problem of one kernel has nothing to choose between
-            pick = max(members, key=lambda m: m["est_ref_ms"] / m["est_ms"])
-            picks[problem] = pick["strict_speedup"] / max(meas)
-    time_err = [abs(math.log(r["est_ms"] / r["kernel_ms"])) for r in timed]
-    speed_err = [abs(math.log((r["est_ref_ms"] / r["est_ms"]) / r["strict_speedup"])) for r in timed]
-    eager = {r["problem"]: (r["est_ref_ms"], r["eager_ms"]) for r in timed}
-    eager_err = [abs(math.log(a / b)) for a, b in eager.values()]
-    return {
-        "kernels": len(timed),
-        "problems": len(by_problem),
-        "spearman": rhos,
-        "spearman_mean": sum(rhos.values()) / len(rhos) if rhos else None,
-        "median_abs_log_time": median(time_err) if time_err else None,
-        "median_abs_log_speedup": median(speed_err) if speed_err else None,
-        "median_abs_log_eager": median(eager_err) if eager_err else None,
-        "best_pick": picks,
-        "best_pick_geomean": math.exp(sum(math.log(v) for v in picks.values()) / len(picks)) if picks else None,
-    }
-
-
-def show(q: dict, title: str) -> None:
-    print(f"\n{title}: {q['kernels']} timed kernels over {q['problems']} problems")
-    for problem, rho in q["spearman"].items():
-        print(f"  {problem:55s} spearman {rho:+.2f}   untimed best / fastest {q['best_pick'].get(problem, 1):.2f}")
-    for key in ("spearman_mean", "median_abs_log_time", "median_abs_log_speedup", "median_abs_log_eager"):
-        value = q[key]
-        print(f"  {key:28s} {value:.3f}" if value is not None else f"  {key:28s} -")
-    print(f"  {'best_pick_geomean':28s} {q['best_pick_geomean']:.3f}")
-
-
 # ---- fitting -----------------------------------------------------------------------------------------
 # the calibration's fractions of a peak (at most 1) and its other constants (any positive value)
 FITTED = (
     "tensor_cores",
     "split_products",
+    "tf32_n_major",
+    "fma_k_major",
     "pipeline_exponent",
     "cuda_cores",
     "elementwise",
@@ -280,6 +236,8 @@ FITTED = (
 FRACTIONS = {
     "tensor_cores",
     "split_products",
+    "tf32_n_major",
+    "fma_k_major",
     "cuda_cores",
     "elementwise",
     "memory",
@@ -290,24 +248,34 @@ FRACTIONS = {
 }
 
 
-def loss(rows: list[dict], records: dict, calibration) -> float:
+def loss(rows: list[dict], records: dict, calibration, relative: list[dict] | None = None) -> float:
+    """Mean squared log error of the kernels' and their references' times on `rows`, plus, on `relative` (rows of
+    another GPU), each kernel's log error less the mean of its problem's: only how the kernels of one problem on
+    one GPU compare, never their absolute times."""
     scored = estimates(rows, records, calibration)
     terms = []
     seen = set()
     for r in scored:
-        if r["h200_status"] == "ok" and r.get("kernel_ms"):
+        if status(r) == "ok" and r.get("kernel_ms"):
             terms.append(math.log(r["est_ms"] / r["kernel_ms"]) ** 2)
             if r["problem"] not in seen:
                 seen.add(r["problem"])
                 terms.append(math.log(r["est_ref_ms"] / r["eager_ms"]) ** 2)
+    groups: dict[str, list[float]] = {}
+    for r in estimates(relative or [], records, calibration):
+        if status(r) == "ok" and r.get("kernel_ms"):
+            groups.setdefault(r["problem"], []).append(math.log(r["est_ms"] / r["kernel_ms"]))
+    for errors in groups.values():
+        middle = sum(errors) / len(errors)
+        terms.extend((e - middle) ** 2 for e in errors if len(errors) > 1)
     return sum(terms) / max(len(terms), 1)
 
 
-def fit(rows: list[dict], records: dict, start, rounds: int = 6):
+def fit(rows: list[dict], records: dict, start, rounds: int = 6, relative: list[dict] | None = None):
     """Coordinate search in log space: each efficiency in turn scaled by factors that shrink every round,
-    within (0, 1]."""
+    within (0, 1]. `relative`: rows of other GPUs, read by `loss` for how kernels of one problem compare."""
     best = start
-    best_loss = loss(rows, records, best)
+    best_loss = loss(rows, records, best, relative)
     step = 1.6
     for _ in range(rounds):
         for name in FITTED:
@@ -315,11 +283,33 @@ def fit(rows: list[dict], records: dict, start, rounds: int = 6):
                 value = getattr(best, name) * factor
                 value = min(1.0, value) if name in FRACTIONS else value
                 trial = dataclasses.replace(best, **{name: value})
-                trial_loss = loss(rows, records, trial)
+                trial_loss = loss(rows, records, trial, relative)
                 if trial_loss < best_loss - 1e-9:
                     best, best_loss = trial, trial_loss
         step = math.sqrt(step)
     return best, best_loss
+
+
+def base_problem(problem: str) -> str:
+    """A problem's name without the protocol it was timed in ("12_Gemm.py [paper]" -> "12_Gemm.py")."""
+    return problem.split(" [", 1)[0]
+
+
+def held_out(
+    scored: list[dict], home: list[dict], records: dict, start, relative: list[dict] | None = None
+) -> list[dict]:
+    """Each problem of `scored` estimated by a calibration fitted on the rows of `home` (and `relative`) that are of
+    other problems (a problem no row of them has is estimated by the fit on all of them)."""
+    out = []
+    fits: dict[frozenset, object] = {}
+    for problem in sorted({r["problem"] for r in scored}):
+        train = [r for r in home if base_problem(r["problem"]) != base_problem(problem)]
+        also = [r for r in relative or [] if base_problem(r["problem"]) != base_problem(problem)]
+        key = frozenset(id(r) for r in train + also)
+        if key not in fits:
+            fits[key], _ = fit(train, records, start, relative=also)
+        out.extend(estimates([r for r in scored if r["problem"] == problem], records, fits[key]))
+    return out
 
 
 def sol_fractions(rows: list[dict], records: dict) -> dict:
@@ -347,7 +337,7 @@ def sol_fractions(rows: list[dict], records: dict) -> dict:
         before = max(sol.memory_ms, compute, gpu.launch_us * 1e-3)
         kernel = ForwardWork.model_validate(rec["kernel"])
         est = estimate_forward(kernel, gpu, calibration=CALIBRATION).ms if kernel.complete else None
-        measured = row.get("kernel_ms") if row["h200_status"] == "ok" else None
+        measured = row.get("kernel_ms") if status(row) == "ok" else None
         out.append(
             {
                 "kernel": row["kernel"],
@@ -357,31 +347,11 @@ def sol_fractions(rows: list[dict], records: dict) -> dict:
                 "measured": sol.ms / measured if measured else None,
                 "measured_before": before / measured if measured else None,
                 # estimates are made of correct kernels only: a verdict that is not ok has none
-                "estimated": sol.ms / est if est and row["h200_status"] == "ok" else None,
-                "estimated_before": before / est if est and row["h200_status"] == "ok" else None,
+                "estimated": sol.ms / est if est and status(row) == "ok" else None,
+                "estimated_before": before / est if est and status(row) == "ok" else None,
             }
         )
     return {"kernels": out}
-
-
-def show_sol(result: dict) -> None:
-    rows = result["kernels"]
-    print(f"{'kernel':55s} {'SOL ms':>8} {'before':>8} {'meas.':>6} {'before':>6} {'est.':>6} {'before':>6}")
-
-    def cell(value: float | None) -> str:
-        return f"{value:6.3f}" if value is not None else f"{'-':>6}"
-
-    for r in rows:
-        print(
-            f"{r['kernel']:55s} {r['sol_ms']:8.4f} {r['before_ms']:8.4f} {cell(r['measured'])} "
-            f"{cell(r['measured_before'])} {cell(r['estimated'])} {cell(r['estimated_before'])}"
-        )
-    for key in ("measured", "measured_before", "estimated", "estimated_before"):
-        values = [(r[key], r["kernel"]) for r in rows if r[key] is not None]
-        top = max(values) if values else (None, "-")
-        result[f"max_{key}"] = top[0]
-        over = sum(1 for v, _ in values if v > 1)
-        print(f"max sol_fraction {key:17s} {cell(top[0])} ({top[1]}); {over} of {len(values)} over 1")
 
 
 def main() -> None:
@@ -396,6 +366,18 @@ def main() -> None:
         action="append",
         default=[],
         help="more rows of our corpus, as gpu_truth/measure.py --out wrote them (repeatable)",
+    )
+    parser.add_argument(
+        "--gpu",
+        default=HOME_GPU,
+        help=f"score the rows this GPU timed (default {HOME_GPU}; H100: give its rows with --truth); the fit reads the "
+        f"{HOME_GPU}'s alone: absolute times of two GPUs are never fitted together",
+    )
+    parser.add_argument(
+        "--fit-relative",
+        action="store_true",
+        help="the fit also reads the rows of other GPUs (--truth), by how each kernel's time compares with the others "
+        "of its problem on that GPU (never their absolute times)",
     )
     parser.add_argument(
         "--problems", help="score these problems alone: names or their starts, comma-separated ('12_Gemm,76_')"
@@ -415,35 +397,47 @@ def main() -> None:
         rows = [r for r in rows if any(r["problem"].startswith(w) for w in wanted)]
         if not rows:
             sys.exit(f"no kernel of the corpus is of the problems {args.problems!r} (names start like '12_Gemm')")
+    from adaexplore.config import ConfigError
+    from adaexplore.roofline import gpu_spec
+
+    try:
+        args.gpu = gpu_spec(args.gpu).name
+    except ConfigError as exc:
+        sys.exit(f"--gpu {args.gpu}: {exc}")
+    # the rows scored are those the named GPU timed; the calibration is fitted on the H200's, whatever is scored
+    scored = [r for r in rows if gpu_of(r) == args.gpu]
+    home = [r for r in rows if gpu_of(r) == HOME_GPU]
+    if not scored:
+        sys.exit(f"no row of the corpus was timed on {args.gpu} (give its rows with --truth)")
     records = json.loads(RECORDS.read_text()) if RECORDS.is_file() else {}
-    # only the kernels the H200 timed are scored; `sol` reads the others too
-    record(rows if args.action == "sol" else [r for r in rows if r["h200_status"] == "ok"], records, args.jobs)
+    # only the kernels a GPU timed are scored; `sol` reads the others too
+    wanted_rows = scored if args.action == "sol" else [r for r in scored + home if status(r) == "ok"]
+    record(list({id(r): r for r in wanted_rows}.values()), records, args.jobs)
     if args.action == "record":
         return
     from adaexplore.roofline import CALIBRATION
 
-    failed = [r["kernel"] for r in rows if "error" in records.get(_digest(r["task_path"], r["kernel_path"]), {})]
+    failed = [r["kernel"] for r in scored if "error" in records.get(_digest(r["task_path"], r["kernel_path"]), {})]
     if failed:
         print(f"{len(failed)} kernels could not be recorded and are left out: {', '.join(failed)}")
-    result: dict = {"corpus": {"kernels": len(rows), "problems": len({r["problem"] for r in rows})}}
+    result: dict = {
+        "gpu": args.gpu,
+        "corpus": {"kernels": len(scored), "problems": len({r["problem"] for r in scored})},
+    }
     if args.action == "sol":
-        result = sol_fractions(rows, records)
+        result = sol_fractions(scored, records)
         show_sol(result)
     elif args.action == "report":
-        result["package"] = quality(estimates(rows, records, CALIBRATION))
-        show(result["package"], "the calibration in the package")
+        result["package"] = quality(estimates(scored, records, CALIBRATION))
+        show(result["package"], f"the calibration in the package, on the {args.gpu}'s timings")
     else:
-        problems = sorted({r["problem"] for r in rows})
-        held_out = []
-        for problem in problems:
-            train = [r for r in rows if r["problem"] != problem]
-            fitted, _ = fit(train, records, CALIBRATION)
-            held_out.extend(estimates([r for r in rows if r["problem"] == problem], records, fitted))
-        result["held_out"] = quality(held_out)
-        show(result["held_out"], "fitted without the problem it is scored on (leave one problem out)")
-        fitted, fitted_loss = fit(rows, records, CALIBRATION)
-        result["fitted_all"] = quality(estimates(rows, records, fitted))
-        show(result["fitted_all"], f"fitted on all (loss {fitted_loss:.3f})")
+        relative = [r for r in rows if gpu_of(r) != HOME_GPU and status(r) == "ok"] if args.fit_relative else []
+        result["held_out"] = quality(held_out(scored, home, records, CALIBRATION, relative))
+        also = f" and the others' relative times ({len(relative)} rows)" if relative else ""
+        show(result["held_out"], f"{args.gpu}: fitted on the {HOME_GPU}'s timings{also}, without the problem scored")
+        fitted, fitted_loss = fit(home, records, CALIBRATION, relative=relative)
+        result["fitted_all"] = quality(estimates(scored, records, fitted))
+        show(result["fitted_all"], f"{args.gpu}: fitted on all the {HOME_GPU}'s timings (loss {fitted_loss:.3f})")
         print("\nCalibration(" + ", ".join(f"{n}={getattr(fitted, n):.3g}" for n in FITTED) + ")")
         result["calibration"] = {n: getattr(fitted, n) for n in FITTED}
     if args.json:

@@ -15,6 +15,7 @@ from adaexplore.roofline._estimate import (
     kernel_estimate,
 )
 from adaexplore.roofline._gpus import DEFAULT_TARGET, GPUS, GpuSpec, gpu_for_device, gpu_spec, known_gpus
+from adaexplore.roofline._layout import b_tile_k_major
 from adaexplore.roofline._refit import (
     FACTOR_GROUPS,
     MIN_KERNELS,
@@ -59,6 +60,7 @@ __all__ = [
     "Refit",
     "TaskWork",
     "TimedKernel",
+    "b_tile_k_major",
     "base_digest",
     "count_launch",
     "estimate_forward",

@@ -7,7 +7,10 @@ a launch:
   products; `ieee` runs on the CUDA cores), its bytes at the memory's, and what its programs ask of the caches.
   Its programs run in waves over the streaming multiprocessors (a grid a little larger than the GPU takes two
   waves), and too few resident warps leave the memory idle. The tensor cores lose speed to tiles too small for
-  Hopper's warp-group MMA and to MMAs the assembler serialized; an autotuned kernel takes its fastest config.
+  Hopper's warp-group MMA, to MMAs the assembler serialized, to spills, to a pipeline too shallow to hide the
+  loads (stages x BLOCK_K, less for a tile under 128 x 128), and to a tf32 operand that lies along N (rewritten
+  K-major in the loop); an `ieee` dot, to an operand that lies along K (`_layout`). An autotuned kernel takes its
+  fastest config.
 - a PyTorch operator: its FLOPs at the library's rate for the precision it runs in (fp32 matmuls and convolutions
   on the CUDA cores unless the mode lets TF32 in), its bytes at the memory's.
 
@@ -32,8 +35,10 @@ class Calibration:
     """Fractions of a GPU's peaks that kernels reach, and fixed costs. Fitted on an H200 to the kernels of the
     shared corpus (`benchmarks/estimate_corpus.py fit`): tensor_cores, split_products, pipeline_exponent,
     spill_bytes, cuda_cores, elementwise, serial_share, memory, cache_rate and the library_* rates the corpus's
-    eager times pin down. The others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are
-    priors that no measured kernel of the corpus exercises yet."""
+    eager times pin down; tf32_n_major, fma_k_major, cuda_cores and pipeline_exponent were fitted last (the others
+    held), when the record learned which way a dot's operand lies and the pipeline's depth its tile's size. The
+    others (small_tiles, serialized, busy_warps, program_us, library_tensor_cores) are priors that no measured kernel
+    of the corpus exercises yet."""
 
     # Triton dots on the tensor cores: plain products with wgmma; Triton's tf32x3, which splits the operands into
     # high and low halves at every step of the loop; the older path (tiles too small for wgmma); serialized MMAs
@@ -41,14 +46,21 @@ class Calibration:
     split_products: float = 0.558
     small_tiles: float = 0.4
     serialized: float = 0.55
-    # K elements in flight ((stages - 1) x BLOCK_K) past which a dot's loads no longer keep the tensor cores waiting,
-    # and how steeply fewer cost: efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
+    # K elements in flight ((stages - 1) x BLOCK_K, scaled down by a tile's M x N where it is under 128 x 128) past
+    # which a dot's loads no longer keep the tensor cores waiting, and how steeply fewer cost:
+    # efficiency x min(1, in flight / pipeline_k) ** pipeline_exponent
     pipeline_k: float = 128.0
-    pipeline_exponent: float = 0.486
+    pipeline_exponent: float = 0.362
     # registers spilled to local memory slow a dot's loop: efficiency / (1 + (spilled bytes / spill_bytes) ** 2)
     spill_bytes: float = 6950.0
+    # tf32 and tf32x3 dots whose K x N operand lies along N (`a @ b`): the warp-group MMA reads 32-bit operands
+    # K-major only, so the tile is rewritten through registers at every step of the loop
+    tf32_n_major: float = 0.494
     # Triton's CUDA-core work: ieee dots (fused multiply-adds in a loop) and element-wise arithmetic on blocks
-    cuda_cores: float = 0.463
+    cuda_cores: float = 0.658
+    # ieee dots whose K x N operand lies along K (`x @ w.T`): each thread reads its row of it from shared memory
+    # one element at a time instead of in wide loads
+    fma_k_major: float = 0.644
     elementwise: float = 0.214
     # how much of the shorter of a launch's tensor-core and CUDA-core times adds to the longer (0: they overlap
     # fully; element-wise work inside a dot's loop, an operand split in registers, waits for the MMAs)
@@ -70,6 +82,8 @@ class Calibration:
 
 
 CALIBRATION = Calibration()
+# the dot tile (M x N) whose MMA work per K element sets `pipeline_k`: a smaller tile's stages hide less
+FULL_TILE = 128 * 128
 
 
 @dataclass
@@ -131,6 +145,8 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     busy = min(1.0, min(programs, sms) / sms * resident * max(1, config.num_warps) / cal.busy_warps)
     tensor_s, unit, flops = 0.0, "", 0.0
     depth = (max(config.num_stages, 2) - 1) * (config.dot_tile[2] if config.dot_tile else cal.pipeline_k)
+    if config.dot_tile:  # a tile smaller than 128 x 128 has less MMA work per stage to hide the next loads behind
+        depth *= min(1.0, config.dot_tile[0] * config.dot_tile[1] / FULL_TILE)
     pipelined = min(1.0, depth / cal.pipeline_k) ** cal.pipeline_exponent
     # the CUDA cores' issue slots: element-wise work and the special-function units' operations (a quarter warp's
     # lanes each), and ieee dots (one fused multiply-add per two FLOPs), each at its own efficiency
@@ -140,10 +156,13 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
     for precision, amount in config.dot_flops.items():
         flops += amount
         if precision == "ieee":
-            fma_s += amount / 2 / (lane_rate * cal.cuda_cores)
+            layout = cal.fma_k_major if config.b_k_major else 1.0
+            fma_s += amount / 2 / (lane_rate * cal.cuda_cores * layout)
             continue
         rate, products, unit_here = _dot_rate(gpu, precision)
         efficiency = cal.split_products if precision == "tf32x3" else cal.tensor_cores
+        if precision in ("tf32", "tf32x3") and config.wgmma and config.b_k_major is False:
+            efficiency *= cal.tf32_n_major
         if not config.wgmma:
             efficiency = min(efficiency, cal.small_tiles)
         if config.serialized_mma:
@@ -175,6 +194,10 @@ def _launch_part(name: str, config: LaunchConfig, gpu: GpuSpec, cal: Calibration
         detail.append("its MMAs are serialized")
     if config.spill_bytes:
         detail.append(f"{config.spill_bytes} B/thread spilled")
+    if config.b_k_major is False and any(p in ("tf32", "tf32x3") for p in config.dot_flops) and config.wgmma:
+        detail.append("a tf32 operand along N (rewritten K-major in the loop)")
+    if config.b_k_major and "ieee" in config.dot_flops:
+        detail.append("an fp32 dot's operand along K (read element by element)")
     if flops and not config.wgmma and any(p != "ieee" for p in config.dot_flops):
         detail.append("tiles too small for wgmma")
     return Part(name, total * 1e3, limit, flops, moved, ", ".join(detail))

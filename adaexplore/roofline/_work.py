@@ -57,6 +57,9 @@ class LaunchConfig(_Model):
     dot_flops: dict[str, float] = Field(default_factory=dict)
     # the smallest dot tile (M, N, K) of the kernel: small tiles keep the tensor cores from their peak
     dot_tile: tuple[int, int, int] | None = None
+    # whether the dot's K x N operand is loaded contiguous along K (`x @ w.T`), or along N (False: `a @ b`);
+    # None: no dot, or not read from the compiled code (tensor-descriptor loads, an operand made in registers)
+    b_k_major: bool | None = None
     # element-wise work on blocks, over all programs: issue slots of the CUDA cores' lanes, and operations of the
     # special-function units (exp, log, sqrt ...)
     simt: float = 0.0

@@ -91,8 +91,8 @@ def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
             sys.executable,
             str(ROOT / "benchmarks" / "estimate_corpus.py"),
             "record-one",
-            str(ROOT / "examples" / "tasks" / "elementwise_chain.py"),
-            str(ROOT / "examples" / "kernels" / "elementwise_chain" / "correct.py"),
+            str(ROOT / "examples" / "tasks" / "gemm_epilogue.py"),
+            str(ROOT / "examples" / "kernels" / "gemm_epilogue" / "correct.py"),
         ],
         capture_output=True,
         text=True,
@@ -102,7 +102,10 @@ def test_the_estimate_corpus_records_a_kernel_at_full_size() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout.strip().splitlines()[-1])
     [launch] = [step for step in record["kernel"]["steps"] if step["kind"] == "launch"]
-    assert launch["kernel"] == "_chain_kernel" and launch["configs"][0]["programs"] > 0
+    [config] = launch["configs"]
+    assert launch["kernel"] == "_linear_scale_leaky_kernel" and config["programs"] > 0
+    # an fp32 dot of x @ w.T: the weight's tile is read along K, as the compiled code's load layout says
+    assert set(config["dot_flops"]) == {"ieee"} and config["b_k_major"] is True
     assert record["kernel"]["complete"] and record["task"] is not None
 
 
@@ -117,3 +120,52 @@ def test_the_estimate_corpus_fits_fields_the_calibration_has() -> None:
     fields = {f.name for f in dataclasses.fields(CALIBRATION)}
     assert set(estimate_corpus.FITTED) <= fields, set(estimate_corpus.FITTED) - fields
     assert estimate_corpus.FRACTIONS <= set(estimate_corpus.FITTED)
+
+
+def test_the_estimate_corpus_scores_each_gpus_rows_on_that_gpu_and_fits_another_gpus_by_ratios_alone(
+    tmp_path,
+) -> None:
+    import math
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimate_corpus
+
+    from adaexplore.roofline import CALIBRATION, ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork
+
+    def launch(flops: float) -> dict:  # memory-bound: the H100's HBM is slower, its tensor cores are not
+        config = LaunchConfig(
+            config="c", programs=512, num_warps=8, num_stages=4, dot_flops={"tf32x3": flops}, bytes_read=flops / 20
+        )
+        return ForwardWork(steps=[LaunchWork(kernel="k", configs=[config])]).model_dump(mode="json")
+
+    reference = OpWork(op="aten.mm", category="matmul", flops=1.4e11, bytes_read=3e8)
+    task = TaskWork(forward=ForwardWork(steps=[reference]), input_bytes=0, parameter_bytes=0, output_bytes=0)
+    h100 = "NVIDIA H100 80GB HBM3"
+    timed = [(None, "a", 1.4e11, 1.8), (None, "a", 2.8e11, 3.5), (h100, "b", 1.4e11, 2.0), (h100, "b", 2.8e11, 4.2)]
+    records, rows = {}, []
+    for i, (gpu, problem, flops, ms) in enumerate(timed):
+        kernel, task_file = tmp_path / f"k{i}.py", tmp_path / f"t{problem}.py"
+        kernel.write_text(f"# kernel {i}\n")
+        task_file.write_text(f"# task {problem}\n")
+        row = {"problem": problem, "kernel": kernel.name, "kernel_ms": ms, "eager_ms": 2.7, "strict_speedup": 2.7 / ms}
+        row |= {"task_path": str(task_file), "kernel_path": str(kernel)}
+        row |= {"gpu": gpu, "status": "ok"} if gpu else {"h200_status": "ok"}
+        rows.append(row)
+        records[estimate_corpus._digest(str(task_file), str(kernel))] = {
+            "kernel": launch(flops),
+            "task": task.model_dump(mode="json"),
+        }
+    assert [estimate_corpus.gpu_of(r) for r in rows] == ["H200", "H200", "H100", "H100"]
+    assert all(estimate_corpus.status(r) == "ok" for r in rows)
+    # each row is estimated on the peaks of the GPU that timed it
+    est = {r["kernel"]: r["est_ms"] for r in estimate_corpus.estimates(rows, records, CALIBRATION)}
+    assert est["k2.py"] > 1.3 * est["k0.py"]  # the same launch, on an H100's memory and on an H200's
+    # another GPU's rows count in the fit by how its kernels of one problem compare, not by their absolute times
+    home, other = rows[:2], rows[2:]
+    slower = [{**r, "kernel_ms": r["kernel_ms"] * 3} for r in other]
+    alone = estimate_corpus.loss(home, records, CALIBRATION)
+    with_other = estimate_corpus.loss(home, records, CALIBRATION, other)
+    assert with_other != alone
+    assert math.isclose(with_other, estimate_corpus.loss(home, records, CALIBRATION, slower))
+    # held out: a problem's rows are estimated by a fit that did not read them
+    assert {r["kernel"] for r in estimate_corpus.held_out(other, home, records, CALIBRATION)} == {"k2.py", "k3.py"}

@@ -116,6 +116,13 @@ def test_what_slows_a_dot_slows_its_estimate() -> None:
     assert one(launch(num_stages=2)) > base  # fewer K elements in flight
 
 
+def test_a_tile_under_128_by_128_hides_less_of_its_loads_behind_the_same_stages() -> None:
+    full = one(launch(num_stages=3))  # 128 x 128 x 32: 64 K elements in flight
+    assert one(launch(num_stages=3, dot_tile=(64, 128, 32))) > full  # half the MMA work per stage
+    assert one(launch(num_stages=3, dot_tile=(128, 256, 32))) == full  # a larger tile is not credited with more
+    assert one(launch(num_stages=5, dot_tile=(64, 128, 32))) == pytest.approx(one(launch(num_stages=3)))
+
+
 def test_a_library_gemm_in_fp32_runs_on_the_cuda_cores_unless_tf32_is_allowed() -> None:
     work = gemm_task().forward
     fp32 = estimate_forward(work, H200)

@@ -1,5 +1,6 @@
 """Writes the Triton IR of a few small kernels for tests/roofline (compile-only, sm_90), without its source
-locations:  python tests/roofline/data/make_ttir.py tests/roofline/data"""
+locations, and the TritonGPU IR of two GEMMs whose right-hand operand lies along N and along K:
+python tests/roofline/data/make_ttir.py tests/roofline/data"""
 
 import re
 import sys
@@ -25,6 +26,25 @@ def gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
     for k in range(0, K, BK):
         a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
         b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@triton.jit
+def gemm_wt(
+    a_ptr, w_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr
+):
+    # x @ w.T with w stored N x K: the dot's K x N operand is contiguous along K
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    pm, pn = pid // n_tiles, pid % n_tiles
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(w_ptr + rn[None, :] * K + (k + rk)[:, None])
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
@@ -84,5 +104,11 @@ write(f"{out}/gemm_fp16.ttir", k.asm["ttir"])
 for half, bf16 in (("bf16", True), ("fp16", False)):
     k = gemm_split.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, BF16=bf16, num_warps=4)
     write(f"{out}/gemm_{half}x3.ttir", k.asm["ttir"])
+# the TritonGPU IR (layouts) of a * b with b along N, and of x @ w.T (along K)
+for name, kernel in (("gemm_tf32x3", gemm), ("gemm_wt_ieee", gemm_wt)):
+    precision = name.rsplit("_", 1)[1]
+    sizes = {"BM": 64, "BN": 64, "BK": 32, "PRECISION": precision, "num_warps": 4}
+    k = kernel.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, **sizes)
+    write(f"{out}/{name}.ttgir", k.asm["ttgir"])
 k = persistent_sum.run(x, x, 1000, 4096, grid=(1,), warmup=True, NUM_PROGRAMS=132, BLOCK=1024, num_warps=4)
 write(f"{out}/persistent_sum.ttir", k.asm["ttir"])

@@ -15,7 +15,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry
 
-from adaexplore.roofline import ForwardWork, LaunchConfig, LaunchWork, OpWork, TaskWork, count_launch, parse_ttir
+from adaexplore.roofline import (
+    ForwardWork,
+    LaunchConfig,
+    LaunchWork,
+    OpWork,
+    TaskWork,
+    b_tile_k_major,
+    count_launch,
+    parse_ttir,
+)
 
 __all__ = ["OpRecorder", "launch_config", "record_launch", "task_work"]
 
@@ -278,6 +287,7 @@ def launch_config(
         serialized_mma=any(a.serializes for a in report.advisories),
         dot_flops=counts.dot_flops,
         dot_tile=counts.dot_tile,
+        b_k_major=b_tile_k_major(ttgir, counts.dot_tile) if isinstance(ttgir, str) else None,
         simt=counts.simt,
         special=counts.special,
         bytes_read=moved(counts.loads),
