@@ -25,7 +25,7 @@ def install(value: str) -> bool:
 
     # the two modules that call it by name (Triton's cache key of a compile, and the autotuner's of its results)
     cache.triton_key = triton_key
-    autotuner.triton_key = triton_key  # type: ignore[attr-defined]
+    autotuner.triton_key = triton_key
     return True
 
 
