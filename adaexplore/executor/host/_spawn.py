@@ -132,7 +132,7 @@ class ProcessSpawner:
         from adaexplore.executor.host._process import WorkerProcess
 
         env = dict(request.env)
-        key = await triton_key(request.env)
+        key = await triton_key(request.env, self._settings.cache_dir)
         if key is not None:
             env[TRITON_KEY_ENV] = key
         worker = await WorkerProcess.start(
