@@ -28,16 +28,18 @@ pytestmark = pytest.mark.anyio
 async def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(host_key, "_known", {})  # as in a process that has not computed it yet
+    # as in a process that has not computed it yet
+    monkeypatch.setattr(host_key, "_known", {})
+    monkeypatch.setattr(host_key, "_last", [])
     given = await host_key.triton_key(worker_env(fast_settings(home)), tmp_path)
     assert given is not None
     own = cache.triton_key()  # Triton's own, in this process
     assert json.loads(given) == {"file": triton.__file__, "key": own}
-    # kept for the next process, under this installation's fingerprint, and read from there
-    found = host_key.installation()
-    assert found is not None and found[0] == Path(triton.__file__).parent
-    assert (tmp_path / "triton-key" / f"{found[1]}.json").read_text() == given
+    # kept for the next process, with the fingerprint of the installation, and read from there
+    mark = host_key.fingerprint(Path(triton.__file__).parent)
+    assert json.loads((tmp_path / "triton-key.json").read_text()) == {"fingerprint": mark, "value": given}
     monkeypatch.setattr(host_key, "_known", {})
+    monkeypatch.setattr(host_key, "_last", [])
     monkeypatch.setattr(host_key, "_computed", lambda env: pytest.fail("computed again"))
     assert await host_key.triton_key({}, tmp_path) == given
     # restored after the test: the two names a worker replaces
@@ -53,20 +55,26 @@ async def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     assert not hasattr(cache.triton_key, "cache_info")  # Triton's own is an lru_cache
 
 
-def test_the_fingerprint_changes_with_a_file_of_the_installation(
+def test_a_key_kept_for_an_installation_since_changed_is_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    package = tmp_path / "triton"
+    package = tmp_path / "site" / "triton"
     (package / "__pycache__").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "compiler.py").write_text("A = 1\n")
-    spec = type("Spec", (), {"origin": str(package / "__init__.py")})()
-    monkeypatch.setattr(host_key.importlib.util, "find_spec", lambda name: spec)
-    first = host_key.installation()
+    first = host_key.fingerprint(package)
     (package / "__pycache__" / "compiler.cpython-311.pyc").write_bytes(b"bytecode")  # not a change of Triton
-    assert host_key.installation() == first
+    assert host_key.fingerprint(package) == first
+    value = json.dumps({"file": str(package / "__init__.py"), "key": "k1"})
+    (tmp_path / "triton-key.json").write_text(json.dumps({"fingerprint": first, "value": value}))
+    monkeypatch.setattr(host_key, "_known", {})
+    monkeypatch.setattr(host_key, "_last", [])
+    computed: list[str] = []
+    monkeypatch.setattr(host_key, "_computed", lambda env: computed.append("k2") or value.replace("k1", "k2"))
+    assert host_key._compute({}, tmp_path) == value  # kept, and the installation is as it was
     (package / "compiler.py").write_text("A = 22\n")
-    assert host_key.installation() != first
+    assert host_key._compute({}, tmp_path) == value.replace("k1", "k2") and computed == ["k2"]
+    assert host_key._compute({}, tmp_path) == value.replace("k1", "k2") and computed == ["k2"]  # known now
 
 
 @pytest.mark.slow  # a real worker process (stopped as soon as it is made)
@@ -89,3 +97,16 @@ async def test_every_worker_started_gets_the_key(home: Path) -> None:
         assert f"{TRITON_KEY_ENV}={await host_key.triton_key(env, settings.cache_dir)}".encode() in environ
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kept", ["", "{", '{"fingerprint": 1}', '{"fingerprint": "f", "value": "{}"}'])
+def test_a_kept_key_that_does_not_read_is_computed_again(
+    kept: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "triton-key.json").write_text(kept)
+    monkeypatch.setattr(host_key, "_known", {})
+    monkeypatch.setattr(host_key, "_last", [])
+    value = json.dumps({"file": triton.__file__, "key": "k"})
+    monkeypatch.setattr(host_key, "_computed", lambda env: value)
+    assert host_key._compute({}, tmp_path) == value
+    assert json.loads((tmp_path / "triton-key.json").read_text())["value"] == value
