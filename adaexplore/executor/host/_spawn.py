@@ -16,9 +16,11 @@ from anyio.abc import TaskGroup
 
 from adaexplore.config import Settings
 from adaexplore.executor.host._sandbox import SandboxPlan
+from adaexplore.executor.host._triton_key import triton_key
 from adaexplore.executor.host._watch import pin_process_tree
 from adaexplore.executor.wire._protocol import Event, Ready
 from adaexplore.executor.wire._side import SideSocket
+from adaexplore.executor.wire._triton_key import TRITON_KEY_ENV
 
 __all__ = [
     "OutputText",
@@ -129,12 +131,16 @@ class ProcessSpawner:
     async def spawn(self, request: SpawnRequest) -> WorkerChannel:
         from adaexplore.executor.host._process import WorkerProcess
 
+        env = dict(request.env)
+        key = await triton_key(request.env, self._settings.cache_dir)
+        if key is not None:
+            env[TRITON_KEY_ENV] = key
         worker = await WorkerProcess.start(
             self._tg,
             role=request.role,
             backend=request.backend,
             device=request.device,
-            env=request.env,
+            env=env,
             output_limit=self._settings.executor.output_limit_bytes,
             gate=request.gate,
             sandbox=self._sandbox,

@@ -97,6 +97,12 @@ def main() -> None:
     import torch
     import triton
 
+    from adaexplore.executor.wire._triton_key import TRITON_KEY_ENV
+
+    if TRITON_KEY_ENV in os.environ:
+        from adaexplore.executor.worker._triton_key import install
+
+        install(os.environ[TRITON_KEY_ENV])  # before any compile, and before the guard notes Triton as it is
     from adaexplore import __version__
     from adaexplore.domain import Backend
     from adaexplore.executor.wire._protocol import Done, Ready, RunCandidate

@@ -180,6 +180,13 @@ def _category(func: Any) -> Literal["matmul", "conv", "attention", "memory", "vi
 class OpRecorder(TorchDispatchMode):
     """Records every ATen operator dispatched inside it into `steps` (a shared list the launches go into too)."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo unless told not to: its first call imports
+        # torch._dynamo, about a second of CPU in every worker whose compile pass runs at the full sizes (no
+        # torch.compile runs under this mode, which is what the wrapper is for)
+        return False
+
     def __init__(self, steps: list[Any]) -> None:
         super().__init__()
         self.steps = steps

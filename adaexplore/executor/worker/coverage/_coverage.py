@@ -297,6 +297,13 @@ class CoverageRecorder:
 
 
 class _Watch(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo unless told not to: its first call imports
+        # torch._dynamo, about a second of CPU in every worker whose compile pass runs at the full sizes (no
+        # torch.compile runs under this mode, which is what the wrapper is for)
+        return False
+
     def __init__(self, recorder: CoverageRecorder) -> None:
         super().__init__()
         self.recorder = recorder
