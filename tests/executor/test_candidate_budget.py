@@ -20,11 +20,12 @@ HANGS = variant("    x = tl.load", SPIN + "    x = tl.load")
 FORWARD_HANGS = variant(
     "        y = torch.empty_like(x)", "        while x.numel() > 0:\n            pass\n        y = torch.empty_like(x)"
 )
-# eight configs, each compiled for sm_90 at the small sizes and at the full ones: more CPU time than the budget
+# sixteen configs, each compiled for sm_90 at the small sizes and at the full ones: more CPU time than the budget
+# (eight took 1.5-1.9 s once a worker's compiles stopped importing torch._dynamo and hashing Triton's files)
 AUTOTUNED = variant(
     "@triton.jit",
     '@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256, 512) for w in '
-    '(2, 4)], key=["n"])\n@triton.jit',
+    '(1, 2, 4, 8)], key=["n"])\n@triton.jit',
 ).replace(
     "scale_relu_kernel[(triton.cdiv(n, 256),)](x, y, n, self.scale, BLOCK=256)",
     'scale_relu_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, n, self.scale)',
@@ -70,10 +71,10 @@ async def test_a_hanging_kernel_is_a_timeout_within_its_cpu_budget_naming_the_ke
 @pytest.mark.skipif(ON_GPU, reason="on a GPU the budget is wall time over every phase, compiles included")
 async def test_the_compilers_time_is_not_charged_to_the_candidate(evaluator: Evaluator) -> None:
     result = await evaluator.evaluate(
-        TASK, AUTOTUNED, EvaluationOptions(candidate_budget_s=2.0, candidate_budget_wall=False)
+        TASK, AUTOTUNED, EvaluationOptions(candidate_budget_s=1.0, candidate_budget_wall=False)
     )
     assert result.status is Status.ok, result.message
-    assert result.phases["compile"] > 2.0  # the compiles alone took longer than the whole budget
+    assert result.phases["compile"] > 1.0  # the compiles alone took longer than the whole budget
 
 
 async def test_an_honest_kernel_within_its_budget_is_judged_as_without_one(evaluator: Evaluator) -> None:

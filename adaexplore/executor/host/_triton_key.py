@@ -22,7 +22,9 @@ _lock = threading.Lock()
 # in this process: the key's JSON by the fingerprint of the installation it was computed for
 _known: dict[str, str] = {}
 # the key's JSON of the last installation known here, or None where it could not be computed
-_last: list[str | None] = []
+# the key last given for each cache directory (None: it failed there); apart per directory, so that one evaluator's
+# starts do not answer for another's directory
+_last: dict[str, str | None] = {}
 
 
 def fingerprint(root: Path) -> str:
@@ -79,14 +81,15 @@ def _computed(env: Mapping[str, str]) -> str | None:
 def _compute(env: Mapping[str, str], cache_dir: Path) -> str | None:
     with _lock:
         # looked at again at each start: a Triton upgraded meanwhile has another key
-        if _last and (_last[0] is None or _still(_last[0])):
-            return _last[0]
+        where = str(cache_dir)
+        if where in _last and (_last[where] is None or _still(_last[where])):
+            return _last[where]
         stored = cache_dir / "triton-key.json"
         entry = _kept(stored)
         if entry is not None:
             _known[entry[0]] = entry[1]
             if _still(entry[1]):
-                _last[:] = [entry[1]]
+                _last[where] = entry[1]
                 return entry[1]
         # where it cannot be computed, each worker computes Triton's own as it always could (the same key): a broken
         # Triton is reported by the worker that needs it, in its own words
@@ -98,7 +101,7 @@ def _compute(env: Mapping[str, str], cache_dir: Path) -> str | None:
             temporary = stored.with_suffix(f".{secrets.token_hex(4)}.tmp")
             temporary.write_text(json.dumps({"fingerprint": mark, "value": value}))
             temporary.replace(stored)
-        _last[:] = [value]
+        _last[where] = value
         return value
 
 

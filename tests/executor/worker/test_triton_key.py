@@ -22,16 +22,16 @@ from adaexplore.executor.wire._triton_key import TRITON_KEY_ENV
 from adaexplore.executor.worker._triton_key import install
 from tests.conftest import fast_settings
 
-pytestmark = pytest.mark.anyio
 
-
-async def test_a_worker_takes_the_key_triton_computes_for_its_installation(
+# the tests run their own event loop (anyio.run), not the session's, where the session's evaluator starts workers
+# that read and write the same module state
+def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # as in a process that has not computed it yet
     monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", [])
-    given = await host_key.triton_key(worker_env(fast_settings(home)), tmp_path)
+    monkeypatch.setattr(host_key, "_last", {})
+    given = anyio.run(host_key.triton_key, worker_env(fast_settings(home)), tmp_path)
     assert given is not None
     own = cache.triton_key()  # Triton's own, in this process
     assert json.loads(given) == {"file": triton.__file__, "key": own}
@@ -39,9 +39,11 @@ async def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     mark = host_key.fingerprint(Path(triton.__file__).parent)
     assert json.loads((tmp_path / "triton-key.json").read_text()) == {"fingerprint": mark, "value": given}
     monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", [])
-    monkeypatch.setattr(host_key, "_computed", lambda env: pytest.fail("computed again"))
-    assert await host_key.triton_key({}, tmp_path) == given
+    monkeypatch.setattr(host_key, "_last", {})
+    computed: list[object] = []
+    monkeypatch.setattr(host_key, "_computed", lambda env: computed.append(env) or given)
+    assert anyio.run(host_key.triton_key, {}, tmp_path) == given
+    assert computed == [], "computed again"
     # restored after the test: the two names a worker replaces
     monkeypatch.setattr(cache, "triton_key", cache.triton_key)
     monkeypatch.setattr(autotuner, "triton_key", autotuner.triton_key)
@@ -68,7 +70,7 @@ def test_a_key_kept_for_an_installation_since_changed_is_computed_again(
     value = json.dumps({"file": str(package / "__init__.py"), "key": "k1"})
     (tmp_path / "triton-key.json").write_text(json.dumps({"fingerprint": first, "value": value}))
     monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", [])
+    monkeypatch.setattr(host_key, "_last", {})
     computed: list[str] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append("k2") or value.replace("k1", "k2"))
     assert host_key._compute({}, tmp_path) == value  # kept, and the installation is as it was
@@ -78,7 +80,11 @@ def test_a_key_kept_for_an_installation_since_changed_is_computed_again(
 
 
 @pytest.mark.slow  # a real worker process (stopped as soon as it is made)
-async def test_every_worker_started_gets_the_key(home: Path) -> None:
+def test_every_worker_started_gets_the_key(home: Path) -> None:
+    anyio.run(_every_worker_started_gets_the_key, home)
+
+
+async def _every_worker_started_gets_the_key(home: Path) -> None:
     settings = fast_settings(home)
     plan = await detect_sandbox(settings)
     root = Path(tempfile.mkdtemp(prefix=f"adaexplore-{os.getpid()}-"))
@@ -105,7 +111,7 @@ def test_a_kept_key_that_does_not_read_is_computed_again(
 ) -> None:
     (tmp_path / "triton-key.json").write_text(kept)
     monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", [])
+    monkeypatch.setattr(host_key, "_last", {})
     value = json.dumps({"file": triton.__file__, "key": "k"})
     monkeypatch.setattr(host_key, "_computed", lambda env: value)
     assert host_key._compute({}, tmp_path) == value
