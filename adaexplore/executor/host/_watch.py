@@ -101,45 +101,36 @@ def namespace_init(fd: int) -> int | None:
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every descendant it has now, as far as /proc shows them."""
+    pending, seen = [pid], {pid: None}  # a dict: the order found, and a quick `in`
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError):
+            for tid in Path(f"/proc/{current}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    for child in (int(c) for c in (tid / "children").read_text().split()):
+                        if child not in seen:
+                            seen[child] = None
+                            pending.append(child)
+    return list(seen)
+
+
 def process_tree_cpu_seconds(pid: int) -> float | None:
     """User and system CPU time of `pid` and of every descendant it has now (a sandbox's launcher runs the worker as
     its child, and the worker runs the compilers), with what their exited children used; None where /proc does not
     show `pid`."""
-    pending, seen, ticks = [pid], set(), 0
-    found = False
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
+    ticks, found = 0, False
+    for current in _descendants(pid):
         try:
             stat = Path(f"/proc/{current}/stat").read_text()
             # the fields after the command name, which is in parentheses and may hold anything
             fields = stat[stat.rindex(")") + 2 :].split()
             ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
             found = True
-            tasks = Path(f"/proc/{current}/task")
-            for tid in tasks.iterdir():
-                with contextlib.suppress(OSError, ValueError):
-                    pending += [int(c) for c in (tid / "children").read_text().split()]
         except (OSError, ValueError, IndexError):
             continue
     return ticks / _TICKS if found else None
-
-
-def _descendants(pid: int) -> list[int]:
-    """`pid` and every descendant it has now, as far as /proc shows them."""
-    pending, seen = [pid], []
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.append(current)
-        with contextlib.suppress(OSError):
-            for tid in Path(f"/proc/{current}/task").iterdir():
-                with contextlib.suppress(OSError, ValueError):
-                    pending += [int(c) for c in (tid / "children").read_text().split()]
-    return seen
 
 
 def process_tree_resident_bytes(pid: int) -> int | None:

@@ -15,26 +15,20 @@ activate_compile_only()
 
 
 @triton.jit
-def gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr):
-    pid = tl.program_id(0)
-    n_tiles = tl.cdiv(N, BN)
-    pm, pn = pid // n_tiles, pid % n_tiles
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
-
-
-@triton.jit
-def gemm_wt(
-    a_ptr, w_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr
+def gemm(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    PRECISION: tl.constexpr,
+    B_ALONG_K: tl.constexpr = False,
 ):
-    # x @ w.T with w stored N x K: the dot's K x N operand is contiguous along K
+    # B_ALONG_K: x @ w.T with w stored N x K, so that the dot's K x N operand is contiguous along K
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BN)
     pm, pn = pid // n_tiles, pid % n_tiles
@@ -44,7 +38,10 @@ def gemm_wt(
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(w_ptr + rn[None, :] * K + (k + rk)[:, None])
+        if B_ALONG_K:
+            b = tl.load(b_ptr + rn[None, :] * K + (k + rk)[:, None])
+        else:
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
@@ -105,10 +102,10 @@ for half, bf16 in (("bf16", True), ("fp16", False)):
     k = gemm_split.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, BM=64, BN=64, BK=32, BF16=bf16, num_warps=4)
     write(f"{out}/gemm_{half}x3.ttir", k.asm["ttir"])
 # the TritonGPU IR (layouts) of a * b with b along N, and of x @ w.T (along K)
-for name, kernel in (("gemm_tf32x3", gemm), ("gemm_wt_ieee", gemm_wt)):
+for name, along_k in (("gemm_tf32x3", False), ("gemm_wt_ieee", True)):
     precision = name.rsplit("_", 1)[1]
-    sizes = {"BM": 64, "BN": 64, "BK": 32, "PRECISION": precision, "num_warps": 4}
-    k = kernel.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, **sizes)
+    sizes = {"BM": 64, "BN": 64, "BK": 32, "PRECISION": precision, "B_ALONG_K": along_k, "num_warps": 4}
+    k = gemm.run(x, x, x, 256, 256, 1024, grid=(1,), warmup=True, **sizes)
     write(f"{out}/{name}.ttgir", k.asm["ttgir"])
 k = persistent_sum.run(x, x, 1000, 4096, grid=(1,), warmup=True, NUM_PROGRAMS=132, BLOCK=1024, num_warps=4)
 write(f"{out}/persistent_sum.ttir", k.asm["ttir"])
