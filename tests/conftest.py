@@ -7,6 +7,7 @@ test in another module carries `@pytest.mark.slow` itself."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import re
@@ -98,11 +99,24 @@ LONGEST = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Collecting imports every test module and what they import (torch, the MCP SDK, hypothesis, dask): the
+    # collector, which would look through the hundreds of thousands of objects they make again and again as they come
+    # (a quarter of the collection's CPU time), waits until the tests run (`pytest_runtestloop`)
+    gc.disable()
     # pytest-xdist's loadscope hands out the modules with the most tests first, which leaves the long modules of
     # few tests (a single test of a minute) to the end of the run, where one can run alone: the order below is
     # the one to follow (no effect without xdist)
     if getattr(config.option, "loadscopereorder", None):
         config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """The collector on again before the first test (in each process of a parallel run, and in the one that hands out
+    the tests, which collects nothing); what the start and the collection made, kept for the whole run, is frozen
+    out of every later collection's way."""
+    gc.freeze()
+    gc.enable()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
