@@ -90,9 +90,12 @@ def import_definition(definition: str | Path, workloads: Sequence[str | Path] | 
             its field path), a workload does not match the definition, or a safetensors file is missing.
         TaskError: the definition cannot be a task module (its names cannot be Python names).
     """
+    path = Path(definition).resolve()
+    if not path.is_file():  # said at once, without the seconds of starting the package's process (torch) for it
+        raise RequestError(f"definition {path} " + ("is a directory" if path.is_dir() else "does not exist"))
     request: dict[str, object] = {
         "op": "import",
-        "definition": str(Path(definition).resolve()),
+        "definition": str(path),
         "workloads": [str(Path(w).resolve()) for w in workloads] if workloads else None,
     }
     answer = _ask(request)
