@@ -110,7 +110,9 @@ def test_a_problem_whose_own_code_fails_is_a_task_error_row_and_the_bench_goes_o
     replay.mkdir()
     for pid in (1, 2, 3, 4):
         (replay / f"{pid}.py").write_text((KERNELS / "row_softmax" / "correct.py").read_text())
-    out = bench(str(suite), "--replay", str(replay), home=tmp_path / "home")
+    config = tmp_path / "settings.toml"
+    config.write_text('[executor]\nbackend = "interpret"\n')  # the rows are under test, not the sm_90 compile check
+    out = bench(str(suite), "--replay", str(replay), home=tmp_path / "home", config=config)
     assert out.returncode == 0, out.stderr
     broken = next(line for line in out.stderr.splitlines() if "2_broken" in line)
     assert "task_error" in broken and "no data" in broken
@@ -141,7 +143,9 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
 def test_ctrl_c_leaves_a_bench_that_resumes_without_evaluating_any_problem_twice(tmp_path: Path) -> None:
     home = tmp_path / "home"
     config = tmp_path / "settings.toml"
-    config.write_text("[search]\nfinal_reevaluation = 0\n")  # the steps are what is under test, not the finish
+    # the steps are what is under test, not the finish; nor the sm_90 compile check (the replay bench above has it),
+    # which would double the CPU each step takes: the interpreter alone checks the kernels
+    config.write_text('[search]\nfinal_reevaluation = 0\n[executor]\nbackend = "interpret"\n')
     args = ["examples", "--ids", "4,7", "--steps", "2", "--seed", "3"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
