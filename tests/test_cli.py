@@ -38,32 +38,21 @@ def test_a_correct_kernel_prints_a_readable_verdict_and_exits_0(tmp_path: Path) 
         assert any("(not measured)" in line and line.lstrip().startswith("estimate") for line in lines)
 
 
-def test_json_output_is_one_object_with_the_whole_result(tmp_path: Path) -> None:
-    done = profile(
-        str(DATA / "scale_relu_task.py"),
-        str(EXAMPLES / "kernels/row_softmax/correct.py"),
-        "--json",
-        "--mode",
-        "paper",
-        home=tmp_path,
-    )
-    result = json.loads(done.stdout)
-    assert done.returncode == 1
-    assert result["mode"] == "paper"
-    assert result["status"] in ("runtime_error", "mismatch", "compile_error")
-    assert result["provenance"]["task_hash"]
-
-
-def test_json_goes_to_a_file_beside_the_verdict_or_alone_to_standard_output(tmp_path: Path) -> None:
+def test_json_is_one_object_with_the_whole_result_in_a_file_beside_the_verdict_or_alone_on_standard_output(
+    tmp_path: Path,
+) -> None:
     task, kernel = str(DATA / "scale_relu_task.py"), str(EXAMPLES / "kernels/row_softmax/correct.py")
     written = tmp_path / "result.json"
-    to_file = profile(task, kernel, "--json", str(written), home=tmp_path)
+    to_file = profile(task, kernel, "--json", str(written), "--mode", "paper", home=tmp_path)
     assert to_file.returncode == 1, to_file.stderr
     result = json.loads(written.read_text())
+    assert result["mode"] == "paper"
     assert result["status"] in ("runtime_error", "mismatch", "compile_error") and result["provenance"]["task_hash"]
     assert to_file.stdout.splitlines()[1].split() == ["status", result["status"]]  # the verdict, as without --json
-    alone = profile(task, kernel, "--json", "-", home=tmp_path)
-    assert alone.returncode == 1 and json.loads(alone.stdout)["status"] == result["status"]
+    alone = profile(task, kernel, "--json", "-", "--mode", "paper", home=tmp_path)
+    assert alone.returncode == 1
+    printed = json.loads(alone.stdout)  # standard output is the one object and nothing else
+    assert printed["mode"] == "paper" and printed["status"] == result["status"] and printed["provenance"]["task_hash"]
 
 
 def test_a_wrong_kernel_exits_1_and_says_where_it_is_wrong(tmp_path: Path) -> None:
