@@ -66,17 +66,20 @@ def corpus(only: list[str] | None = None) -> list[dict]:
 
 
 async def judge(evaluator, rows: list[dict], settings, budget_s: float | None) -> list[Outcome]:  # type: ignore[no-untyped-def]
-    """Each row's kernel judged on the CPU path, its task given the small sizes a search derives."""
-    from adaexplore.executor import EvaluationOptions, derive_small_sizes, task_from_source, with_small_sizes
+    """Each row's kernel judged on the CPU path, its task given the small sizes a search derives (one probe worker
+    derives them for every problem, as `derive_small_sizes` would with a worker of its own for each)."""
+    from adaexplore.executor import EvaluationOptions, SizeProber, task_from_source, with_small_sizes
 
-    tasks, outcomes = {}, []
-    for row in rows:
-        problem = row["problem"]
-        if problem not in tasks:
+    tasks = {}
+    async with SizeProber(settings) as prober:
+        for problem in dict.fromkeys(row["problem"] for row in rows):
             source = (SHARED / "kernelbench" / "level2" / problem).read_text()
-            derived = await derive_small_sizes(source, settings=settings)
+            derived = await prober.derive(source)
             sizes = derived.sizes or {}
             tasks[problem] = task_from_source(with_small_sizes(source, sizes, "derived"), name=problem)
+    outcomes = []
+    for row in rows:
+        problem = row["problem"]
         started = time.perf_counter()
         options = EvaluationOptions(mode="strict", candidate_budget_s=budget_s)
         result = await evaluator.evaluate(tasks[problem], row["code"], options)
