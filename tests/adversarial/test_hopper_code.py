@@ -8,7 +8,6 @@ verdicts expected are the same on both.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,6 @@ pytestmark = pytest.mark.anyio
 
 def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
-
-
-@pytest.fixture(scope="module")
-async def evaluator(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Evaluator]:
-    async with Evaluator(fast_settings(tmp_path_factory.mktemp("hopper"))) as evaluator:
-        yield evaluator
 
 
 def _checked_everywhere(result: Any, small: str) -> None:
