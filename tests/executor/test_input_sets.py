@@ -89,10 +89,9 @@ async def test_mode_flashinfer_needs_the_tasks_own_tolerance(tmp_path: Path) -> 
             await ev.evaluate(task_from_source(BASE, name="plain"), KERNEL, EvaluationOptions(mode="flashinfer"))
 
 
-async def test_on_the_cpu_the_small_set_stands_for_all_of_them(tmp_path: Path) -> None:
+async def test_on_the_cpu_the_small_set_stands_for_all_of_them(evaluator: Evaluator) -> None:
     task = task_from_source(BASE + SETS, name="scale_relu_sets")
-    async with Evaluator(fast_settings(tmp_path, warm_workers=0)) as ev:
-        result = await ev.evaluate(task, KERNEL, EvaluationOptions(mode="flashinfer"))
+    result = await evaluator.evaluate(task, KERNEL, EvaluationOptions(mode="flashinfer"))
     assert result.status is Status.ok, result.message
     assert result.input_sets == []
     assert "on a GPU each of the task's 3 input sets is judged at full size" in result.message
