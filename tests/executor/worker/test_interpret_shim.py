@@ -20,7 +20,9 @@ from triton.language.extra import libdevice
 
 
 def run_interpreted(body: str, prelude: str = PRELUDE, path: Path | None = None) -> dict:
-    script = prelude + textwrap.dedent(body)
+    # the collector off while the prelude imports torch and triton (it would look through their objects again and
+    # again as they come), then on for the body, past what the imports made, as in a worker
+    script = "import gc\ngc.disable()\n" + prelude + "gc.freeze()\ngc.enable()\n" + textwrap.dedent(body)
     env = dict(os.environ, TRITON_INTERPRET="1")
     if path is not None:  # first on the path: what the script imports from there wins
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), env.get("PYTHONPATH")) if p)
