@@ -22,7 +22,9 @@ original = torch.manual_seed
 
 
 def flags_after(body: str) -> str:
-    script = PRELUDE + textwrap.dedent(body) + "\nprint([f.code for f in guard.check('the step')])\n"
+    # the collector off while the prelude imports torch, then on past what it made, as in a worker
+    script = f"import gc\ngc.disable()\n{PRELUDE}gc.freeze()\ngc.enable()\n{textwrap.dedent(body)}"
+    script += "\nprint([f.code for f in guard.check('the step')])\n"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]

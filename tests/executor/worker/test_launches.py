@@ -110,7 +110,8 @@ def run_worker(tmp_path, backend: str, kernels: str, body: str) -> dict:  # type
     candidate's module `candidate` (Triton reads kernels from a real file)."""
     (tmp_path / "candidate.py").write_text("import torch, triton, triton.language as tl\n" + textwrap.dedent(kernels))
     script = tmp_path / "script.py"
-    script.write_text(COMPILE_PRELUDE + textwrap.dedent(body))
+    # the collector off while the prelude imports torch and triton, then on past what they made, as in a worker
+    script.write_text(f"import gc\ngc.disable()\n{COMPILE_PRELUDE}gc.freeze()\ngc.enable()\n{textwrap.dedent(body)}")
     env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "cache"), HOME=str(tmp_path))
     env.pop("TRITON_INTERPRET", None)
     if backend == "interpret":
