@@ -20,7 +20,8 @@ tracker.install()
 def compile_only(body: str, tmp_path) -> dict:
     # Triton's compiler reads kernel source from a real file.
     script = tmp_path / "script.py"
-    script.write_text(PRELUDE + textwrap.dedent(body))
+    # the collector off while the prelude imports torch and triton, then on past what they made, as in a worker
+    script.write_text(f"import gc\ngc.disable()\n{PRELUDE}gc.freeze()\ngc.enable()\n{textwrap.dedent(body)}")
     done = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,

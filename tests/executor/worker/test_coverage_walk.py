@@ -340,6 +340,8 @@ NOTES = {
 }
 
 SCRIPT = """
+import gc
+gc.disable()  # while torch and triton are imported; on again past what they made (below), as in a worker
 import json, sys
 import torch
 from adaexplore.domain import Backend
@@ -361,6 +363,8 @@ tracker.install()
 tracker.shared_memory_limit = 232448
 told = []  # what the worker tells the evaluator as not the candidate's time (see _compile_clock)
 listen(lambda name: told.append(name) if name else None)
+gc.freeze()
+gc.enable()
 found = {}
 task, cases = sys.argv[1], json.loads(sys.argv[2])
 for name, path in cases.items():
