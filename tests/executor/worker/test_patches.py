@@ -14,6 +14,8 @@ from adaexplore.executor.worker.confine._patches import PATCHES
 from tests.conftest import ROOT
 
 _SNAPSHOT = r"""
+import gc
+gc.disable()  # it imports, notes and ends: the collector would only look through the imports' objects again and again
 import json, sys, warnings
 warnings.simplefilter("ignore")
 import torch, triton
