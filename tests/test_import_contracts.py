@@ -68,3 +68,21 @@ def _top_level_names(module: ast.Module) -> set[str]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return names
+
+
+def test_the_executors_modules_and_the_packages_folders_stay_small() -> None:
+    """No module of the executor over 400 lines, and no package folder with more than 20 modules (issue 53's
+    rooms): a folder of kernel sources kept as data, with no `__init__.py`, is not a package and not counted."""
+    package = ROOT / "adaexplore"
+    long = {
+        str(path.relative_to(package)): lines
+        for path in (package / "executor").rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, long
+    crowded = {
+        str(folder.relative_to(package)): count
+        for folder in [package, *(p for p in package.rglob("*") if p.is_dir())]
+        if (folder / "__init__.py").is_file() and (count := len(list(folder.glob("*.py")))) > 20
+    }
+    assert not crowded, crowded

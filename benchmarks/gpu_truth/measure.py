@@ -159,6 +159,9 @@ async def main(
                 "message": None if timing else evaluation.message[:400],
                 "code_hash": key[1],
                 "seconds": round(time.monotonic() - started, 2),
+                # where the evaluation's time went (the judge's and the candidate's phases), to tell what a faster
+                # measurement must cut
+                "phases": {name: round(seconds, 3) for name, seconds in evaluation.phases.items()},
                 # the verdict's warnings (faster_than_light: measured under the task's speed of light)
                 "warnings": [f.code for f in evaluation.audit.flags if f.severity == "warn"],
             }
@@ -189,8 +192,23 @@ async def main(
         )
     asked = {item[3][0] for item in todo}
     show([row for key, row in rows.items() if key[0] in asked])
+    phase_totals([row for key, row in rows.items() if key[0] in asked])
     left = [item for item in todo if item[3] not in rows]
     print(f"{len(todo) - len(left)} of {len(todo)} measured; {len(left)} left for the next run (it resumes)")
+
+
+def phase_totals(rows: list[dict[str, Any]]) -> None:
+    """The phases that took the most of these evaluations' time, summed over them (several run at once, so the sum
+    is more than the run's wall time)."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        for name, seconds in (row.get("phases") or {}).items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    if totals:
+        spent = sum(float(row.get("seconds") or 0.0) for row in rows)
+        top = sorted(totals.items(), key=lambda kv: -kv[1])[:10]
+        by_phase = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in top)
+        print(f"{len(rows)} evaluations, {spent:.0f} s in all; by phase: {by_phase}")
 
 
 def show(rows: list[dict[str, object]]) -> None:

@@ -15,7 +15,7 @@ from adaexplore.errors import EvaluatorError, TaskError
 from adaexplore.executor.host._pool import JudgeClient
 from adaexplore.executor.host._process import WorkerDied
 from adaexplore.executor.host._spawn import WorkerChannel
-from adaexplore.executor.pipeline.stages import footprint, precision_path, reference_cache, timing
+from adaexplore.executor.pipeline.stages import footprint, precision_path, timing
 from adaexplore.executor.pipeline.stages.ahead import wanted
 from adaexplore.executor.pipeline.stages.context import Pending, Run, Verdict
 from adaexplore.executor.pipeline.stages.lane import Lane, Lanes
@@ -115,7 +115,7 @@ async def _run_on(lane: Lane, ctx: Run, *, timed: bool, with_compile: bool, fres
             if (
                 timed
                 and backend is Backend.cuda
-                and not reference_cache.is_cached(lane, ctx, job, with_compile, fresh_reference)
+                and not timing.reference_is_cached(lane, ctx, job, with_compile, fresh_reference)
             ):
                 await _keep_starts_off_the_measurement(lane, ctx)
             await ctx.report("waiting", "waiting for the device" if lock else "preparing the reference")
