@@ -25,6 +25,12 @@ _known: dict[str, str] = {}
 # the key last given for each cache directory (None: it failed there); apart per directory, so that one evaluator's
 # starts do not answer for another's directory
 _last: dict[str, str | None] = {}
+# the key's JSON computed in this process, by the variables that decide where a process of ours finds Triton: a
+# cache directory new to this process takes it, while that installation is as it was, rather than start the
+# subprocess again (a worker whose Triton lies elsewhere refuses a key computed for another file and hashes its own:
+# `worker/_triton_key.install`)
+_by_reach: dict[tuple[str | None, ...], str] = {}
+_REACH = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 
 def fingerprint(root: Path) -> str:
@@ -93,8 +99,12 @@ def _compute(env: Mapping[str, str], cache_dir: Path) -> str | None:
                 return entry[1]
         # where it cannot be computed, each worker computes Triton's own as it always could (the same key): a broken
         # Triton is reported by the worker that needs it, in its own words
-        value = _computed(env)
+        reach = tuple(env.get(name) for name in _REACH)
+        value = _by_reach.get(reach)
+        if not _still(value):
+            value = _computed(env)
         if value is not None:
+            _by_reach[reach] = value
             mark = fingerprint(_root(value))
             _known[mark] = value
             stored.parent.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     # as in a process that has not computed it yet
     monkeypatch.setattr(host_key, "_known", {})
     monkeypatch.setattr(host_key, "_last", {})
+    monkeypatch.setattr(host_key, "_by_reach", {})
     given = anyio.run(host_key.triton_key, worker_env(fast_settings(home)), tmp_path)
     assert given is not None
     own = cache.triton_key()  # Triton's own, in this process
@@ -40,6 +41,7 @@ def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     assert json.loads((tmp_path / "triton-key.json").read_text()) == {"fingerprint": mark, "value": given}
     monkeypatch.setattr(host_key, "_known", {})
     monkeypatch.setattr(host_key, "_last", {})
+    monkeypatch.setattr(host_key, "_by_reach", {})
     computed: list[object] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append(env) or given)
     assert anyio.run(host_key.triton_key, {}, tmp_path) == given
@@ -71,6 +73,7 @@ def test_a_key_kept_for_an_installation_since_changed_is_computed_again(
     (tmp_path / "triton-key.json").write_text(json.dumps({"fingerprint": first, "value": value}))
     monkeypatch.setattr(host_key, "_known", {})
     monkeypatch.setattr(host_key, "_last", {})
+    monkeypatch.setattr(host_key, "_by_reach", {})
     computed: list[str] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append("k2") or value.replace("k1", "k2"))
     assert host_key._compute({}, tmp_path) == value  # kept, and the installation is as it was
@@ -112,7 +115,31 @@ def test_a_kept_key_that_does_not_read_is_computed_again(
     (tmp_path / "triton-key.json").write_text(kept)
     monkeypatch.setattr(host_key, "_known", {})
     monkeypatch.setattr(host_key, "_last", {})
+    monkeypatch.setattr(host_key, "_by_reach", {})
     value = json.dumps({"file": triton.__file__, "key": "k"})
     monkeypatch.setattr(host_key, "_computed", lambda env: value)
     assert host_key._compute({}, tmp_path) == value
     assert json.loads((tmp_path / "triton-key.json").read_text())["value"] == value
+
+
+def test_a_new_cache_directory_takes_the_key_this_process_computed_for_the_same_reach(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(host_key, "_known", {})
+    monkeypatch.setattr(host_key, "_last", {})
+    monkeypatch.setattr(host_key, "_by_reach", {})
+    real = host_key._computed
+    computed: list[str | None] = []
+    monkeypatch.setattr(host_key, "_computed", lambda env: computed.append(env.get("PYTHONPATH")) or real(env))
+    env = worker_env(fast_settings(home))
+    first = host_key._compute(env, tmp_path / "a")
+    assert first is not None and len(computed) == 1
+    # another evaluator's directory, the same places to find Triton: no subprocess, the same key, kept there too
+    assert host_key._compute({**env, "HOME": str(tmp_path)}, tmp_path / "b") == first and len(computed) == 1
+    assert json.loads((tmp_path / "b" / "triton-key.json").read_text())["value"] == first
+    # a PYTHONPATH that may reach another Triton: computed for it
+    elsewhere = {**env, "PYTHONPATH": os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])}
+    assert host_key._compute(elsewhere, tmp_path / "c") == first and len(computed) == 2
+    # the installation changed since (its fingerprint no longer the one known): computed again
+    monkeypatch.setattr(host_key, "_known", {})
+    assert host_key._compute(env, tmp_path / "d") == first and len(computed) == 3
