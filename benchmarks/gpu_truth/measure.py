@@ -199,11 +199,12 @@ async def main(
 
 def phase_totals(rows: list[dict[str, Any]]) -> None:
     """The phases that took the most of these evaluations' time, summed over them (several run at once, so the sum
-    is more than the run's wall time)."""
+    is more than the run's wall time); an evaluation's own `total` is its wall time, not a phase."""
     totals: dict[str, float] = {}
     for row in rows:
         for name, seconds in (row.get("phases") or {}).items():
-            totals[name] = totals.get(name, 0.0) + seconds
+            if name != "total":
+                totals[name] = totals.get(name, 0.0) + seconds
     if totals:
         spent = sum(float(row.get("seconds") or 0.0) for row in rows)
         top = sorted(totals.items(), key=lambda kv: -kv[1])[:10]

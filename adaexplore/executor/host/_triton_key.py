@@ -21,7 +21,6 @@ __all__ = ["fingerprint", "triton_key"]
 _lock = threading.Lock()
 # in this process: the key's JSON by the fingerprint of the installation it was computed for
 _known: dict[str, str] = {}
-# the key's JSON of the last installation known here, or None where it could not be computed
 # the key last given for each cache directory (None: it failed there); apart per directory, so that one evaluator's
 # starts do not answer for another's directory
 _last: dict[str, str | None] = {}
@@ -51,12 +50,15 @@ def _root(value: str) -> Path:
     return Path(json.loads(value)["file"]).parent
 
 
-def _still(value: str | None) -> bool:
-    """Whether the installation `value` was computed for is still as it was then."""
+def _mark(value: str | None) -> str | None:
+    """The fingerprint of the installation `value` was computed for, where it is still as it was then; else None."""
     if value is None:
-        return False
+        return None
     root = _root(value)
-    return root.is_dir() and _known.get(fingerprint(root)) == value
+    if not root.is_dir():
+        return None
+    mark = fingerprint(root)
+    return mark if _known.get(mark) == value else None
 
 
 def _kept(stored: Path) -> tuple[str, str] | None:
@@ -88,24 +90,25 @@ def _compute(env: Mapping[str, str], cache_dir: Path) -> str | None:
     with _lock:
         # looked at again at each start: a Triton upgraded meanwhile has another key
         where = str(cache_dir)
-        if where in _last and (_last[where] is None or _still(_last[where])):
+        if where in _last and (_last[where] is None or _mark(_last[where]) is not None):
             return _last[where]
         stored = cache_dir / "triton-key.json"
         entry = _kept(stored)
         if entry is not None:
             _known[entry[0]] = entry[1]
-            if _still(entry[1]):
+            if _mark(entry[1]) is not None:
                 _last[where] = entry[1]
                 return entry[1]
         # where it cannot be computed, each worker computes Triton's own as it always could (the same key): a broken
         # Triton is reported by the worker that needs it, in its own words
         reach = tuple(env.get(name) for name in _REACH)
         value = _by_reach.get(reach)
-        if not _still(value):
+        mark = _mark(value)
+        if mark is None:
             value = _computed(env)
-        if value is not None:
+            mark = fingerprint(_root(value)) if value is not None else None
+        if value is not None and mark is not None:
             _by_reach[reach] = value
-            mark = fingerprint(_root(value))
             _known[mark] = value
             stored.parent.mkdir(parents=True, exist_ok=True)
             temporary = stored.with_suffix(f".{secrets.token_hex(4)}.tmp")

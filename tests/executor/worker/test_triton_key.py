@@ -23,15 +23,18 @@ from adaexplore.executor.worker._triton_key import install
 from tests.conftest import fast_settings
 
 
+def as_a_new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module's memory of keys emptied, as in a process that has computed none yet (restored after the test)."""
+    for name in ("_known", "_last", "_by_reach"):
+        monkeypatch.setattr(host_key, name, {})
+
+
 # the tests run their own event loop (anyio.run), not the session's, where the session's evaluator starts workers
 # that read and write the same module state
 def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # as in a process that has not computed it yet
-    monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", {})
-    monkeypatch.setattr(host_key, "_by_reach", {})
+    as_a_new_process(monkeypatch)
     given = anyio.run(host_key.triton_key, worker_env(fast_settings(home)), tmp_path)
     assert given is not None
     own = cache.triton_key()  # Triton's own, in this process
@@ -39,9 +42,7 @@ def test_a_worker_takes_the_key_triton_computes_for_its_installation(
     # kept for the next process, with the fingerprint of the installation, and read from there
     mark = host_key.fingerprint(Path(triton.__file__).parent)
     assert json.loads((tmp_path / "triton-key.json").read_text()) == {"fingerprint": mark, "value": given}
-    monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", {})
-    monkeypatch.setattr(host_key, "_by_reach", {})
+    as_a_new_process(monkeypatch)
     computed: list[object] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append(env) or given)
     assert anyio.run(host_key.triton_key, {}, tmp_path) == given
@@ -71,9 +72,7 @@ def test_a_key_kept_for_an_installation_since_changed_is_computed_again(
     assert host_key.fingerprint(package) == first
     value = json.dumps({"file": str(package / "__init__.py"), "key": "k1"})
     (tmp_path / "triton-key.json").write_text(json.dumps({"fingerprint": first, "value": value}))
-    monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", {})
-    monkeypatch.setattr(host_key, "_by_reach", {})
+    as_a_new_process(monkeypatch)
     computed: list[str] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append("k2") or value.replace("k1", "k2"))
     assert host_key._compute({}, tmp_path) == value  # kept, and the installation is as it was
@@ -113,9 +112,7 @@ def test_a_kept_key_that_does_not_read_is_computed_again(
     kept: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "triton-key.json").write_text(kept)
-    monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", {})
-    monkeypatch.setattr(host_key, "_by_reach", {})
+    as_a_new_process(monkeypatch)
     value = json.dumps({"file": triton.__file__, "key": "k"})
     monkeypatch.setattr(host_key, "_computed", lambda env: value)
     assert host_key._compute({}, tmp_path) == value
@@ -125,9 +122,7 @@ def test_a_kept_key_that_does_not_read_is_computed_again(
 def test_a_new_cache_directory_takes_the_key_this_process_computed_for_the_same_reach(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(host_key, "_known", {})
-    monkeypatch.setattr(host_key, "_last", {})
-    monkeypatch.setattr(host_key, "_by_reach", {})
+    as_a_new_process(monkeypatch)
     real = host_key._computed
     computed: list[str | None] = []
     monkeypatch.setattr(host_key, "_computed", lambda env: computed.append(env.get("PYTHONPATH")) or real(env))
